@@ -1,0 +1,42 @@
+//! The library's error type: one enum per layer, folded into [`Error`].
+
+use thiserror::Error;
+
+/// Everything that can go wrong in a run, each variant readable as it stands.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Reading or writing a file failed (the message names the file).
+    #[error(transparent)]
+    Io(#[from] crate::io::IoError),
+    /// A parameter is out of its range or inconsistent with the data.
+    #[error("invalid parameter `{name}`: {reason}")]
+    Param { name: &'static str, reason: String },
+    /// The input data cannot be embedded as given (too few points, …).
+    #[error("{0}")]
+    Data(String),
+    /// The affinity stage failed.
+    #[error(transparent)]
+    Affinity(#[from] crate::affinity::AffinityError),
+    /// A sparse-layout invariant was violated.
+    #[error(transparent)]
+    Sparse(#[from] crate::sparse::SparseError),
+    /// A GPU was asked for but none can be used.
+    #[error("no usable GPU: {reason}")]
+    GpuUnavailable { reason: String },
+    /// The backend exists in the interface but is not implemented yet.
+    #[error("backend `{0}` is not built yet; use --backend cpu")]
+    NotBuilt(&'static str),
+}
+
+/// Result with [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Shorthand for [`Error::Param`].
+    pub fn param(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::Param {
+            name,
+            reason: reason.into(),
+        }
+    }
+}
