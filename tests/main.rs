@@ -1,0 +1,1 @@
+//! End-to-end and command-line tests (filled in as the stages land).
