@@ -1,1 +1,359 @@
-//! embed.
+//! `embed`: the whole pipeline from points or a graph to an embedding and its report
+//! (DESIGN §1). Stages run in order, each timed; the backend decides where the gradient
+//! is computed.
+
+use std::time::Instant;
+
+use serde::{Serialize, Serializer};
+
+use crate::affinity::{self, GraphParams, PerplexityParams};
+use crate::backend::{cpu::CpuGradient, BackendKind};
+use crate::init::{self, InitKind};
+use crate::io::Labels;
+use crate::knn::{self, Neighbors};
+use crate::optim::{self, OptimParams};
+use crate::progress::Progress;
+use crate::report::{InputInfo, Quality, Report, StageSeconds};
+use crate::repulse::{ExactRepulsion, FftRepulsion, GridSpec, Repulse};
+use crate::sparse::Csb;
+use crate::{prep, quality, Error, Points, Result};
+
+/// Above this many points `--knn auto` uses HNSW instead of the exact blocked GEMM.
+pub const AUTO_EXACT_MAX: usize = 100_000;
+
+/// Neighbours whose label vote and preservation the report measures.
+const QUALITY_K: usize = 10;
+
+/// What to embed.
+pub enum Input {
+    /// A dense point set.
+    Points(Points),
+    /// A sparse weighted graph, n × n (SG-t-SNE mode).
+    Graph(sprs::CsMat<f64>),
+}
+
+/// The kNN method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KnnMethod {
+    /// Exact below [`AUTO_EXACT_MAX`] points, HNSW above.
+    Auto,
+    /// Blocked GEMM and bounded selection.
+    Exact,
+    /// Approximate, `hnsw_rs`.
+    Hnsw,
+}
+
+/// How the repulsion is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RepulsionMethod {
+    /// FFT-accelerated interpolation on a grid (DESIGN §2.2).
+    Fft,
+    /// Direct O(n²) sums, the reference.
+    Exact,
+}
+
+/// Every parameter of a run. Defaults are DESIGN §1's.
+#[derive(Clone, Debug, Serialize)]
+pub struct EmbedParams {
+    /// Embedding dimension s ∈ {1, 2, 3} (default 2).
+    pub dims: usize,
+    /// Perplexity u (default 30); k = ⌈3u⌉ neighbours.
+    pub perplexity: f64,
+    /// kNN method (default auto).
+    pub knn: KnnMethod,
+    /// Reduce to this many principal components first when d is larger (default 50).
+    pub pca: Option<usize>,
+    /// Initialisation (default PCA; graphs always start random).
+    pub init: InitKind,
+    /// Repulsion grid (default adaptive).
+    #[serde(serialize_with = "grid_text")]
+    pub grid: GridSpec,
+    /// Repulsion method (default fft).
+    pub repulsion: RepulsionMethod,
+    /// Backend (default auto).
+    pub backend: BackendKind,
+    /// Seed of every random choice (default 0).
+    pub seed: u64,
+    /// λ of SG-t-SNE's rescaling in graph mode (default 1).
+    pub lambda: f64,
+    /// Learning rate; `None` = auto, max(n / exaggeration, 50).
+    pub learning_rate: Option<f32>,
+    /// Iterations, exaggeration, momentum, gains (learning rate resolved at run time).
+    pub optim: OptimParams,
+}
+
+impl Default for EmbedParams {
+    fn default() -> Self {
+        EmbedParams {
+            dims: 2,
+            perplexity: 30.0,
+            knn: KnnMethod::Auto,
+            pca: Some(50),
+            init: InitKind::Pca,
+            grid: GridSpec::default_auto(),
+            repulsion: RepulsionMethod::Fft,
+            backend: BackendKind::Auto,
+            seed: 0,
+            lambda: 1.0,
+            learning_rate: None,
+            optim: OptimParams::default(),
+        }
+    }
+}
+
+fn grid_text<S: Serializer>(grid: &GridSpec, s: S) -> Result<S::Ok, S::Error> {
+    match grid {
+        GridSpec::Fixed(n) => s.serialize_str(&n.to_string()),
+        GridSpec::Auto { h } => s.serialize_str(&format!("auto (h = {h})")),
+    }
+}
+
+impl EmbedParams {
+    /// k = ⌈3u⌉ (DESIGN §1.3).
+    pub fn k(&self) -> usize {
+        (3.0 * self.perplexity).ceil() as usize
+    }
+
+    /// Range checks that need no data, each naming its parameter.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=3).contains(&self.dims) {
+            return Err(Error::param(
+                "dims",
+                format!("must be 1, 2 or 3, got {}", self.dims),
+            ));
+        }
+        if !(self.perplexity >= 1.0 && self.perplexity.is_finite()) {
+            return Err(Error::param(
+                "perplexity",
+                format!("must be at least 1, got {}", self.perplexity),
+            ));
+        }
+        if self.pca == Some(0) {
+            return Err(Error::param(
+                "pca",
+                "must be a positive number of components or `none`",
+            ));
+        }
+        if let GridSpec::Fixed(n) = self.grid {
+            if n < 8 {
+                return Err(Error::param(
+                    "grid",
+                    format!("needs at least 8 nodes per axis, got {n}"),
+                ));
+            }
+        }
+        if let GridSpec::Auto { h } = self.grid {
+            if !(h > 0.0 && h.is_finite()) {
+                return Err(Error::param(
+                    "grid",
+                    format!("spacing h must be positive, got {h}"),
+                ));
+            }
+        }
+        if let Some(lr) = self.learning_rate {
+            if !(lr > 0.0 && lr.is_finite()) {
+                return Err(Error::param(
+                    "learning-rate",
+                    format!("must be positive, got {lr}"),
+                ));
+            }
+        }
+        if self.optim.exaggeration_iters > self.optim.iters {
+            return Err(Error::param(
+                "exaggeration-iters",
+                format!(
+                    "{} exceeds the {} iterations",
+                    self.optim.exaggeration_iters, self.optim.iters
+                ),
+            ));
+        }
+        self.optim.validate()
+    }
+}
+
+/// The result of [`embed`].
+pub struct Embedding {
+    /// Row-major n × dims coordinates.
+    pub y: Vec<f32>,
+    /// Embedding dimension.
+    pub dims: usize,
+    /// The run report (the caller adds its `load` and `write` seconds).
+    pub report: Report,
+}
+
+/// Runs the pipeline on `input` named `name`; `labels`, when given, feed the quality
+/// measures. Runs on the current rayon pool.
+pub fn embed(
+    input: Input,
+    name: &str,
+    labels: Option<&Labels>,
+    params: &EmbedParams,
+    progress: &dyn Progress,
+) -> Result<Embedding> {
+    let start = Instant::now();
+    params.validate()?;
+    let backend = params.backend.resolve()?;
+    let mut seconds = StageSeconds::default();
+    let mut params = params.clone();
+
+    let (info, n) = match &input {
+        Input::Points(p) => (input_info(name, "points", p.n, p.d), p.n),
+        Input::Graph(g) => (input_info(name, "graph", g.rows(), 0), g.rows()),
+    };
+    if let Some(l) = labels {
+        if l.codes.len() != n {
+            return Err(Error::Data(format!(
+                "the labels have {} entries but the input has {n} points",
+                l.codes.len()
+            )));
+        }
+    }
+
+    // Stages 2–4: prepare, kNN, affinities (point mode) or graph affinities.
+    let mut neighbors: Option<Neighbors> = None;
+    let mut knn_method = None;
+    let (p, prepared) = match input {
+        Input::Points(points) => {
+            let k = params.k();
+            if points.n <= k {
+                return Err(Error::Data(format!(
+                    "{} points are too few for perplexity {}: t-SNE needs more than k = {k} \
+                     points (k = ⌈3·perplexity⌉); lower --perplexity",
+                    points.n, params.perplexity
+                )));
+            }
+            let t = Instant::now();
+            let points = match params.pca {
+                Some(m) if points.d > m => prep::pca(&points, m)?,
+                _ => points,
+            };
+            seconds.pca = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let method = match params.knn {
+                KnnMethod::Auto if points.n <= AUTO_EXACT_MAX => KnnMethod::Exact,
+                KnnMethod::Auto => KnnMethod::Hnsw,
+                m => m,
+            };
+            let nb = match method {
+                KnnMethod::Hnsw => knn::hnsw(&points, k, params.seed, progress)?,
+                _ => knn::exact(&points, k, progress)?,
+            };
+            knn_method = Some(
+                if method == KnnMethod::Hnsw {
+                    "hnsw"
+                } else {
+                    "exact"
+                }
+                .to_string(),
+            );
+            seconds.knn = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let pp = PerplexityParams {
+                perplexity: params.perplexity,
+                ..Default::default()
+            };
+            let cond = affinity::conditional_probabilities(&nb, &pp)?;
+            let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
+            let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
+            let p = affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond)?;
+            seconds.affinities = t.elapsed().as_secs_f64();
+            neighbors = Some(nb);
+            (p, Some(points))
+        }
+        Input::Graph(graph) => {
+            let t = Instant::now();
+            let gp = GraphParams {
+                lambda: params.lambda,
+                ..Default::default()
+            };
+            let p = affinity::graph_affinities(&graph, &gp)?;
+            seconds.affinities = t.elapsed().as_secs_f64();
+            if params.init == InitKind::Pca {
+                params.init = InitKind::Random;
+            }
+            (p, None)
+        }
+    };
+
+    // Stage 5: layout of P.
+    let t = Instant::now();
+    let p_log_p: f64 = p
+        .data()
+        .iter()
+        .map(|&v| v as f64)
+        .filter(|&v| v > 0.0)
+        .map(|v| v * v.ln())
+        .sum();
+    let csb = Csb::from_csr(&p, Csb::default_beta(n, rayon::current_num_threads()))?;
+    let p_nnz = p.nnz();
+    drop(p);
+    seconds.layout = t.elapsed().as_secs_f64();
+
+    // Stage 6: initialise.
+    let t = Instant::now();
+    let dims = params.dims;
+    let mut y = match (&prepared, params.init) {
+        (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
+        (_, InitKind::Pca) => {
+            params.init = InitKind::Random;
+            init::random(n, dims, params.seed)
+        }
+        (_, InitKind::Random) => init::random(n, dims, params.seed),
+    };
+    drop(prepared);
+    seconds.init = t.elapsed().as_secs_f64();
+
+    // Stage 7: optimise.
+    let t = Instant::now();
+    let lr = params
+        .learning_rate
+        .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.exaggeration));
+    params.learning_rate = Some(lr);
+    params.optim.learning_rate = lr;
+    let repulse: Box<dyn Repulse> = match params.repulsion {
+        RepulsionMethod::Fft => Box::new(FftRepulsion::new(params.grid)),
+        RepulsionMethod::Exact => Box::new(ExactRepulsion::new()),
+    };
+    let mut gradient = CpuGradient::new(csb, repulse, p_log_p);
+    let optimise = optim::optimize(&mut gradient, &mut y, dims, &params.optim, progress)?;
+    seconds.optimise = t.elapsed().as_secs_f64();
+
+    // Quality measures.
+    let t = Instant::now();
+    let embedded = quality::embedding_neighbors(&y, dims, QUALITY_K);
+    let quality = Quality {
+        knn_accuracy_10: labels.map(|l| quality::knn_accuracy(&embedded, QUALITY_K, &l.codes)),
+        knn_preservation_10: neighbors
+            .as_ref()
+            .map(|nb| quality::knn_preservation(nb, &embedded, QUALITY_K)),
+    };
+    seconds.quality = t.elapsed().as_secs_f64();
+    seconds.total = start.elapsed().as_secs_f64();
+
+    let report = Report {
+        version: env!("CARGO_PKG_VERSION"),
+        input: info,
+        threads: rayon::current_num_threads(),
+        k: neighbors.as_ref().map(|nb| nb.k),
+        knn_method,
+        p_nnz,
+        seconds,
+        optimise,
+        quality,
+        peak_rss_bytes: crate::report::peak_rss_bytes(),
+        backend,
+        params,
+    };
+    Ok(Embedding { y, dims, report })
+}
+
+fn input_info(name: &str, kind: &'static str, n: usize, d: usize) -> InputInfo {
+    InputInfo {
+        name: name.to_string(),
+        kind,
+        n,
+        d,
+    }
+}

@@ -35,8 +35,9 @@ pub mod optim;
 pub mod points;
 pub mod prep;
 pub mod progress;
-pub mod repulse;
+pub mod quality;
 pub mod report;
+pub mod repulse;
 pub mod sparse;
 
 pub use error::{Error, Result};

@@ -1,1 +1,83 @@
-//! report.
+//! The JSON run report (DESIGN §1.8): parameters, timings per stage, KL history, device,
+//! quality and memory, so a run can be audited and compared later.
+
+use serde::Serialize;
+
+use crate::backend::Resolved;
+use crate::embed::EmbedParams;
+use crate::optim::OptimReport;
+
+/// Everything a run reports. Stages the CLI times itself (`load`, `write`) are filled in
+/// by the caller.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// sgtsne's version.
+    pub version: &'static str,
+    /// What was embedded.
+    pub input: InputInfo,
+    /// All parameters, with `auto` values resolved.
+    pub params: EmbedParams,
+    /// The backend that ran and why.
+    pub backend: Resolved,
+    /// Worker threads of the CPU stages.
+    pub threads: usize,
+    /// Neighbours per point used for P (point mode).
+    pub k: Option<usize>,
+    /// kNN method that ran (`exact` or `hnsw`; point mode).
+    pub knn_method: Option<String>,
+    /// Non-zeros of the symmetric P.
+    pub p_nnz: usize,
+    /// Seconds per stage.
+    pub seconds: StageSeconds,
+    /// The optimisation: KL history, final KL, per-part timings.
+    pub optimise: OptimReport,
+    /// Quality measures, when they could be computed.
+    pub quality: Quality,
+    /// Peak resident memory of the process in bytes (Linux `VmHWM`), at report time.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// The input's shape and origin.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputInfo {
+    /// File name or the demo's name.
+    pub name: String,
+    /// `points` or `graph`.
+    pub kind: &'static str,
+    /// Number of points (graph nodes).
+    pub n: usize,
+    /// Features per point as read (0 for a graph).
+    pub d: usize,
+}
+
+/// Seconds per pipeline stage.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct StageSeconds {
+    pub load: f64,
+    pub pca: f64,
+    pub knn: f64,
+    pub affinities: f64,
+    pub layout: f64,
+    pub init: f64,
+    pub optimise: f64,
+    pub quality: f64,
+    pub write: f64,
+    pub total: f64,
+}
+
+/// Quality of the embedding (DESIGN §5).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Quality {
+    /// Leave-one-out 10-NN label accuracy in the embedding (with labels).
+    pub knn_accuracy_10: Option<f64>,
+    /// Fraction of the 10 input-space neighbours kept among the 10 embedding neighbours.
+    pub knn_preservation_10: Option<f64>,
+}
+
+/// Peak resident set size of this process, from `/proc/self/status` (Linux only).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

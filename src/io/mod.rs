@@ -10,7 +10,7 @@
 //! - `read_graph(path: &Path) -> Result<sprs::CsMat<f64>, IoError>`
 //! - `write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoError>`
 //! - `write_atomic(path: &Path, f: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), IoError>`
-//! - `plot::scatter_png(path: &Path, y: &[f32], dims: usize, labels: Option<&[i64]>, title: &str) -> Result<(), IoError>`
+//! - `plot::scatter_png(path: &Path, y: &[f32], dims: usize, labels: Option<&super::Labels>, title: &str) -> Result<(), IoError>`
 
 use std::path::{Path, PathBuf};
 
@@ -34,10 +34,23 @@ pub fn read_points(path: &Path) -> Result<Points, IoError> {
 pub fn read_points_npy_bytes(bytes: &[u8], name: &str) -> Result<Points, IoError> {
     unimplemented!("{name} {}", bytes.len())
 }
-pub fn read_labels(path: &Path) -> Result<Vec<i64>, IoError> {
+pub struct Labels {
+    pub codes: Vec<u32>,
+    pub names: Vec<String>,
+}
+pub enum OutputKind {
+    Embedding,
+    Plot,
+    Report,
+}
+pub fn check_output_path(path: &Path, kind: OutputKind) -> Result<(), IoError> {
+    let _ = kind;
     unimplemented!("{}", path.display())
 }
-pub fn read_labels_npy_bytes(bytes: &[u8], name: &str) -> Result<Vec<i64>, IoError> {
+pub fn read_labels(path: &Path) -> Result<Labels, IoError> {
+    unimplemented!("{}", path.display())
+}
+pub fn read_labels_npy_bytes(bytes: &[u8], name: &str) -> Result<Labels, IoError> {
     unimplemented!("{name} {}", bytes.len())
 }
 pub fn read_graph(path: &Path) -> Result<sprs::CsMat<f64>, IoError> {
@@ -60,9 +73,14 @@ pub mod plot {
         path: &Path,
         y: &[f32],
         dims: usize,
-        labels: Option<&[i64]>,
+        labels: Option<&super::Labels>,
         title: &str,
     ) -> Result<(), IoError> {
-        unimplemented!("{} {} {dims} {:?} {title}", path.display(), y.len(), labels.map(|l| l.len()))
+        unimplemented!(
+            "{} {} {dims} {:?} {title}",
+            path.display(),
+            y.len(),
+            labels.map(|l| l.codes.len())
+        )
     }
 }

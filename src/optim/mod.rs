@@ -1,1 +1,89 @@
-//! optim stage.
+//! Gradient descent for t-SNE (DESIGN §1.7): momentum, per-coordinate gains
+//! (delta-bar-delta, Jacobs 1988), early exaggeration, re-centring, KL every few steps.
+//!
+//! **Convention.** The true gradient is $∂C/∂y_i = 4(α F_{attr,i} − F_{rep,i})$. As in
+//! FIt-SNE and openTSNE, the constant 4 is absorbed into the learning rate: the step uses
+//! $g_i = α F_{attr,i} − F_{rep,i}$, so a learning rate here means the same as there
+//! (auto = max(n / exaggeration, 50), Belkina et al. 2019).
+
+pub mod gradient;
+pub mod schedule;
+
+pub use gradient::{Gradient, GradientInfo};
+pub use schedule::OptimParams;
+
+use serde::Serialize;
+
+use crate::progress::Progress;
+use crate::repulse::RepulseTimes;
+use crate::Result;
+
+/// What the optimisation returns besides the final Y.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OptimReport {
+    /// (iteration, KL(P‖Q)) every `kl_every` iterations and after the last one.
+    pub kl_history: Vec<(usize, f64)>,
+    /// KL(P‖Q) of the final embedding.
+    pub final_kl: f64,
+    /// Seconds in the attraction over all iterations.
+    pub attract_seconds: f64,
+    /// Seconds in the repulsion over all iterations.
+    pub repulse_seconds: f64,
+    /// Repulsion seconds split by sub-stage.
+    pub repulse_split: RepulseTimes,
+    /// Seconds in the update (gains, momentum, step, re-centring).
+    pub update_seconds: f64,
+    /// Grid nodes per axis at the last iteration (FFT repulsion only).
+    pub final_grid: Option<usize>,
+}
+
+/// Runs `params.iters` steps from `y` (row-major n × dims, updated in place).
+pub fn optimize(
+    gradient: &mut dyn Gradient,
+    y: &mut [f32],
+    dims: usize,
+    params: &OptimParams,
+    progress: &dyn Progress,
+) -> Result<OptimReport> {
+    params.validate()?;
+    let len = y.len();
+    let mut grad = vec![0f32; len];
+    let mut update = vec![0f32; len];
+    let mut gains = vec![1f32; len];
+    let mut report = OptimReport::default();
+    progress.begin("optimise", params.iters as u64);
+    for iter in 0..params.iters {
+        let phase = params.phase(iter);
+        let with_kl = params.kl_every > 0 && iter % params.kl_every == 0;
+        let info = gradient.gradient(y, dims, phase.exaggeration, &mut grad, with_kl)?;
+        report.add(&info);
+        if let Some(kl) = info.kl {
+            report.kl_history.push((iter, kl));
+            progress.status(&format!("KL {kl:.4}"));
+        }
+        let t = std::time::Instant::now();
+        schedule::step(y, &grad, &mut update, &mut gains, phase, params);
+        schedule::recentre(y, dims);
+        report.update_seconds += t.elapsed().as_secs_f64();
+        progress.advance(1);
+    }
+    let info = gradient.gradient(y, dims, 1.0, &mut grad, true)?;
+    let kl = info.kl.unwrap_or(f64::NAN);
+    report.kl_history.push((params.iters, kl));
+    report.final_kl = kl;
+    report.final_grid = info.grid;
+    progress.end();
+    Ok(report)
+}
+
+impl OptimReport {
+    fn add(&mut self, info: &GradientInfo) {
+        self.attract_seconds += info.attract_seconds;
+        self.repulse_seconds += info.repulse_seconds;
+        self.repulse_split.s2g += info.repulse_split.s2g;
+        self.repulse_split.g2g += info.repulse_split.g2g;
+        self.repulse_split.g2s += info.repulse_split.g2s;
+        self.repulse_split.phi2force += info.repulse_split.phi2force;
+        self.final_grid = info.grid;
+    }
+}

@@ -1,0 +1,65 @@
+//! The CPU backend's gradient: CSB attraction and a [`Repulse`] implementation.
+
+use std::time::Instant;
+
+use crate::attract::Attract;
+use crate::optim::{Gradient, GradientInfo};
+use crate::repulse::Repulse;
+use crate::sparse::Csb;
+use crate::Result;
+
+/// $g = α F_{attr} − F_{rep}$ on the host.
+pub struct CpuGradient {
+    attract: Csb,
+    repulse: Box<dyn Repulse>,
+    /// Σ p ln p, the constant part of KL(P‖Q).
+    p_log_p: f64,
+    f_attr: Vec<f32>,
+    f_rep: Vec<f32>,
+}
+
+impl CpuGradient {
+    /// `p_log_p` is $\sum_{ij} p_{ij} \ln p_{ij}$ of the (un-exaggerated) P.
+    pub fn new(attract: Csb, repulse: Box<dyn Repulse>, p_log_p: f64) -> Self {
+        CpuGradient {
+            attract,
+            repulse,
+            p_log_p,
+            f_attr: Vec::new(),
+            f_rep: Vec::new(),
+        }
+    }
+}
+
+impl Gradient for CpuGradient {
+    fn gradient(
+        &mut self,
+        y: &[f32],
+        dims: usize,
+        exaggeration: f32,
+        grad: &mut [f32],
+        with_kl: bool,
+    ) -> Result<GradientInfo> {
+        self.f_attr.resize(y.len(), 0.0);
+        self.f_rep.resize(y.len(), 0.0);
+        let t = Instant::now();
+        let p_log_w = self.attract.attract(y, dims, &mut self.f_attr, with_kl)?;
+        let attract_seconds = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let rep = self.repulse.repulse(y, dims, &mut self.f_rep)?;
+        let repulse_seconds = t.elapsed().as_secs_f64();
+        for ((g, &a), &r) in grad.iter_mut().zip(&self.f_attr).zip(&self.f_rep) {
+            *g = exaggeration * a - r;
+        }
+        // KL(P‖Q) = Σ p ln p − Σ p ln w + ln Z  (Q = w / Z; DESIGN §2).
+        let kl = p_log_w.map(|plw| self.p_log_p - plw + rep.z.ln());
+        Ok(GradientInfo {
+            z: rep.z,
+            kl,
+            attract_seconds,
+            repulse_seconds,
+            repulse_split: rep.times,
+            grid: rep.grid,
+        })
+    }
+}

@@ -1,0 +1,165 @@
+//! The raw command line (clap). Values are parsed and range-checked here; everything that
+//! needs the data is checked by the library.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// t-SNE at the million-point scale: sparse kNN attraction, FFT-interpolated repulsion.
+#[derive(Debug, Parser)]
+#[command(name = "sgtsne", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Embed points (.npy, .csv, .tsv, .fvecs) or a graph (.mtx) in 1, 2 or 3 dimensions.
+    Embed(Box<EmbedArgs>),
+    /// Show the version, the CPU threads and whether a CUDA device is usable (and why not).
+    Info,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["input", "demo", "graph"])))]
+pub struct EmbedArgs {
+    /// Points to embed: .npy (f32/f64/integers, C or Fortran order), .csv, .tsv or .fvecs.
+    pub input: Option<PathBuf>,
+    /// Embed the built-in digits data set (1,797 × 64, labelled) instead of a file.
+    #[arg(long)]
+    pub demo: bool,
+    /// SG-t-SNE mode: embed the nodes of a sparse weighted graph (Matrix Market .mtx).
+    #[arg(long, value_name = "G.mtx")]
+    pub graph: Option<PathBuf>,
+    /// Write the embedding (.npy as float32, or .csv).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Labels of the points (.npy or a one-column .csv): colour the plot, measure accuracy.
+    #[arg(long, value_name = "LABELS")]
+    pub labels: Option<PathBuf>,
+    /// Write a PNG scatter plot of the embedding.
+    #[arg(long, value_name = "OUT.png")]
+    pub plot: Option<PathBuf>,
+    /// Write a JSON report: parameters, seconds per stage, KL history, memory.
+    #[arg(long, value_name = "OUT.json")]
+    pub report: Option<PathBuf>,
+    /// Embedding dimension.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub dims: u8,
+    /// Perplexity: the effective number of neighbours (k = ⌈3·perplexity⌉ are computed).
+    #[arg(long, default_value_t = 30.0)]
+    pub perplexity: f64,
+    /// Gradient-descent iterations.
+    #[arg(long, default_value_t = 1000)]
+    pub iters: usize,
+    /// Early exaggeration factor.
+    #[arg(long, default_value_t = 12.0)]
+    pub exaggeration: f32,
+    /// Iterations of early exaggeration.
+    #[arg(long, default_value_t = 250)]
+    pub exaggeration_iters: usize,
+    /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
+    #[arg(long, default_value = "auto")]
+    pub learning_rate: AutoOr<f32>,
+    /// kNN method: `auto` (exact up to 100k points, hnsw above), `exact`, `hnsw`.
+    #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
+    pub knn: KnnArg,
+    /// Reduce to this many principal components first when the input has more; `none`
+    /// keeps all features.
+    #[arg(long, default_value = "50")]
+    pub pca: NoneOr<usize>,
+    /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
+    #[arg(long, value_enum, default_value_t = InitArg::Pca)]
+    pub init: InitArg,
+    /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding) or nodes per axis.
+    #[arg(long, default_value = "auto")]
+    pub grid: AutoOr<usize>,
+    /// Grid spacing h of `--grid auto`, in embedding units.
+    #[arg(long, value_name = "H")]
+    pub grid_spacing: Option<f64>,
+    /// Repulsion: `fft` (interpolation on a grid) or `exact` (O(n²), for reference).
+    #[arg(long, value_enum, default_value_t = RepulsionArg::Fft)]
+    pub repulsion: RepulsionArg,
+    /// Where to compute: `auto` (GPU when usable, else CPU), `cpu`, `gpu`, `hybrid`.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Worker threads for the CPU stages (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Seed for every random choice; equal seeds give equal results.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// λ of SG-t-SNE's graph rescaling (graph mode).
+    #[arg(long, default_value_t = 1.0)]
+    pub lambda: f64,
+    /// No progress bars and no summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum KnnArg {
+    Auto,
+    Exact,
+    Hnsw,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum InitArg {
+    Pca,
+    Random,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RepulsionArg {
+    Fft,
+    Exact,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum BackendArg {
+    Auto,
+    Cpu,
+    Gpu,
+    Hybrid,
+}
+
+/// `auto` or a value.
+#[derive(Clone, Copy, Debug)]
+pub enum AutoOr<T> {
+    Auto,
+    Value(T),
+}
+
+impl<T: FromStr> FromStr for AutoOr<T> {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(AutoOr::Auto);
+        }
+        s.parse()
+            .map(AutoOr::Value)
+            .map_err(|_| format!("expected `auto` or a number, got `{s}`"))
+    }
+}
+
+/// `none` or a value.
+#[derive(Clone, Copy, Debug)]
+pub enum NoneOr<T> {
+    None,
+    Value(T),
+}
+
+impl<T: FromStr> FromStr for NoneOr<T> {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("none") {
+            return Ok(NoneOr::None);
+        }
+        s.parse()
+            .map(NoneOr::Value)
+            .map_err(|_| format!("expected `none` or a number, got `{s}`"))
+    }
+}

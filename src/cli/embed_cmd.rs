@@ -1,0 +1,209 @@
+//! `sgtsne embed`: load, embed, write — outputs checked before the long work starts, and
+//! written atomically after it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use sgtsne::backend::BackendKind;
+use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, RepulsionMethod};
+use sgtsne::init::InitKind;
+use sgtsne::io::{self, Labels, OutputKind};
+use sgtsne::optim::OptimParams;
+use sgtsne::repulse::GridSpec;
+
+use super::args::{AutoOr, BackendArg, EmbedArgs, InitArg, KnnArg, NoneOr, RepulsionArg};
+use super::progress_bar::Bar;
+
+pub fn run(args: EmbedArgs) -> Result<()> {
+    let start = Instant::now();
+    let params = params_from(&args)?;
+    params.validate()?;
+    for (path, kind) in [
+        (&args.output, OutputKind::Embedding),
+        (&args.plot, OutputKind::Plot),
+        (&args.report, OutputKind::Report),
+    ] {
+        if let Some(p) = path {
+            io::check_output_path(p, kind)?;
+        }
+    }
+
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads == 0 {
+        anyhow::bail!("invalid parameter `threads`: must be at least 1");
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start the worker threads")?;
+
+    let t = Instant::now();
+    let (input, name, labels) = load(&args)?;
+    let load_seconds = t.elapsed().as_secs_f64();
+
+    let bar = Bar::new(args.quiet);
+    let mut result = pool.install(|| embed::embed(input, &name, labels.as_ref(), &params, &bar))?;
+
+    let t = Instant::now();
+    if let Some(out) = &args.output {
+        io::write_embedding(out, &result.y, result.dims)?;
+    }
+    if let Some(plot) = &args.plot {
+        let title = format!(
+            "sgtsne: {name}, n = {}, {}-D, KL {:.3}",
+            result.report.input.n, result.dims, result.report.optimise.final_kl
+        );
+        io::plot::scatter_png(plot, &result.y, result.dims, labels.as_ref(), &title)?;
+    }
+    let report = &mut result.report;
+    report.seconds.load = load_seconds;
+    report.seconds.write = t.elapsed().as_secs_f64();
+    report.seconds.total = start.elapsed().as_secs_f64();
+    report.peak_rss_bytes = sgtsne::report::peak_rss_bytes();
+    if let Some(path) = &args.report {
+        io::write_atomic(path, |w| {
+            serde_json::to_writer_pretty(&mut *w, report).map_err(std::io::Error::other)?;
+            writeln!(w)
+        })?;
+    }
+    if !args.quiet {
+        summarise(report, &args);
+    }
+    Ok(())
+}
+
+/// The input, its display name and its labels (given or, for the demo, built in).
+fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
+    let (input, name) = if args.demo {
+        (
+            Input::Points(sgtsne::demo::points()?),
+            sgtsne::demo::NAME.to_string(),
+        )
+    } else if let Some(g) = &args.graph {
+        (Input::Graph(io::read_graph(g)?), display_name(g))
+    } else {
+        let path = args.input.as_ref().expect("clap requires a source");
+        (Input::Points(io::read_points(path)?), display_name(path))
+    };
+    let labels = match (&args.labels, args.demo) {
+        (Some(path), _) => Some(io::read_labels(path)?),
+        (None, true) => Some(sgtsne::demo::labels()?),
+        (None, false) => None,
+    };
+    if let Some(l) = &labels {
+        let n = match &input {
+            Input::Points(p) => p.n,
+            Input::Graph(g) => g.rows(),
+        };
+        if l.codes.len() != n {
+            let source = args
+                .labels
+                .as_ref()
+                .map_or("the built-in labels".to_string(), |p| {
+                    p.display().to_string()
+                });
+            anyhow::bail!("{source}: {} labels for {n} points", l.codes.len());
+        }
+    }
+    Ok((input, name, labels))
+}
+
+fn display_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    )
+}
+
+/// Maps the raw arguments onto the library's parameters.
+fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
+    let defaults = EmbedParams::default();
+    let grid = match (a.grid, a.grid_spacing) {
+        (AutoOr::Auto, None) => defaults.grid,
+        (AutoOr::Auto, Some(h)) => GridSpec::Auto { h },
+        (AutoOr::Value(n), None) => GridSpec::Fixed(n),
+        (AutoOr::Value(_), Some(_)) => {
+            anyhow::bail!("--grid-spacing applies to --grid auto only, not to a fixed --grid N")
+        }
+    };
+    Ok(EmbedParams {
+        dims: a.dims as usize,
+        perplexity: a.perplexity,
+        knn: match a.knn {
+            KnnArg::Auto => KnnMethod::Auto,
+            KnnArg::Exact => KnnMethod::Exact,
+            KnnArg::Hnsw => KnnMethod::Hnsw,
+        },
+        pca: match a.pca {
+            NoneOr::None => None,
+            NoneOr::Value(m) => Some(m),
+        },
+        init: match a.init {
+            InitArg::Pca => InitKind::Pca,
+            InitArg::Random => InitKind::Random,
+        },
+        grid,
+        repulsion: match a.repulsion {
+            RepulsionArg::Fft => RepulsionMethod::Fft,
+            RepulsionArg::Exact => RepulsionMethod::Exact,
+        },
+        backend: match a.backend {
+            BackendArg::Auto => BackendKind::Auto,
+            BackendArg::Cpu => BackendKind::Cpu,
+            BackendArg::Gpu => BackendKind::Gpu,
+            BackendArg::Hybrid => BackendKind::Hybrid,
+        },
+        seed: a.seed,
+        lambda: a.lambda,
+        learning_rate: match a.learning_rate {
+            AutoOr::Auto => None,
+            AutoOr::Value(v) => Some(v),
+        },
+        optim: OptimParams {
+            iters: a.iters,
+            exaggeration: a.exaggeration,
+            exaggeration_iters: a.exaggeration_iters,
+            ..defaults.optim
+        },
+    })
+}
+
+/// A few lines on stderr: what ran, how long each stage took, how good the result is.
+fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs) {
+    let s = &r.seconds;
+    eprintln!(
+        "embedded {} ({} × {}) in {}-D: {:.1} s, backend {} ({}), {} threads",
+        r.input.name,
+        r.input.n,
+        r.input.d,
+        r.params.dims,
+        s.total,
+        r.backend.kind.name(),
+        r.backend.note,
+        r.threads
+    );
+    eprintln!(
+        "  load {:.2} s, pca {:.2} s, knn {:.2} s, affinities {:.2} s, optimise {:.2} s, write {:.2} s",
+        s.load, s.pca, s.knn, s.affinities, s.optimise, s.write
+    );
+    let mut line = format!("  KL {:.4}", r.optimise.final_kl);
+    if let Some(acc) = r.quality.knn_accuracy_10 {
+        line += &format!(", 10-NN accuracy {acc:.4}");
+    }
+    if let Some(p) = r.quality.knn_preservation_10 {
+        line += &format!(", 10-NN preservation {p:.4}");
+    }
+    if let Some(rss) = r.peak_rss_bytes {
+        line += &format!(", peak memory {:.2} GiB", rss as f64 / (1u64 << 30) as f64);
+    }
+    eprintln!("{line}");
+    for p in [&args.output, &args.plot, &args.report]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("  wrote {}", p.display());
+    }
+}

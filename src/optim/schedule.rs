@@ -1,0 +1,217 @@
+//! Optimiser parameters, the exaggeration/momentum schedule and the update step.
+
+use rayon::prelude::*;
+
+use crate::{Error, Result};
+
+/// Optimiser parameters (DESIGN §1.7). Defaults follow openTSNE / FIt-SNE.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct OptimParams {
+    /// Total iterations (default 1000).
+    pub iters: usize,
+    /// Early exaggeration factor α (default 12).
+    pub exaggeration: f32,
+    /// Iterations with exaggeration and the early momentum (default 250).
+    pub exaggeration_iters: usize,
+    /// Learning rate η (see the crate's gradient convention); `auto` resolves to
+    /// max(n / exaggeration, 50) via [`OptimParams::auto_learning_rate`].
+    pub learning_rate: f32,
+    /// Momentum during early exaggeration (default 0.5).
+    pub momentum_early: f32,
+    /// Momentum afterwards (default 0.8).
+    pub momentum_late: f32,
+    /// Floor of the per-coordinate gains (default 0.01).
+    pub min_gain: f32,
+    /// Report KL every this many iterations (default 50; 0 = only at the end).
+    pub kl_every: usize,
+}
+
+impl Default for OptimParams {
+    fn default() -> Self {
+        OptimParams {
+            iters: 1000,
+            exaggeration: 12.0,
+            exaggeration_iters: 250,
+            learning_rate: 200.0,
+            momentum_early: 0.5,
+            momentum_late: 0.8,
+            min_gain: 0.01,
+            kl_every: 50,
+        }
+    }
+}
+
+/// Exaggeration and momentum in force at one iteration.
+#[derive(Clone, Copy, Debug)]
+pub struct Phase {
+    pub exaggeration: f32,
+    pub momentum: f32,
+}
+
+impl OptimParams {
+    /// Belkina et al. (2019): η = max(n / α, 50).
+    pub fn auto_learning_rate(n: usize, exaggeration: f32) -> f32 {
+        (n as f32 / exaggeration.max(1.0)).max(50.0)
+    }
+
+    /// The schedule: exaggeration and early momentum for the first `exaggeration_iters`.
+    pub fn phase(&self, iter: usize) -> Phase {
+        if iter < self.exaggeration_iters {
+            Phase {
+                exaggeration: self.exaggeration,
+                momentum: self.momentum_early,
+            }
+        } else {
+            Phase {
+                exaggeration: 1.0,
+                momentum: self.momentum_late,
+            }
+        }
+    }
+
+    /// Range checks, each naming its parameter.
+    pub fn validate(&self) -> Result<()> {
+        let positive = |name, v: f32| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                Err(Error::param(
+                    name,
+                    format!("must be positive and finite, got {v}"),
+                ))
+            }
+        };
+        positive("exaggeration", self.exaggeration)?;
+        positive("learning-rate", self.learning_rate)?;
+        positive("min-gain", self.min_gain)?;
+        for (name, m) in [
+            ("momentum", self.momentum_early),
+            ("momentum", self.momentum_late),
+        ] {
+            if !(0.0..1.0).contains(&m) {
+                return Err(Error::param(name, format!("must be in [0, 1), got {m}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One step of gradient descent with momentum and gains (Jacobs 1988, as in
+/// van der Maaten's and openTSNE's implementations): a gain grows by 0.2 while the
+/// gradient keeps pointing against the running update and shrinks by 0.8 otherwise.
+pub fn step(
+    y: &mut [f32],
+    grad: &[f32],
+    update: &mut [f32],
+    gains: &mut [f32],
+    phase: Phase,
+    params: &OptimParams,
+) {
+    let eta = params.learning_rate;
+    y.par_chunks_mut(4096)
+        .zip(grad.par_chunks(4096))
+        .zip(update.par_chunks_mut(4096))
+        .zip(gains.par_chunks_mut(4096))
+        .for_each(|(((y, g), u), gain)| {
+            for t in 0..y.len() {
+                let flipped = (g[t] > 0.0) != (u[t] > 0.0);
+                gain[t] = if flipped {
+                    gain[t] + 0.2
+                } else {
+                    gain[t] * 0.8
+                }
+                .max(params.min_gain);
+                u[t] = phase.momentum * u[t] - eta * gain[t] * g[t];
+                y[t] += u[t];
+            }
+        });
+}
+
+/// Subtracts the mean of each coordinate (the KL is translation invariant; keeping Y
+/// centred keeps the repulsion grid's box small and the float precision high).
+pub fn recentre(y: &mut [f32], dims: usize) {
+    let n = (y.len() / dims).max(1);
+    let sums = y
+        .par_chunks(dims * 1024)
+        .map(|c| {
+            let mut s = [0f64; 3];
+            for p in c.chunks(dims) {
+                for (k, v) in p.iter().enumerate() {
+                    s[k] += *v as f64;
+                }
+            }
+            s
+        })
+        .reduce(|| [0f64; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]);
+    let mean: Vec<f32> = sums[..dims].iter().map(|s| (s / n as f64) as f32).collect();
+    y.par_chunks_mut(dims).for_each(|p| {
+        for (v, m) in p.iter_mut().zip(&mean) {
+            *v -= m;
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_switches_after_exaggeration() {
+        let p = OptimParams::default();
+        assert_eq!(p.phase(249).exaggeration, 12.0);
+        assert_eq!(p.phase(249).momentum, 0.5);
+        assert_eq!(p.phase(250).exaggeration, 1.0);
+        assert_eq!(p.phase(250).momentum, 0.8);
+        assert_eq!(
+            OptimParams::auto_learning_rate(70_000, 12.0),
+            70_000.0 / 12.0
+        );
+        assert_eq!(OptimParams::auto_learning_rate(100, 12.0), 50.0);
+    }
+
+    #[test]
+    fn gains_grow_on_flips_and_respect_the_floor() {
+        let params = OptimParams {
+            learning_rate: 1.0,
+            ..Default::default()
+        };
+        let phase = params.phase(0);
+        let mut y = vec![0.0f32, 0.0];
+        let mut update = vec![1.0f32, 1.0];
+        let mut gains = vec![1.0f32, 0.011];
+        // Coordinate 0: gradient positive while the update is positive → flip → +0.2.
+        // Coordinate 1: gradient negative, same sign as −update direction → shrink, floor.
+        step(
+            &mut y,
+            &[1.0, -1.0],
+            &mut update,
+            &mut gains,
+            phase,
+            &params,
+        );
+        assert!((gains[0] - 1.2).abs() < 1e-6);
+        assert!((gains[1] - 0.01).abs() < 1e-7);
+        assert!((update[0] - (0.5 - 1.2)).abs() < 1e-6);
+        assert!((y[0] - update[0]).abs() < 1e-7);
+    }
+
+    #[test]
+    fn recentre_zeroes_the_mean() {
+        let mut y = vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        recentre(&mut y, 3);
+        assert_eq!(y, vec![-1.5, -1.5, -1.5, 1.5, 1.5, 1.5]);
+    }
+
+    #[test]
+    fn validate_names_the_parameter() {
+        let p = OptimParams {
+            learning_rate: -1.0,
+            ..Default::default()
+        };
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("learning-rate"));
+    }
+}

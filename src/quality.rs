@@ -1,0 +1,115 @@
+//! Quality of an embedding, as DESIGN §5 measures it: 10-NN label accuracy in the
+//! embedding and the preservation of each point's input-space neighbours.
+//!
+//! Neighbours in the (1–3-D) embedding come from a k-d tree, exact and fast at n = 10⁶.
+
+use std::num::NonZero;
+
+use kiddo::immutable::float::kdtree::ImmutableKdTree;
+use kiddo::SquaredEuclidean;
+use rayon::prelude::*;
+
+use crate::knn::Neighbors;
+
+/// The k nearest other points of every point of a low-dimensional embedding
+/// (row-major n × k indices).
+pub fn embedding_neighbors(y: &[f32], dims: usize, k: usize) -> Vec<u32> {
+    match dims {
+        1 => neighbors_d::<1>(y, k),
+        2 => neighbors_d::<2>(y, k),
+        _ => neighbors_d::<3>(y, k),
+    }
+}
+
+fn neighbors_d<const D: usize>(y: &[f32], k: usize) -> Vec<u32> {
+    let pts: Vec<[f32; D]> = y
+        .chunks_exact(D)
+        .map(|c| c.try_into().expect("chunks of D"))
+        .collect();
+    let n = pts.len();
+    let k = k.min(n.saturating_sub(1));
+    let tree: ImmutableKdTree<f32, u32, D, 32> = ImmutableKdTree::new_from_slice(&pts);
+    let mut out = vec![0u32; n * k];
+    let Some(want) = NonZero::new(k + 1) else {
+        return out;
+    };
+    out.par_chunks_mut(k.max(1))
+        .enumerate()
+        .for_each(|(i, row)| {
+            let found = tree.nearest_n::<SquaredEuclidean>(&pts[i], want);
+            let others = found.iter().map(|nb| nb.item).filter(|&j| j as usize != i);
+            for (slot, j) in row.iter_mut().zip(others) {
+                *slot = j;
+            }
+        });
+    out
+}
+
+/// Leave-one-out k-NN classification accuracy: the fraction of points whose label is the
+/// majority label of their k nearest embedding neighbours (ties → smallest label).
+pub fn knn_accuracy(neighbors: &[u32], k: usize, labels: &[u32]) -> f64 {
+    let n = labels.len();
+    let n_classes = labels.iter().copied().max().map_or(0, |m| m as usize + 1);
+    let correct: usize = neighbors
+        .par_chunks(k)
+        .enumerate()
+        .map_init(
+            || vec![0u32; n_classes],
+            |votes, (i, row)| {
+                votes.fill(0);
+                for &j in row {
+                    votes[labels[j as usize] as usize] += 1;
+                }
+                let best = (0..n_classes).max_by_key(|&c| (votes[c], std::cmp::Reverse(c)));
+                usize::from(best == Some(labels[i] as usize))
+            },
+        )
+        .sum();
+    correct as f64 / n as f64
+}
+
+/// Mean fraction of each point's `k` nearest input-space neighbours that are also among
+/// its `k` nearest embedding neighbours.
+pub fn knn_preservation(input: &Neighbors, embedded: &[u32], k: usize) -> f64 {
+    let k = k.min(input.k);
+    let kept: usize = (0..input.n)
+        .into_par_iter()
+        .map(|i| {
+            let a = &input.indices[i * input.k..i * input.k + k];
+            let b = &embedded[i * k..i * k + k];
+            a.iter().filter(|j| b.contains(j)).count()
+        })
+        .sum();
+    kept as f64 / (input.n * k) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbors_on_a_line() {
+        let y: Vec<f32> = (0..10).map(|i| (i * i) as f32).collect();
+        let nb = embedding_neighbors(&y, 1, 2);
+        assert_eq!(&nb[0..2], &[1, 2]);
+        assert_eq!(&nb[2 * 5..2 * 5 + 2], &[4, 6]);
+    }
+
+    #[test]
+    fn accuracy_of_two_clusters() {
+        // Two well separated 2-D clusters labelled by cluster, one mislabelled point.
+        let mut y = Vec::new();
+        let mut labels = Vec::new();
+        for c in 0..2 {
+            for i in 0..20 {
+                y.push(c as f32 * 100.0 + (i % 5) as f32);
+                y.push((i / 5) as f32);
+                labels.push(c);
+            }
+        }
+        labels[0] = 1;
+        let nb = embedding_neighbors(&y, 2, 5);
+        let acc = knn_accuracy(&nb, 5, &labels);
+        assert!((acc - 39.0 / 40.0).abs() < 1e-12, "{acc}");
+    }
+}
