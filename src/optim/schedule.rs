@@ -114,8 +114,9 @@ pub fn step(
         .zip(gains.par_chunks_mut(4096))
         .for_each(|(((y, g), u), gain)| {
             for t in 0..y.len() {
-                let flipped = (g[t] > 0.0) != (u[t] > 0.0);
-                gain[t] = if flipped {
+                // The last update went against this gradient: the descent goes on.
+                let continuing = (g[t] > 0.0) != (u[t] > 0.0);
+                gain[t] = if continuing {
                     gain[t] + 0.2
                 } else {
                     gain[t] * 0.8
@@ -179,11 +180,12 @@ mod tests {
         let mut y = vec![0.0f32, 0.0];
         let mut update = vec![1.0f32, 1.0];
         let mut gains = vec![1.0f32, 0.011];
-        // Coordinate 0: gradient positive while the update is positive → flip → +0.2.
-        // Coordinate 1: gradient negative, same sign as −update direction → shrink, floor.
+        // Coordinate 0: the gradient points against the last update (the descent goes on
+        // in the same direction) → +0.2. Coordinate 1: the gradient now points along the
+        // last update (it overshot) → ×0.8, held at the floor.
         step(
             &mut y,
-            &[1.0, -1.0],
+            &[-1.0, 1.0],
             &mut update,
             &mut gains,
             phase,
@@ -191,7 +193,7 @@ mod tests {
         );
         assert!((gains[0] - 1.2).abs() < 1e-6);
         assert!((gains[1] - 0.01).abs() < 1e-7);
-        assert!((update[0] - (0.5 - 1.2)).abs() < 1e-6);
+        assert!((update[0] - (0.5 + 1.2)).abs() < 1e-6);
         assert!((y[0] - update[0]).abs() < 1e-7);
     }
 
