@@ -1,1 +1,8 @@
-//! End-to-end and command-line tests (filled in as the stages land).
+//! Integration tests, one binary (lean to build).
+
+/// The command-line tool: outputs, bad input, exit codes.
+mod cli;
+/// Whole embeddings of real data (the embedded digits) and of graphs.
+mod e2e;
+/// The analytic gradient against finite differences of KL(P‖Q).
+mod gradient;

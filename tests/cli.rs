@@ -1,0 +1,266 @@
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sgtsne(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sgtsne"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the sgtsne binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `embed INPUT -o OUT.npy` (plus `extra`) and checks that it fails cleanly: non-zero
+/// exit, no panic, a message containing each of `needles`, and no output file.
+fn fails_cleanly(input: &Path, extra: &[&str], needles: &[&str]) {
+    let dir = input.parent().unwrap();
+    let out_path = dir.join("out.npy");
+    let mut args = vec![
+        "embed",
+        input.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let out = sgtsne(&args);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "expected failure for {args:?}");
+    assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
+    for needle in needles {
+        assert!(
+            err.contains(needle),
+            "message for {args:?} lacks `{needle}`: {err}"
+        );
+    }
+    assert!(
+        !out_path.exists(),
+        "partial output left behind for {args:?}"
+    );
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A CSV of `n` rows × 3 columns of distinct values.
+fn csv_rows(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{},{},{}\n", i, i * i % 7, i % 5))
+        .collect()
+}
+
+#[test]
+fn demo_writes_embedding_plot_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.npy");
+    let plot = dir.path().join("demo.png");
+    let report = dir.path().join("demo.json");
+    let run = sgtsne(&[
+        "embed",
+        "--demo",
+        "--backend",
+        "cpu",
+        "--threads",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let npy = std::fs::read(&out).unwrap();
+    assert_eq!(&npy[..6], b"\x93NUMPY");
+    assert_eq!(npy.len() > 1797 * 2 * 4, true);
+    let png = std::fs::read(&plot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    for key in [
+        "version",
+        "input",
+        "params",
+        "backend",
+        "threads",
+        "seconds",
+        "optimise",
+        "peak_rss_bytes",
+    ] {
+        assert!(json.get(key).is_some(), "report lacks `{key}`");
+    }
+    for stage in ["load", "pca", "knn", "affinities", "optimise", "total"] {
+        assert!(
+            json["seconds"][stage].as_f64().is_some(),
+            "no seconds.{stage}"
+        );
+    }
+    assert_eq!(json["threads"], 2);
+    assert_eq!(json["input"]["n"], 1797);
+    assert_eq!(json["params"]["perplexity"], 30.0);
+    let kl = json["optimise"]["kl_history"].as_array().unwrap();
+    assert_eq!(kl.len(), 21);
+    assert!(json["quality"]["knn_accuracy_10"].as_f64().unwrap() >= 0.95);
+}
+
+#[test]
+fn csv_input_with_header_and_csv_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        &dir,
+        "pts.csv",
+        format!("a,b,c\n{}", csv_rows(200)).as_bytes(),
+    );
+    let out = dir.path().join("y.csv");
+    let run = sgtsne(&[
+        "embed",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--perplexity",
+        "10",
+        "--iters",
+        "100",
+        "--exaggeration-iters",
+        "50",
+        "--backend",
+        "cpu",
+        "-q",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 201, "header + 200 rows");
+}
+
+#[test]
+fn empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    fails_cleanly(&write(&dir, "empty.csv", b""), &[], &["empty.csv"]);
+    fails_cleanly(&write(&dir, "empty.npy", b""), &[], &["empty.npy"]);
+}
+
+#[test]
+fn nan_and_inf_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = csv_rows(200);
+    text.push_str("1,NaN,3\n");
+    fails_cleanly(
+        &write(&dir, "nan.csv", text.as_bytes()),
+        &[],
+        &["nan.csv", "201"],
+    );
+    let mut text = csv_rows(200);
+    text.insert_str(0, "1,2,inf\n");
+    fails_cleanly(&write(&dir, "inf.csv", text.as_bytes()), &[], &["inf.csv"]);
+}
+
+#[test]
+fn ragged_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = csv_rows(50);
+    text.push_str("1,2\n");
+    text.push_str(&csv_rows(50));
+    fails_cleanly(
+        &write(&dir, "ragged.csv", text.as_bytes()),
+        &[],
+        &["ragged.csv", "51"],
+    );
+}
+
+#[test]
+fn truncated_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full.npy");
+    sgtsne::io::write_embedding(&full, &vec![1.5f32; 500 * 2], 2).unwrap();
+    let bytes = std::fs::read(&full).unwrap();
+    std::fs::remove_file(&full).unwrap();
+    let cut = write(&dir, "cut.npy", &bytes[..bytes.len() - 100]);
+    fails_cleanly(&cut, &[], &["cut.npy"]);
+}
+
+#[test]
+fn too_few_points_for_the_perplexity() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "small.csv", csv_rows(90).as_bytes());
+    fails_cleanly(&input, &[], &["90 points", "perplexity"]);
+}
+
+#[test]
+fn unknown_extensions() {
+    let dir = tempfile::tempdir().unwrap();
+    fails_cleanly(
+        &write(&dir, "points.xyz", csv_rows(200).as_bytes()),
+        &[],
+        &["points.xyz"],
+    );
+    let input = write(&dir, "ok.csv", csv_rows(200).as_bytes());
+    let bad_out = dir.path().join("y.xyz");
+    let run = sgtsne(&[
+        "embed",
+        input.to_str().unwrap(),
+        "-o",
+        bad_out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(!run.status.success());
+    assert!(stderr(&run).contains("y.xyz"), "{}", stderr(&run));
+    assert!(!bad_out.exists());
+}
+
+#[test]
+fn missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    fails_cleanly(&dir.path().join("nowhere.npy"), &[], &["nowhere.npy"]);
+}
+
+#[test]
+fn mismatched_label_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "pts.csv", csv_rows(200).as_bytes());
+    let labels = write(&dir, "labels.csv", "label\n1\n2\n3\n".as_bytes());
+    fails_cleanly(
+        &input,
+        &["--labels", labels.to_str().unwrap()],
+        &["labels.csv", "3 labels", "200"],
+    );
+}
+
+#[test]
+fn dims_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "pts.csv", csv_rows(200).as_bytes());
+    fails_cleanly(&input, &["--dims", "4"], &["--dims", "4"]);
+}
+
+#[test]
+fn gpu_backend_without_a_gpu_fails_with_the_reason() {
+    if sgtsne::gpu::probe().is_ok() {
+        eprintln!(
+            "skipped: a GPU is usable here, so `--backend gpu` does not fail for its absence"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "pts.csv", csv_rows(200).as_bytes());
+    fails_cleanly(&input, &["--backend", "gpu"], &["no usable GPU"]);
+}
+
+#[test]
+fn info_reports_the_gpu_status() {
+    let run = sgtsne(&["info"]);
+    assert!(run.status.success());
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(text.contains("sgtsne "), "{text}");
+    assert!(text.contains("gpu:"), "{text}");
+}

@@ -1,0 +1,112 @@
+use sgtsne::embed::{embed, EmbedParams, Input};
+use sgtsne::progress::Silent;
+use sgtsne::{demo, io::Labels};
+
+fn digits() -> (Input, Labels) {
+    (
+        Input::Points(demo::points().unwrap()),
+        demo::labels().unwrap(),
+    )
+}
+
+fn cpu(dims: usize) -> EmbedParams {
+    EmbedParams {
+        dims,
+        backend: sgtsne::backend::BackendKind::Cpu,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn digits_2d_separates_the_classes() {
+    let (input, labels) = digits();
+    let out = embed(input, "digits", Some(&labels), &cpu(2), &Silent).unwrap();
+    let r = &out.report;
+    let acc = r.quality.knn_accuracy_10.unwrap();
+    eprintln!(
+        "digits 2-D: 10-NN accuracy {acc:.4}, KL {:.4}, {:.2} s",
+        r.optimise.final_kl, r.seconds.total
+    );
+    assert!(acc >= 0.95, "10-NN accuracy {acc}");
+    assert!(out.y.iter().all(|v| v.is_finite()));
+    assert_eq!(out.y.len(), 1797 * 2);
+    // KL falls over the run and is reported every 50 iterations and at the end.
+    let kl = &r.optimise.kl_history;
+    assert_eq!(kl.len(), 1000 / 50 + 1);
+    assert!(kl.last().unwrap().1 < kl[5].1, "KL did not fall: {kl:?}");
+}
+
+#[test]
+fn digits_1d_and_3d_embed_well() {
+    for (dims, floor) in [(1, 0.80), (3, 0.95)] {
+        let (input, labels) = digits();
+        let out = embed(input, "digits", Some(&labels), &cpu(dims), &Silent).unwrap();
+        let acc = out.report.quality.knn_accuracy_10.unwrap();
+        eprintln!(
+            "digits {dims}-D: 10-NN accuracy {acc:.4}, KL {:.4}",
+            out.report.optimise.final_kl
+        );
+        assert!(acc >= floor, "{dims}-D accuracy {acc}");
+        assert_eq!(out.y.len(), 1797 * dims);
+    }
+}
+
+#[test]
+fn same_seed_same_embedding() {
+    let params = EmbedParams {
+        optim: sgtsne::optim::OptimParams {
+            iters: 100,
+            exaggeration_iters: 50,
+            ..Default::default()
+        },
+        ..cpu(2)
+    };
+    let a = embed(
+        Input::Points(demo::points().unwrap()),
+        "a",
+        None,
+        &params,
+        &Silent,
+    )
+    .unwrap();
+    let b = embed(
+        Input::Points(demo::points().unwrap()),
+        "b",
+        None,
+        &params,
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(a.y, b.y);
+}
+
+#[test]
+fn graph_with_an_isolated_node_embeds_finitely() {
+    // Two rings of 60 nodes joined by one edge, plus node 120 with no edge at all.
+    let n = 121;
+    let mut t = sprs::TriMat::new((n, n));
+    for ring in 0..2 {
+        for i in 0..60 {
+            let a = ring * 60 + i;
+            let b = ring * 60 + (i + 1) % 60;
+            t.add_triplet(a, b, 1.0);
+            t.add_triplet(b, a, 1.0);
+        }
+    }
+    t.add_triplet(0, 60, 0.5);
+    t.add_triplet(60, 0, 0.5);
+    let params = EmbedParams {
+        optim: sgtsne::optim::OptimParams {
+            iters: 300,
+            exaggeration_iters: 100,
+            ..Default::default()
+        },
+        ..cpu(2)
+    };
+    let out = embed(Input::Graph(t.to_csr()), "rings", None, &params, &Silent).unwrap();
+    assert!(
+        out.y.iter().all(|v| v.is_finite()),
+        "non-finite coordinates"
+    );
+    assert!(out.report.optimise.final_kl.is_finite());
+}

@@ -1,0 +1,91 @@
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use sgtsne::affinity::{symmetrize, Affinities};
+use sgtsne::backend::cpu::CpuGradient;
+use sgtsne::optim::Gradient;
+use sgtsne::repulse::ExactRepulsion;
+use sgtsne::sparse::Csb;
+
+/// A random symmetric P summing to 1 over n points, dense-ish.
+fn random_p(n: usize, seed: u64) -> Affinities {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut indices = Vec::new();
+    let mut values = Vec::new();
+    let mut indptr = vec![0];
+    for i in 0..n {
+        for j in 0..n {
+            if j != i && rng.random::<f32>() < 0.5 {
+                indices.push(j as u32);
+                values.push(rng.random::<f64>() + 0.1);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    symmetrize(n, &indptr, &indices, &values).unwrap()
+}
+
+/// KL(P‖Q) in f64 straight from the definition, Q_ij = w_ij / Σ_{k≠l} w_kl.
+fn kl(p: &Affinities, y: &[f64], dims: usize) -> f64 {
+    let n = p.rows();
+    let w = |i: usize, j: usize| {
+        let d2: f64 = (0..dims)
+            .map(|k| (y[i * dims + k] - y[j * dims + k]).powi(2))
+            .sum();
+        1.0 / (1.0 + d2)
+    };
+    let mut z = 0.0;
+    for i in 0..n {
+        for j in 0..n {
+            if i != j {
+                z += w(i, j);
+            }
+        }
+    }
+    let mut c = 0.0;
+    for (i, row) in p.outer_iterator().enumerate() {
+        for (j, &pij) in row.iter() {
+            let pij = pij as f64;
+            c += pij * (pij / (w(i, j) / z)).ln();
+        }
+    }
+    c
+}
+
+#[test]
+fn analytic_gradient_matches_finite_differences() {
+    for dims in 1..=3 {
+        let n = 24;
+        let p = random_p(n, dims as u64);
+        let mut rng = StdRng::seed_from_u64(40 + dims as u64);
+        let y: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-3.0..3.0)).collect();
+        let p_log_p: f64 = p.data().iter().map(|&v| v as f64 * (v as f64).ln()).sum();
+        let csb = Csb::from_csr(&p, 8).unwrap();
+        let mut g = CpuGradient::new(csb, Box::new(ExactRepulsion::new()), p_log_p);
+        let mut grad = vec![0f32; n * dims];
+        let info = g.gradient(&y, dims, 1.0, &mut grad, true).unwrap();
+
+        let y64: Vec<f64> = y.iter().map(|&v| v as f64).collect();
+        let kl_ref = kl(&p, &y64, dims);
+        let kl_got = info.kl.unwrap();
+        assert!(
+            (kl_got - kl_ref).abs() < 1e-4 * kl_ref.abs().max(1.0),
+            "KL {kl_got} vs {kl_ref}"
+        );
+
+        let eps = 1e-5;
+        let mut err2 = 0.0;
+        let mut norm2 = 0.0;
+        for t in 0..n * dims {
+            let mut plus = y64.clone();
+            let mut minus = y64.clone();
+            plus[t] += eps;
+            minus[t] -= eps;
+            let numeric = (kl(&p, &plus, dims) - kl(&p, &minus, dims)) / (2.0 * eps);
+            // The optimiser's gradient is ∂C/∂y / 4 (the 4 lives in the learning rate).
+            let analytic = 4.0 * grad[t] as f64;
+            err2 += (numeric - analytic).powi(2);
+            norm2 += numeric.powi(2);
+        }
+        let rel = (err2 / norm2).sqrt();
+        assert!(rel < 1e-4, "dims {dims}: relative gradient error {rel}");
+    }
+}
