@@ -23,6 +23,9 @@ pub enum Error {
     /// A GPU was asked for but none can be used.
     #[error("no usable GPU: {reason}")]
     GpuUnavailable { reason: String },
+    /// A GPU operation failed.
+    #[error(transparent)]
+    Gpu(Box<crate::gpu::GpuError>),
     /// The backend exists in the interface but is not implemented yet.
     #[error("backend `{0}` is not built yet; use --backend cpu")]
     NotBuilt(&'static str),

@@ -4,6 +4,12 @@
 //! symbol's library is missing, so every library a backend will touch is probed with its
 //! `is_culib_present` first; only then is a context created.
 
+pub mod compile;
+pub mod error;
+pub mod kernels;
+
+pub use error::GpuError;
+
 use std::sync::Arc;
 
 use cudarc::driver::CudaContext;

@@ -1,0 +1,64 @@
+// One gradient-descent step on the device (DESIGN §1.7), fused: gradient
+// g = alpha * F_attr - F_rep, gains (delta-bar-delta, floor min_gain), momentum update,
+// y += update, and the column sums of the new y for re-centring.
+//
+// Argument contract (checked by src/optim/gpu.rs): attr, rep, y, update, gains: n*D floats;
+// sums: D doubles, zeroed before the launch; blockDim.x a multiple of 32.
+
+template <int D>
+__device__ void step(int n, float alpha, float momentum, float eta, float min_gain,
+                     const float* __restrict__ attr, const float* __restrict__ rep,
+                     float* __restrict__ y, float* __restrict__ update,
+                     float* __restrict__ gains, double* sums) {
+    double local[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) local[k] = 0.0;
+    GRID_STRIDE(i, n) {
+#pragma unroll
+        for (int k = 0; k < D; ++k) {
+            long long t = i * D + k;
+            float g = alpha * attr[t] - rep[t];
+            float u = update[t];
+            // The last update went against this gradient: the descent goes on.
+            bool continuing = (g > 0.f) != (u > 0.f);
+            float gain = fmaxf(continuing ? gains[t] + 0.2f : gains[t] * 0.8f, min_gain);
+            gains[t] = gain;
+            u = momentum * u - eta * gain * g;
+            update[t] = u;
+            float yn = y[t] + u;
+            y[t] = yn;
+            local[k] += (double)yn;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < D; ++k) {
+        double s = block_sum(local[k]);
+        if (threadIdx.x == 0) atomicAdd(&sums[k], s);
+    }
+}
+
+// Subtracts the mean sums[k] / n from coordinate k.
+template <int D>
+__device__ void recentre(int n, float* __restrict__ y, const double* __restrict__ sums) {
+    float mean[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) mean[k] = (float)(sums[k] / n);
+    GRID_STRIDE(i, n) {
+#pragma unroll
+        for (int k = 0; k < D; ++k) y[i * D + k] -= mean[k];
+    }
+}
+
+#define OPTIM_INSTANCES(D)                                                                    \
+    extern "C" __global__ void optim_step_##D##d(int n, float alpha, float momentum, float eta, \
+                                                 float min_gain, const float* attr,           \
+                                                 const float* rep, float* y, float* update,   \
+                                                 float* gains, double* sums) {                \
+        step<D>(n, alpha, momentum, eta, min_gain, attr, rep, y, update, gains, sums);        \
+    }                                                                                         \
+    extern "C" __global__ void optim_recentre_##D##d(int n, float* y, const double* sums) {    \
+        recentre<D>(n, y, sums);                                                              \
+    }
+OPTIM_INSTANCES(1)
+OPTIM_INSTANCES(2)
+OPTIM_INSTANCES(3)
