@@ -5,8 +5,10 @@
 //! gathered coordinates y_j of one block column in cache while a block row is processed.
 
 pub mod csb;
+pub mod hyb;
 
 pub use csb::Csb;
+pub use hyb::Hyb;
 
 /// Errors of the sparse layouts.
 #[derive(Debug, thiserror::Error)]
