@@ -8,6 +8,7 @@
 
 pub mod csb;
 pub mod csr;
+pub mod gpu;
 
 use crate::Result;
 

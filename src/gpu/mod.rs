@@ -5,9 +5,11 @@
 //! `is_culib_present` first; only then is a context created.
 
 pub mod compile;
+pub mod context;
 pub mod error;
 pub mod kernels;
 
+pub use context::Gpu;
 pub use error::GpuError;
 
 use std::sync::Arc;

@@ -1,0 +1,85 @@
+//! One CUDA context per process, its stream, and the kernel modules compiled for it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig};
+
+use super::compile::{arch_name, ptx};
+use super::kernels::KernelId;
+use super::{probe, Device, GpuError};
+use crate::{Error, Result};
+
+/// Threads per block of the element-wise and reduction kernels (a multiple of 32; the
+/// block reductions in `kernels/common.cuh` assume at most 1024).
+pub const BLOCK: u32 = 256;
+
+/// The process's GPU: device, stream and compiled modules.
+pub struct Gpu {
+    /// The device and its context.
+    pub device: Device,
+    /// The stream every stage launches on, in order.
+    pub stream: Arc<CudaStream>,
+    arch: &'static str,
+    modules: Mutex<HashMap<KernelId, Arc<CudaModule>>>,
+}
+
+static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+
+impl Gpu {
+    /// The process's GPU, probed and set up on first use; [`Error::GpuUnavailable`] with
+    /// the probe's reason when there is none.
+    pub fn get() -> Result<&'static Gpu> {
+        GPU.get_or_init(|| {
+            let device = probe()?;
+            let stream = device.context.default_stream();
+            let arch = arch_name(device.compute_capability);
+            Ok(Gpu {
+                device,
+                stream,
+                arch,
+                modules: Mutex::new(HashMap::new()),
+            })
+        })
+        .as_ref()
+        .map_err(|reason| Error::GpuUnavailable {
+            reason: reason.clone(),
+        })
+    }
+
+    /// The kernel `name` of file `id`, compiling and loading the file on first use.
+    pub fn function(
+        &self,
+        id: KernelId,
+        name: &str,
+    ) -> std::result::Result<CudaFunction, GpuError> {
+        let module = {
+            let mut modules = self.modules.lock().expect("module cache lock");
+            match modules.get(&id) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = self.device.context.load_module(ptx(id, self.arch)?)?;
+                    modules.insert(id, m.clone());
+                    m
+                }
+            }
+        };
+        Ok(module.load_function(name)?)
+    }
+
+    /// A launch covering `n` work items with [`BLOCK`] threads per block, the grid capped
+    /// so that grid-stride loops keep every SM busy without launching idle blocks.
+    pub fn config(&self, n: usize) -> LaunchConfig {
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, 65_535 * 8) as u32;
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Free device memory in bytes.
+    pub fn free_memory(&self) -> std::result::Result<usize, GpuError> {
+        Ok(self.device.context.mem_get_info()?.0)
+    }
+}
