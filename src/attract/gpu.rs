@@ -106,7 +106,8 @@ impl Attract for HybGpu {
         let s = &self.gpu.stream;
         let mut run = || -> std::result::Result<Option<f64>, GpuError> {
             let y_dev = s.clone_htod(y)?;
-            let mut f_dev = s.alloc_zeros::<f32>(force.len())?;
+            // Upload the caller's buffer as is, so that poisoned entries the kernels miss show.
+            let mut f_dev = s.clone_htod(force)?;
             let mut kl_dev = s.alloc_zeros::<f64>(1)?;
             self.attract_device(&y_dev, dims, &mut f_dev, with_kl.then_some(&mut kl_dev))?;
             s.memcpy_dtoh(&f_dev, force)?;
