@@ -27,6 +27,7 @@ pub mod backend;
 pub mod demo;
 pub mod embed;
 pub mod error;
+pub mod gen;
 pub mod gpu;
 pub mod init;
 pub mod io;
