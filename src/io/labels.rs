@@ -147,7 +147,7 @@ mod tests {
     use std::fs;
 
     fn npy_bytes(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-        super::super::npy::tests::npy_file(descr, false, shape, data)
+        crate::io::npy::tests::npy_file(descr, false, shape, data)
     }
 
     #[test]
