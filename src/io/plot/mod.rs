@@ -5,7 +5,7 @@
 //! then show as darker ink rather than a solid blob), and points are drawn in a fixed random
 //! order so that no class systematically hides another. Colours are matplotlib's tab10 (up to
 //! 10 classes) or tab20 (more, cycling beyond 20). The font is the shipped DejaVu Sans
-//! (`DejaVuSans.ttf`, licence in `DejaVuSans.LICENSE`), so no system fonts are needed.
+//! (`src/io/DejaVuSans.ttf`, licence in `src/io/DejaVuSans.LICENSE`), so no system fonts are needed.
 //!
 //! - 2-D: y1 against y2.
 //! - 3-D: the first two coordinates, said so under the title.
@@ -22,9 +22,12 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+mod style;
+
 use super::error::IoError;
 use super::labels::Labels;
 use super::write::write_atomic_path;
+use style::{colour, equal_aspect, grouped, marker, padded, short};
 
 /// Image size in pixels.
 const WIDTH: u32 = 1200;
@@ -32,52 +35,21 @@ const HEIGHT: u32 = 1000;
 /// Height of the title band and width of the legend panel.
 const TITLE_H: u32 = 80;
 const LEGEND_W: u32 = 250;
+/// Margin around the chart and height of the x-axis label band, in pixels.
+const MARGIN: u32 = 20;
+const X_LABEL_H: u32 = 50;
 /// Legend entries shown before "+N more".
 const LEGEND_MAX: usize = 20;
-/// Longest label name shown in the legend, in characters.
-const NAME_MAX: usize = 24;
 /// Seed of the drawing order and the 1-D jitter: the same input gives the same picture.
 const SEED: u64 = 0x5e75e;
 /// The family name the shipped font is registered under.
 const FONT: &str = "sans-serif";
 
-/// matplotlib's tab10 palette.
-const TAB10: [u32; 10] = [
-    0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22,
-    0x17becf,
-];
-/// matplotlib's tab20 palette.
-const TAB20: [u32; 20] = [
-    0x1f77b4, 0xaec7e8, 0xff7f0e, 0xffbb78, 0x2ca02c, 0x98df8a, 0xd62728, 0xff9896, 0x9467bd,
-    0xc5b0d5, 0x8c564b, 0xc49c94, 0xe377c2, 0xf7b6d2, 0x7f7f7f, 0xc7c7c7, 0xbcbd22, 0xdbdb8d,
-    0x17becf, 0x9edae5,
-];
-
-/// The colour of class `code` among `classes`.
-fn colour(code: usize, classes: usize) -> RGBColor {
-    let hex = if classes <= TAB10.len() {
-        TAB10[code % TAB10.len()]
-    } else {
-        TAB20[code % TAB20.len()]
-    };
-    RGBColor((hex >> 16) as u8, (hex >> 8) as u8, hex as u8)
-}
-
-/// Marker radius in pixels (0 = one pixel) and opacity for n points on a ~1000 px canvas.
-fn marker(n: usize) -> (u32, f64) {
-    match n {
-        0..=2_000 => (3, 0.85),
-        2_001..=20_000 => (2, 0.7),
-        20_001..=200_000 => (1, 0.5),
-        _ => (0, (0.5 * (200_000.0 / n as f64).sqrt()).max(0.15)),
-    }
-}
-
 /// Registers the shipped font once per process (later calls reuse the first outcome).
 fn register_shipped_font() -> Result<(), String> {
     static LOADED: OnceLock<bool> = OnceLock::new();
     let ok = *LOADED.get_or_init(|| {
-        register_font(FONT, FontStyle::Normal, include_bytes!("DejaVuSans.ttf")).is_ok()
+        register_font(FONT, FontStyle::Normal, include_bytes!("../DejaVuSans.ttf")).is_ok()
     });
     ok.then_some(())
         .ok_or_else(|| "the shipped font DejaVuSans.ttf could not be loaded".into())
@@ -86,25 +58,6 @@ fn register_shipped_font() -> Result<(), String> {
 /// A drawing error as text (plotters' error types are generic over the backend).
 fn msg(e: impl std::fmt::Display) -> String {
     e.to_string()
-}
-
-/// `s` shortened to [`NAME_MAX`] characters with an ellipsis.
-fn short(s: &str) -> String {
-    if s.chars().count() <= NAME_MAX {
-        s.to_string()
-    } else {
-        s.chars().take(NAME_MAX - 1).chain(['…']).collect()
-    }
-}
-
-/// `lo..hi` widened by 4 % on each side (±1 around a single value).
-fn padded(lo: f64, hi: f64) -> std::ops::Range<f64> {
-    let span = hi - lo;
-    if span > 0.0 {
-        lo - 0.04 * span..hi + 0.04 * span
-    } else {
-        lo - 1.0..hi + 1.0
-    }
 }
 
 /// Writes a scatter plot of the embedding `y` (n × `dims`, row-major, `dims` in 1..=3) to
@@ -173,10 +126,19 @@ pub fn scatter_png(
             .collect(),
     };
     let caption = match (dims, labels) {
-        (1, Some(_)) => format!("n = {n} · 1-D embedding; vertical: label, jittered"),
-        (1, None) => format!("n = {n} · 1-D embedding; vertical: random jitter"),
-        (3, _) => format!("n = {n} · 3-D embedding, first two coordinates shown"),
-        _ => format!("n = {n} · 2-D embedding"),
+        (1, Some(_)) => format!(
+            "n = {} · 1-D embedding; vertical: label, jittered",
+            grouped(n)
+        ),
+        (1, None) => format!(
+            "n = {} · 1-D embedding; vertical: random jitter",
+            grouped(n)
+        ),
+        (3, _) => format!(
+            "n = {} · 3-D embedding, first two coordinates shown",
+            grouped(n)
+        ),
+        _ => format!("n = {} · 2-D embedding", grouped(n)),
     };
     let mut order: Vec<usize> = (0..n).collect();
     order.shuffle(&mut rng);
@@ -235,19 +197,26 @@ fn draw(
         ),
         |(a, b, c, d), &(x, y)| (a.min(x), b.max(x), c.min(y), d.max(y)),
     );
+    let y_label_w = if dims == 1 && labels.is_some() {
+        110
+    } else {
+        70
+    };
     let (xr, yr) = match (dims, labels) {
         (1, Some(l)) => (padded(x_lo, x_hi), -0.5..l.names.len() as f64 - 0.5),
         (1, None) => (padded(x_lo, x_hi), -0.1..1.1),
-        _ => (padded(x_lo, x_hi), padded(y_lo, y_hi)),
+        _ => {
+            // Equal units on both axes, so clusters keep their shape.
+            let (w, h) = plot_area.dim_in_pixel();
+            let px = (f64::from(w) - f64::from(2 * MARGIN + y_label_w)).max(1.0);
+            let py = (f64::from(h) - f64::from(2 * MARGIN + X_LABEL_H)).max(1.0);
+            equal_aspect(padded(x_lo, x_hi), padded(y_lo, y_hi), px, py)
+        }
     };
     let mut chart = ChartBuilder::on(&plot_area)
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(if dims == 1 && labels.is_some() {
-            110
-        } else {
-            70
-        })
+        .margin(MARGIN)
+        .x_label_area_size(X_LABEL_H)
+        .y_label_area_size(y_label_w)
         .build_cartesian_2d(xr.clone(), yr.clone())
         .map_err(msg)?;
     let names = labels.map(|l| &l.names);
@@ -260,17 +229,19 @@ fn draw(
         _ => format!("{v}"),
     };
     let y_desc = if dims == 1 { "" } else { "y2" };
+    // 1-D: one tick per class (up to the legend's cap), none for the jitter.
+    let y_ticks = match (dims, names) {
+        (1, Some(names)) => names.len().min(LEGEND_MAX),
+        (1, None) => 0,
+        _ => 10,
+    };
     chart
         .configure_mesh()
         .disable_mesh()
         .x_desc("y1")
         .y_desc(y_desc)
         .y_label_formatter(&y_label)
-        .y_labels(
-            names
-                .filter(|_| dims == 1)
-                .map_or(10, |n| n.len().min(LEGEND_MAX)),
-        )
+        .y_labels(y_ticks)
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .draw()
@@ -472,17 +443,5 @@ mod tests {
         let e = scatter_png(&dir.path().join("no/p.png"), &[0.0, 0.0], 2, None, "t").unwrap_err();
         assert!(matches!(e, IoError::NoOutputDir { .. }), "{e}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn palette_and_markers() {
-        assert_eq!(colour(0, 10), RGBColor(0x1f, 0x77, 0xb4));
-        assert_eq!(colour(1, 11), RGBColor(0xae, 0xc7, 0xe8));
-        assert_eq!(colour(21, 30), colour(1, 30));
-        assert_eq!(marker(100), (3, 0.85));
-        assert_eq!(marker(1_000_000).0, 0);
-        assert!(marker(1_000_000).1 >= 0.15);
-        assert_eq!(short("abc"), "abc");
-        assert_eq!(short(&"x".repeat(30)).chars().count(), NAME_MAX);
     }
 }
