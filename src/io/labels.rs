@@ -137,8 +137,13 @@ fn parse_label_column(fields: Vec<(u64, String)>, path: &Path) -> Result<RawLabe
 
 /// `s` as an integer when it is a float with a whole value ("3.0", "1e3").
 fn whole(s: &str) -> Option<i128> {
-    let v: f64 = s.parse().ok()?;
-    (v.is_finite() && v.fract() == 0.0 && v.abs() < 9.3e18).then_some(v as i128)
+    integral(s.parse().ok()?)
+}
+
+/// `v` as an integer when it is one: finite, no fractional part, and within ±2^63 (so
+/// every such value converts exactly).
+pub(crate) fn integral(v: f64) -> Option<i128> {
+    (v.is_finite() && v.fract() == 0.0 && v.abs() < 9.2e18).then_some(v as i128)
 }
 
 #[cfg(test)]

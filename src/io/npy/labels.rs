@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::{for_each_f64, Elem, Header, Num};
 use crate::io::error::{IoError, Place};
-use crate::io::labels::RawLabels;
+use crate::io::labels::{integral, RawLabels};
 
 /// Reads a label array: 1-D, n × 1 or 1 × n; integers, integral floats or strings.
 pub(crate) fn read_labels_from(bytes: &[u8], path: &Path) -> Result<RawLabels, IoError> {
@@ -93,9 +93,4 @@ pub(crate) fn read_labels_from(bytes: &[u8], path: &Path) -> Result<RawLabels, I
             Ok(RawLabels::Strings(out))
         }
     }
-}
-
-/// `v` as an integer when it is one (finite, no fractional part, within ±2^63).
-fn integral(v: f64) -> Option<i128> {
-    (v.is_finite() && v.fract() == 0.0 && v.abs() < 9.3e18).then_some(v as i128)
 }

@@ -4,8 +4,8 @@
 //! chunks with `from_le_bytes`/`from_be_bytes` instead of `npyz`'s per-element iterator, so a
 //! 1.3M × 50 file costs one pass and one output buffer (no intermediate `Vec<u8>` of the whole
 //! file). Supported element types: `f2 f4 f8`, `i1 i2 i4 i8`, `u1 u2 u4 u8`, `b1` (as 0/1),
-//! either byte order; labels also accept `U` and `S` strings.
-
+//! either byte order; labels also accept `U` and `S` strings. Fortran-order arrays are
+//! transposed to row-major while decoding.
 //!
 //! This file holds the header and the element decoding shared by [`points`] and [`labels`].
 
