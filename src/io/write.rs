@@ -1,0 +1,292 @@
+//! Writers: atomic file replacement, embeddings (`.npy`, `.csv`), and the up-front check of
+//! output paths.
+//!
+//! A run can take minutes; an output path with a typo must fail before it starts
+//! ([`check_output_path`]), and a write that fails half-way must not leave a truncated file
+//! that looks like a result ([`write_atomic`]).
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use npyz::WriterBuilder;
+
+use super::error::{extension, unknown_extension, IoError};
+
+/// What an output file will hold; decides which extensions are accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    /// The embedding Y: `.npy` or `.csv`.
+    Embedding,
+    /// The scatter plot: `.png`.
+    Plot,
+    /// The JSON run report: `.json`.
+    Report,
+}
+
+impl OutputKind {
+    fn what(self) -> &'static str {
+        match self {
+            OutputKind::Embedding => "an embedding",
+            OutputKind::Plot => "a plot",
+            OutputKind::Report => "a report",
+        }
+    }
+
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            OutputKind::Embedding => &["npy", "csv"],
+            OutputKind::Plot => &["png"],
+            OutputKind::Report => &["json"],
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            OutputKind::Embedding => ".npy, .csv",
+            OutputKind::Plot => ".png",
+            OutputKind::Report => ".json",
+        }
+    }
+}
+
+/// The directory a file at `path` goes in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Checks, before a long run, that `path` can take an output of `kind`: the extension fits,
+/// the directory exists, `path` is not a directory, and a file can be created there.
+pub fn check_output_path(path: &Path, kind: OutputKind) -> Result<(), IoError> {
+    if !kind.extensions().contains(&extension(path).as_str()) {
+        return Err(unknown_extension(path, kind.what(), kind.expected()));
+    }
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(IoError::NoOutputDir {
+            path: path.into(),
+            dir,
+        });
+    }
+    if path.is_dir() {
+        return Err(IoError::Invalid {
+            path: path.into(),
+            reason: "is a directory".into(),
+        });
+    }
+    // Creating (and at once deleting) a temporary file proves write permission.
+    temp_in(&dir, path, "").map(drop)
+}
+
+/// A temporary file beside `path` (same directory, so the final rename stays on one file
+/// system), readable by others as a normal output would be (subject to the umask).
+fn temp_in(dir: &Path, path: &Path, suffix: &str) -> Result<tempfile::NamedTempFile, IoError> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(".sgtsne-").suffix(suffix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        b.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    b.tempfile_in(dir).map_err(|e| IoError::Write {
+        path: path.into(),
+        source: e,
+    })
+}
+
+/// Writes `path` atomically: `f` writes into a temporary file in the same directory, which
+/// is flushed, synced and then renamed over `path`. If `f` or any step fails, the temporary
+/// file is removed and `path` is left as it was.
+pub fn write_atomic(
+    path: &Path,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), IoError> {
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(IoError::NoOutputDir {
+            path: path.into(),
+            dir,
+        });
+    }
+    let tmp = temp_in(&dir, path, ".tmp")?;
+    let werr = |e| IoError::Write {
+        path: path.into(),
+        source: e,
+    };
+    let mut w = BufWriter::with_capacity(1 << 20, tmp);
+    f(&mut w).map_err(werr)?;
+    let tmp = w.into_inner().map_err(|e| werr(e.into_error()))?;
+    tmp.as_file().sync_all().map_err(werr)?;
+    persist(tmp, path)
+}
+
+/// Renames a finished temporary file to `path`.
+pub(crate) fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<(), IoError> {
+    tmp.persist(path).map(drop).map_err(|e| IoError::Write {
+        path: path.into(),
+        source: e.error,
+    })
+}
+
+/// Same contract as [`write_atomic`], for writers that insist on opening a path themselves
+/// (the PNG encoder): `f` gets the path of a temporary file ending in `suffix`.
+pub(crate) fn write_atomic_path(
+    path: &Path,
+    suffix: &str,
+    f: impl FnOnce(&Path) -> Result<(), IoError>,
+) -> Result<(), IoError> {
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(IoError::NoOutputDir {
+            path: path.into(),
+            dir,
+        });
+    }
+    let tmp = temp_in(&dir, path, suffix)?;
+    f(tmp.path())?;
+    persist(tmp, path)
+}
+
+/// Writes the embedding `y` (n × `dims`, row-major) as `.npy` (`<f4`, shape (n, dims),
+/// C order) or `.csv` (header `y1,y2,…`, one point per line, shortest round-trip decimals).
+pub fn write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoError> {
+    if dims == 0 || y.len() % dims != 0 {
+        return Err(IoError::Invalid {
+            path: path.into(),
+            reason: format!("{} values do not form rows of {dims} dimensions", y.len()),
+        });
+    }
+    let n = y.len() / dims;
+    match extension(path).as_str() {
+        "npy" => write_atomic(path, |w| {
+            let mut out = npyz::WriteOptions::<f32>::new()
+                .default_dtype()
+                .shape(&[n as u64, dims as u64])
+                .writer(w)
+                .begin_nd()?;
+            out.extend(y.iter().copied())?;
+            out.finish()
+        }),
+        "csv" => write_atomic(path, |w| {
+            let header: Vec<String> = (1..=dims).map(|k| format!("y{k}")).collect();
+            writeln!(w, "{}", header.join(","))?;
+            for row in y.chunks_exact(dims) {
+                for (k, v) in row.iter().enumerate() {
+                    if k > 0 {
+                        w.write_all(b",")?;
+                    }
+                    write!(w, "{v}")?;
+                }
+                w.write_all(b"\n")?;
+            }
+            Ok(())
+        }),
+        _ => Err(unknown_extension(path, "an embedding", ".npy, .csv")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::read_points;
+    use crate::Points;
+
+    #[test]
+    fn embedding_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let y = vec![1.0f32, -2.5, 3.25e-7, 4e9, f32::MIN_POSITIVE, 0.1];
+        for dims in [1, 2, 3] {
+            for ext in ["npy", "csv"] {
+                let p = dir.path().join(format!("y{dims}.{ext}"));
+                write_embedding(&p, &y, dims).unwrap();
+                let back = read_points(&p).unwrap();
+                assert_eq!(back, Points::new(6 / dims, dims, y.clone()), "{dims} {ext}");
+            }
+        }
+        let text = std::fs::read_to_string(dir.path().join("y2.csv")).unwrap();
+        assert!(text.starts_with("y1,y2\n1,-2.5\n"), "{text}");
+        // Only the outputs are left: no temporary files.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 6);
+    }
+
+    #[test]
+    fn embedding_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = write_embedding(&dir.path().join("y.txt"), &[1.0], 1).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unsupported extension `.txt` for an embedding"),
+            "{e}"
+        );
+        let e = write_embedding(&dir.path().join("y.npy"), &[1.0, 2.0, 3.0], 2).unwrap_err();
+        assert!(
+            e.to_string().contains("3 values do not form rows of 2"),
+            "{e}"
+        );
+        let e = write_embedding(&dir.path().join("nope/y.npy"), &[1.0], 1).unwrap_err();
+        assert!(e.to_string().contains("output directory"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn failed_write_leaves_nothing_and_keeps_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.csv");
+        let e = write_atomic(&p, |w| {
+            w.write_all(b"partial")?;
+            Err(std::io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{}: cannot write: disk full", p.display())
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        std::fs::write(&p, "old").unwrap();
+        let _ = write_atomic(&p, |_| Err(std::io::Error::other("fail")));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        write_atomic(&p, |w| w.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        #[cfg(unix)]
+        {
+            // Same permissions as a plain `fs::write` would give, less execute/group write.
+            use std::os::unix::fs::PermissionsExt;
+            let plain = dir.path().join("plain.txt");
+            std::fs::write(&plain, "x").unwrap();
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&p), mode(&plain) & 0o644);
+        }
+    }
+
+    #[test]
+    fn output_paths_are_checked_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        check_output_path(&d.join("y.npy"), OutputKind::Embedding).unwrap();
+        check_output_path(&d.join("y.CSV"), OutputKind::Embedding).unwrap();
+        check_output_path(&d.join("p.png"), OutputKind::Plot).unwrap();
+        check_output_path(&d.join("r.json"), OutputKind::Report).unwrap();
+        let e = check_output_path(&d.join("p.jpg"), OutputKind::Plot).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("p.jpg: unsupported extension `.jpg` for a plot; expected one of .png"),
+            "{e}"
+        );
+        let e = check_output_path(&d.join("y"), OutputKind::Embedding).unwrap_err();
+        assert!(
+            e.to_string().contains("unsupported extension (none)"),
+            "{e}"
+        );
+        let e = check_output_path(&d.join("missing/r.json"), OutputKind::Report).unwrap_err();
+        assert!(matches!(e, IoError::NoOutputDir { .. }), "{e}");
+        std::fs::create_dir(d.join("x.npy")).unwrap();
+        let e = check_output_path(&d.join("x.npy"), OutputKind::Embedding).unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        // The probe leaves nothing behind.
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 1);
+    }
+}
