@@ -20,6 +20,30 @@ pub enum Command {
     Embed(Box<EmbedArgs>),
     /// Show the version, the CPU threads and whether a CUDA device is usable (and why not).
     Info,
+    /// Generate a seeded Gaussian mixture with uneven cluster sizes (for scale tests).
+    Gen(GenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Number of points.
+    #[arg(long, default_value_t = 1_300_000)]
+    pub n: usize,
+    /// Dimension of each point.
+    #[arg(long, default_value_t = 50)]
+    pub dim: usize,
+    /// Number of clusters.
+    #[arg(long, default_value_t = 40)]
+    pub clusters: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write the points (.npy or .csv).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Where to write each point's cluster (.npy).
+    #[arg(long, value_name = "LABELS.npy")]
+    pub labels: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

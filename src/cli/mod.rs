@@ -2,6 +2,7 @@
 
 pub mod args;
 mod embed_cmd;
+mod gen_cmd;
 mod info;
 mod progress_bar;
 
@@ -12,5 +13,6 @@ pub fn run(cli: args::Cli) -> Result<()> {
     match cli.command {
         args::Command::Embed(a) => embed_cmd::run(*a),
         args::Command::Info => info::run(),
+        args::Command::Gen(a) => gen_cmd::run(a),
     }
 }

@@ -28,4 +28,4 @@ pub use labels::{read_labels, read_labels_npy_bytes, Labels};
 pub use mtx::read_graph;
 pub use npy::read_points_npy_bytes;
 pub use read::read_points;
-pub use write::{check_output_path, write_atomic, write_embedding, OutputKind};
+pub use write::{check_output_path, write_atomic, write_embedding, write_labels, OutputKind};

@@ -187,6 +187,22 @@ pub fn write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoErro
     }
 }
 
+/// Writes integer labels as a 1-D `.npy` of `<u4` (the readers accept it back).
+pub fn write_labels(path: &Path, codes: &[u32]) -> Result<(), IoError> {
+    if extension(path) != "npy" {
+        return Err(unknown_extension(path, "labels", ".npy"));
+    }
+    write_atomic(path, |w| {
+        let mut out = npyz::WriteOptions::<u32>::new()
+            .default_dtype()
+            .shape(&[codes.len() as u64])
+            .writer(w)
+            .begin_nd()?;
+        out.extend(codes.iter().copied())?;
+        out.finish()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +225,17 @@ mod tests {
         assert!(text.starts_with("y1,y2\n1,-2.5\n"), "{text}");
         // Only the outputs are left: no temporary files.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 6);
+    }
+
+    #[test]
+    fn labels_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.npy");
+        write_labels(&p, &[3, 1, 3, 0]).unwrap();
+        let back = crate::io::read_labels(&p).unwrap();
+        assert_eq!(back.names, vec!["0", "1", "3"]);
+        assert_eq!(back.codes, vec![2, 1, 2, 0]);
+        assert!(write_labels(&dir.path().join("l.csv"), &[1]).is_err());
     }
 
     #[test]
