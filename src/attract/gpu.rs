@@ -42,6 +42,34 @@ impl HybGpu {
         })
     }
 
+    /// Wraps HYB arrays already on the device (built there by the GPU affinity stage),
+    /// with the layout and invariants of [`Hyb`]; empty COO arrays must hold one padding
+    /// element.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_device(
+        gpu: &'static Gpu,
+        n: usize,
+        k: usize,
+        coo_len: usize,
+        ell_cols: CudaSlice<i32>,
+        ell_vals: CudaSlice<f32>,
+        coo: (CudaSlice<i32>, CudaSlice<i32>, CudaSlice<f32>),
+    ) -> Self {
+        assert!(ell_cols.len() >= n * k && ell_vals.len() >= n * k);
+        assert!(coo.0.len() >= coo_len && coo.1.len() >= coo_len && coo.2.len() >= coo_len);
+        HybGpu {
+            gpu,
+            n,
+            k,
+            coo_len,
+            ell_cols,
+            ell_vals,
+            coo_rows: coo.0,
+            coo_cols: coo.1,
+            coo_vals: coo.2,
+        }
+    }
+
     /// Number of rows.
     pub fn n(&self) -> usize {
         self.n
