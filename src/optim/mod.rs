@@ -6,6 +6,7 @@
 //! $g_i = α F_{attr,i} − F_{rep,i}$, so a learning rate here means the same as there
 //! (auto = max(n / exaggeration, 50), Belkina et al. 2019).
 
+pub mod gpu;
 pub mod gradient;
 pub mod schedule;
 
