@@ -1,113 +1,146 @@
 //! Exact kNN on the CPU: blocked GEMM + bounded selection (DESIGN §1.3).
 //!
-//! For a block Q of queries and a block R of references, with centred data,
+//! With centred data and augmented rows $\hat q = [q, 1, \lVert q\rVert^2]$ and
+//! $\hat r = [-2r, \lVert r\rVert^2, 1]$, one GEMM gives a whole tile of squared distances,
 //!
-//! $$ \lVert q - r \rVert^2 = \lVert q \rVert^2 + v(q, r), \qquad
-//!    v(q, r) = \lVert r \rVert^2 - 2\, q \cdot r . $$
+//! $$ \hat q \cdot \hat r = \lVert q \rVert^2 + \lVert r \rVert^2 - 2\, q \cdot r
+//!    = \lVert q - r \rVert^2 . $$
 //!
-//! $v$ for the whole tile is one GEMM of augmented rows, $[q, 1] \cdot [-2r, \lVert r\rVert^2]^\top$,
-//! and $\lVert q \rVert^2$ is constant along a query's row, so the selection ranks $v$
-//! directly. Each query keeps the k smallest $v$ ([`TopK`]) plus every candidate within a
-//! slack of $2e_q$ of the k-th, where $e_q$ bounds the GEMM's rounding error
-//! ([`gemm_error_bound`]): those are all the points that can truly be among the k nearest.
-//! Most of a tile is rejected by one compare per entry against the running threshold. The
-//! survivors' distances are then recomputed directly, $\sum_l (x_l - y_l)^2$, and the best k
-//! by (distance, index) kept: no GEMM cancellation error in the output, and exact ties
-//! (duplicates, lattice data) resolved by index as brute force would.
+//! The points are cut into blocks of [`BS`] (in a locality order, [`pca_tree_order`]), and
+//! the tile of each pair of blocks (I, J), I ≤ J, is computed **once**: its columns feed the
+//! selectors of I's points and its rows those of J's ([`scan`]), which halves the GEMM work.
+//! Pairs are scheduled in rounds of increasing block offset J − I, each round in two phases
+//! in which no block appears twice, so a phase runs in parallel with no locking contention
+//! (each block's selectors sit behind their own mutex). Offset 0 (the blocks themselves,
+//! compact clusters thanks to the order) comes first and gives tight thresholds early.
 //!
-//! Work is O(n² d) flops and O(BQ · BR) memory per thread; n × n is never stored. Query
-//! blocks run in parallel (rayon), each tile GEMM sequentially (faer, `Par::Seq`). References
-//! are scanned in increasing index order, which makes ties deterministic (smaller index
-//! first) and the result independent of the thread count.
+//! Each point keeps its k smallest distances ([`TopK`]) plus every candidate within a slack
+//! of $2e$, where $e$ bounds the GEMM's rounding error ([`gemm_error_bound`]): those are
+//! all the points that can truly be among the k nearest. The survivors' distances are then
+//! recomputed directly, $\sum_l (x_l - y_l)^2$, and the best k by (distance, index) kept: no
+//! GEMM cancellation error in the output, and exact ties (duplicates, lattice data) resolved
+//! by index as brute force would, whatever the order of arrival.
+//!
+//! Work: n²d flops (half of a non-symmetric blocked GEMM); memory: one selector per point
+//! (about (1.5k + 16) · 8 bytes) and one BS × BS tile per thread; n × n is never stored.
+//! The result does not depend on the number of threads.
+
+use std::cell::RefCell;
+use std::sync::Mutex;
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
+use super::order::pca_tree_order;
+use super::scan;
 use super::select::TopK;
 use super::{by_dist_then_index, check_args, sq_dist, Neighbors};
 use crate::progress::Progress;
 use crate::{Points, Result};
 
-/// Queries per block (one rayon task): the columns of a GEMM tile.
-const BQ: usize = 128;
-/// References per tile: the rows of a GEMM tile (BQ · BR · 4 bytes = 512 KiB, in L2).
-const BR: usize = 1024;
+/// Points per block: a tile is BS × BS f32 (1 MiB at 512, inside a 2 MiB L2).
+const BS: usize = 512;
 
 /// The k nearest other points of every point, exactly (up to f32 rounding of distances).
 ///
 /// Errors: `k == 0`, `k ≥ n` ([`crate::Error::Param`]); non-finite values
-/// ([`crate::Error::Data`]). Progress: stage `"knn"`, one unit per block of queries.
+/// ([`crate::Error::Data`]). Progress: stage `"knn"`, one unit per pair of blocks.
 pub fn exact(points: &Points, k: usize, progress: &dyn Progress) -> Result<Neighbors> {
+    exact_impl(points, k, progress, true)
+}
+
+/// [`exact`], with the AVX-512 scans allowed (`wide`) or not (to test the portable path).
+pub(crate) fn exact_impl(
+    points: &Points,
+    k: usize,
+    progress: &dyn Progress,
+    wide: bool,
+) -> Result<Neighbors> {
     check_args(points, k)?;
     let (n, d) = (points.n, points.d);
-    let d1 = d + 1;
-    let (qa, ra) = augment(points);
-    let r2max = ra.chunks_exact(d1).map(|r| r[d]).fold(0f32, f32::max);
-
-    let blocks = n.div_ceil(BQ);
-    progress.begin("knn", blocks as u64);
+    let kd = d + 2;
+    // Step 0: locality order (positions), augmented rows, selectors.
+    let order = pca_tree_order(&points.data, n, d);
+    let (qa, ra) = augment(points, &order);
+    let r2max = qa.chunks_exact(kd).map(|q| q[d + 1]).fold(0f32, f32::max);
+    let slack = 2.0 * gemm_error_bound(kd, r2max);
+    let nb = n.div_ceil(BS);
+    let cap = k + k / 2 + 16;
+    let blocks: Vec<Mutex<Vec<TopK>>> = (0..nb)
+        .map(|b| {
+            let len = BS.min(n - b * BS);
+            Mutex::new(
+                (0..len)
+                    .map(|_| {
+                        let mut t = TopK::new(k, cap);
+                        t.reset(slack);
+                        t
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let tiles = |i: usize, j: usize| {
+        TILE.with(|t| {
+            let mut tile = t.borrow_mut();
+            tile.resize(BS * BS, 0.0);
+            pair(&qa, &ra, n, kd, i, j, &blocks, &mut tile, wide);
+        });
+        progress.advance(1);
+    };
+    progress.begin("knn", (nb * (nb + 1) / 2) as u64);
+    // Step 1: the blocks themselves, then pairs by increasing offset, two phases per offset.
+    (0..nb).into_par_iter().for_each(|i| tiles(i, i));
+    for off in 1..nb {
+        for phase in 0..2 {
+            (0..nb - off)
+                .into_par_iter()
+                .filter(|i| (i / off) % 2 == phase)
+                .for_each(|i| tiles(i, i + off));
+        }
+    }
+    // Step 2: exact distances of the survivors, best k by (distance, index), by position.
+    let mut pos_idx = vec![0u32; n * k];
+    let mut pos_dist = vec![0f32; n * k];
+    pos_idx
+        .par_chunks_mut(BS * k)
+        .zip(pos_dist.par_chunks_mut(BS * k))
+        .zip(blocks.into_par_iter())
+        .enumerate()
+        .for_each(|(b, ((idx_out, dist_out), tops))| {
+            let mut tops = tops.into_inner().unwrap_or_else(|e| e.into_inner());
+            let mut cand: Vec<(f32, u32)> = Vec::with_capacity(cap);
+            for (q, top) in tops.iter_mut().enumerate() {
+                let x = points.row(order[b * BS + q] as usize);
+                cand.clear();
+                cand.extend(top.sorted().iter().map(|&(_, p)| {
+                    let j = order[p as usize];
+                    (sq_dist(x, points.row(j as usize)), j)
+                }));
+                cand.sort_unstable_by(by_dist_then_index);
+                for (l, &(dist, j)) in cand[..k].iter().enumerate() {
+                    idx_out[q * k + l] = j;
+                    dist_out[q * k + l] = dist;
+                }
+            }
+        });
+    // Step 3: rows back to the input order.
+    let mut inv = vec![0u32; n];
+    for (p, &i) in order.iter().enumerate() {
+        inv[i as usize] = p as u32;
+    }
     let mut indices = vec![0u32; n * k];
     let mut distances = vec![0f32; n * k];
     indices
-        .par_chunks_mut(BQ * k)
-        .zip(distances.par_chunks_mut(BQ * k))
-        .enumerate()
-        .for_each_init(
-            || Scratch::new(k),
-            |s, (b, (idx_out, dist_out))| {
-                let q0 = b * BQ;
-                let bq = BQ.min(n - q0);
-                for (q, t) in s.top[..bq].iter_mut().enumerate() {
-                    let q2 = ra[(q0 + q) * d1 + d];
-                    t.reset(2.0 * gemm_error_bound(d1, q2, r2max));
-                }
-                let qblk = MatRef::from_column_major_slice(&qa[q0 * d1..(q0 + bq) * d1], d1, bq);
-                for r0 in (0..n).step_by(BR) {
-                    let br = BR.min(n - r0);
-                    let tile = &mut s.tile[..br * bq];
-                    // Step 1: v for the tile, column q = query q0 + q (contiguous).
-                    matmul(
-                        MatMut::from_column_major_slice_mut(tile, br, bq),
-                        Accum::Replace,
-                        MatRef::from_row_major_slice(&ra[r0 * d1..(r0 + br) * d1], br, d1),
-                        qblk,
-                        1.0f32,
-                        Par::Seq,
-                    );
-                    // Step 2: a point is not its own neighbour (its duplicates are).
-                    for q in 0..bq {
-                        let g = q0 + q;
-                        if (r0..r0 + br).contains(&g) {
-                            tile[q * br + (g - r0)] = f32::INFINITY;
-                        }
-                    }
-                    // Step 3: bounded selection along each query's column.
-                    for (col, top) in tile.chunks_exact(br).zip(&mut s.top[..bq]) {
-                        scan(col, r0 as u32, top);
-                    }
-                }
-                // Step 4: exact distances of the survivors, best k by (distance, index).
-                for q in 0..bq {
-                    let g = q0 + q;
-                    let x = points.row(g);
-                    let cand = &mut s.cand;
-                    cand.clear();
-                    cand.extend(
-                        s.top[q]
-                            .sorted()
-                            .iter()
-                            .map(|&(_, j)| (sq_dist(x, points.row(j as usize)), j)),
-                    );
-                    cand.sort_unstable_by(by_dist_then_index);
-                    for (l, &(dist, j)) in cand[..k].iter().enumerate() {
-                        idx_out[q * k + l] = j;
-                        dist_out[q * k + l] = dist;
-                    }
-                }
-                progress.advance(1);
-            },
-        );
+        .par_chunks_mut(k)
+        .zip(distances.par_chunks_mut(k))
+        .zip(inv.par_iter())
+        .for_each(|((io, dout), &p)| {
+            let p = p as usize;
+            io.copy_from_slice(&pos_idx[p * k..(p + 1) * k]);
+            dout.copy_from_slice(&pos_dist[p * k..(p + 1) * k]);
+        });
     progress.end();
     Ok(Neighbors {
         n,
@@ -117,41 +150,68 @@ pub fn exact(points: &Points, k: usize, progress: &dyn Progress) -> Result<Neigh
     })
 }
 
-/// Per-thread buffers: one GEMM tile and one selector per query of a block.
-struct Scratch {
-    tile: Vec<f32>,
-    top: Vec<TopK>,
-    cand: Vec<(f32, u32)>,
+thread_local! {
+    /// Each worker's GEMM tile, reused across pairs.
+    static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-impl Scratch {
-    fn new(keep: usize) -> Self {
-        Scratch {
-            tile: vec![0.0; BQ * BR],
-            top: (0..BQ).map(|_| TopK::new(keep, 2 * keep + 16)).collect(),
-            cand: Vec::with_capacity(keep),
+/// One pair of blocks: the tile of distances between block j (rows) and block i (columns),
+/// offered to i's selectors by column and, if j ≠ i, to j's by row.
+#[allow(clippy::too_many_arguments)]
+fn pair(
+    qa: &[f32],
+    ra: &[f32],
+    n: usize,
+    kd: usize,
+    i: usize,
+    j: usize,
+    blocks: &[Mutex<Vec<TopK>>],
+    tile: &mut [f32],
+    wide: bool,
+) {
+    let (i0, j0) = (i * BS, j * BS);
+    let (bi, bj) = (BS.min(n - i0), BS.min(n - j0));
+    let tile = &mut tile[..bi * bj];
+    matmul(
+        MatMut::from_column_major_slice_mut(&mut *tile, bj, bi),
+        Accum::Replace,
+        MatRef::from_row_major_slice(&ra[j0 * kd..(j0 + bj) * kd], bj, kd),
+        MatRef::from_column_major_slice(&qa[i0 * kd..(i0 + bi) * kd], kd, bi),
+        1.0f32,
+        Par::Seq,
+    );
+    let lock = |b: usize| blocks[b].lock().unwrap_or_else(|e| e.into_inner());
+    if i == j {
+        // a point is not its own neighbour (its duplicates are)
+        for q in 0..bi {
+            tile[q * bj + q] = f32::INFINITY;
         }
+        scan::columns(tile, bj, j0 as u32, &mut lock(i), wide);
+    } else {
+        scan::columns(tile, bj, j0 as u32, &mut lock(i), wide);
+        scan::rows(tile, bj, i0 as u32, &mut lock(j), wide);
     }
 }
 
-/// A bound on the rounding error of $v = \lVert r\rVert^2 - 2 q \cdot r$ computed by an f32
-/// GEMM of length `len` (with FMAs or not), for $\lVert q\rVert^2 = q_2$ and
-/// $\lVert r\rVert^2 \le r_2$: $\gamma_{len} (r_2 + 2\sqrt{q_2 r_2}) + u\, r_2$ with
+/// A bound on the rounding error of a squared distance computed by an f32 GEMM of length
+/// `len` from augmented rows with $\lVert q\rVert^2, \lVert r\rVert^2 \le r_2$:
+/// $\gamma_{len} \cdot 4 r_2 + 2u\, r_2$ (the terms' magnitudes sum to at most
+/// $(\lVert q\rVert + \lVert r\rVert)^2 \le 4 r_2$; the norms are rounded once each), with
 /// $\gamma_n = n u / (1 - n u)$ and $u = 2^{-24}$ (Higham, Accuracy and Stability, §3.1),
 /// doubled for safety against the summation order of blocked kernels.
-fn gemm_error_bound(len: usize, q2: f32, r2: f32) -> f32 {
+fn gemm_error_bound(len: usize, r2: f32) -> f32 {
     let u = f32::EPSILON as f64 / 2.0;
     let nu = (len + 1) as f64 * u;
     let gamma = nu / (1.0 - nu);
-    let (q2, r2) = (q2 as f64, r2 as f64);
-    (2.0 * (gamma * (r2 + 2.0 * (q2 * r2).sqrt()) + u * r2)) as f32
+    let r2 = r2 as f64;
+    (2.0 * (gamma * 4.0 * r2 + 2.0 * u * r2)) as f32
 }
 
-/// Augmented rows of the centred data: queries $[x, 1]$ and references
-/// $[-2x, \lVert x\rVert^2]$, both n × (d + 1) row-major.
-fn augment(points: &Points) -> (Vec<f32>, Vec<f32>) {
+/// Augmented rows of the centred data, n × (d + 2) row-major, row p for point `order[p]`:
+/// queries $[x, 1, \lVert x\rVert^2]$ and references $[-2x, \lVert x\rVert^2, 1]$.
+fn augment(points: &Points, order: &[u32]) -> (Vec<f32>, Vec<f32>) {
     let (n, d) = (points.n, points.d);
-    let d1 = d + 1;
+    let kd = d + 2;
     // Centring (mean in f64) keeps ‖x‖² small relative to the distances: less cancellation.
     let mut mean = vec![0f64; d];
     for i in 0..n {
@@ -160,51 +220,26 @@ fn augment(points: &Points) -> (Vec<f32>, Vec<f32>) {
         }
     }
     let mean: Vec<f32> = mean.iter().map(|m| (m / n as f64) as f32).collect();
-    let mut qa = vec![0f32; n * d1];
-    let mut ra = vec![0f32; n * d1];
-    qa.par_chunks_mut(d1)
-        .zip(ra.par_chunks_mut(d1))
+    let mut qa = vec![0f32; n * kd];
+    let mut ra = vec![0f32; n * kd];
+    qa.par_chunks_mut(kd)
+        .zip(ra.par_chunks_mut(kd))
         .enumerate()
-        .for_each(|(i, (q, r))| {
+        .for_each(|(p, (q, r))| {
             let mut nrm = 0f64;
-            for ((l, &x), m) in points.row(i).iter().enumerate().zip(&mean) {
+            let x = points.row(order[p] as usize);
+            for ((l, &x), m) in x.iter().enumerate().zip(&mean) {
                 let c = x - m;
                 q[l] = c;
                 r[l] = -2.0 * c;
                 nrm += (c as f64) * (c as f64);
             }
             q[d] = 1.0;
+            q[d + 1] = nrm as f32;
             r[d] = nrm as f32;
+            r[d + 1] = 1.0;
         });
     (qa, ra)
-}
-
-/// Offers the entries of one tile column (reference indices `base..`) to `top`.
-///
-/// Almost all entries are rejected; the test runs 16 at a time with no branch inside a
-/// chunk, so it vectorises, and only chunks holding a candidate are looked at one by one.
-#[inline]
-fn scan(col: &[f32], base: u32, top: &mut TopK) {
-    const W: usize = 16;
-    let chunks = col.chunks_exact(W);
-    let rest = chunks.remainder();
-    let tail0 = col.len() - rest.len();
-    for (c, chunk) in chunks.enumerate() {
-        let thr = top.threshold();
-        let mut hit = false;
-        for &v in chunk {
-            hit |= v < thr;
-        }
-        if hit {
-            let b = base + (c * W) as u32;
-            for (j, &v) in chunk.iter().enumerate() {
-                top.offer(v, b + j as u32);
-            }
-        }
-    }
-    for (j, &v) in rest.iter().enumerate() {
-        top.offer(v, base + (tail0 + j) as u32);
-    }
 }
 
 #[cfg(test)]

@@ -14,12 +14,16 @@
 //! the distances of near neighbours carry no GEMM cancellation error, and both order a row by
 //! (distance, index): equal distances keep the smaller index first.
 
+#[cfg(test)]
+mod bench;
 mod exact;
 mod hnsw;
+mod order;
+mod scan;
 mod select;
 
 pub use exact::exact;
-pub use hnsw::{hnsw, HnswParams};
+pub use hnsw::{hnsw, hnsw_with, HnswParams, SqL2};
 
 use crate::{Error, Points, Result};
 

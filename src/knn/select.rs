@@ -12,8 +12,8 @@
 //! more than `keep`), and the caller re-ranks them by exact values. With `slack = 0` it is a
 //! plain top-`keep` selection.
 //!
-//! Ties: the stream must arrive in increasing index order; then rejecting `value ≥ threshold`
-//! keeps, among equal values, the smaller indices (they came first).
+//! Ties: a candidate equal to the threshold is accepted, so among equal values the final
+//! selection by (value, index) keeps the smaller indices whatever the arrival order.
 //!
 //! Memory: the buffer grows while many candidates sit within `slack` of the threshold (mass
 //! ties, e.g. thousands of duplicates), up to `max_cap`; past it the selector falls back to
@@ -25,7 +25,7 @@ use super::by_dist_then_index;
 ///
 /// # Invariants
 /// - `buf.len() < cap ≤ max_cap` between calls, `keep < cap`
-/// - every rejected candidate is ≥ `thr`; once `thr` is finite, at least `keep` buffered
+/// - every rejected candidate is > `thr`; once `thr` is finite, at least `keep` buffered
 ///   ones are ≤ `thr - slack`
 pub(crate) struct TopK {
     keep: usize,
@@ -57,13 +57,13 @@ impl TopK {
         self.thr = f32::INFINITY;
     }
 
-    /// Values at or above this can never be among the `keep` smallest.
+    /// Values above this can never be among the `keep` smallest (within the slack).
     #[inline(always)]
     pub(crate) fn threshold(&self) -> f32 {
         self.thr
     }
 
-    /// Offers a candidate whose value is already known to be below [`Self::threshold`].
+    /// Offers a candidate whose value is already known to be ≤ [`Self::threshold`].
     #[inline(always)]
     pub(crate) fn push(&mut self, v: f32, i: u32) {
         self.buf.push((v, i));
@@ -75,7 +75,7 @@ impl TopK {
     /// Offers a candidate, rejecting it if it cannot be among the best.
     #[inline(always)]
     pub(crate) fn offer(&mut self, v: f32, i: u32) {
-        if v < self.thr {
+        if v <= self.thr {
             self.push(v, i);
         }
     }
@@ -90,7 +90,7 @@ impl TopK {
             let thr = self.thr;
             let mut w = self.keep;
             for r in self.keep..self.buf.len() {
-                if self.buf[r].0 < thr {
+                if self.buf[r].0 <= thr {
                     self.buf.swap(w, r);
                     w += 1;
                 }
@@ -133,8 +133,12 @@ mod tests {
             // few distinct values, so ties are everywhere
             let vals: Vec<f32> = (0..n).map(|_| rng.random_range(0..50) as f32).collect();
             let mut t = TopK::new(keep, 2 * keep + 1);
-            for (i, &v) in vals.iter().enumerate() {
-                t.offer(v, i as u32);
+            // arrival order does not matter: offer in a scrambled order
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by_key(|&i| (i * 7919) % n.max(1));
+            order.dedup();
+            for &i in &order {
+                t.offer(vals[i], i as u32);
             }
             let mut all: Vec<(f32, u32)> = vals
                 .iter()
@@ -145,5 +149,25 @@ mod tests {
             all.truncate(keep);
             assert_eq!(t.sorted(), &all[..], "n={n} keep={keep}");
         }
+    }
+
+    #[test]
+    fn slack_keeps_everything_that_may_be_in_the_top() {
+        let mut rng = StdRng::seed_from_u64(8);
+        let vals: Vec<f32> = (0..3000).map(|_| rng.random_range(0.0..100.0)).collect();
+        let (keep, slack) = (50usize, 0.5f32);
+        let mut t = TopK::new(keep, keep + 20);
+        t.reset(slack);
+        for (i, &v) in vals.iter().enumerate() {
+            t.offer(v, i as u32);
+        }
+        let mut sorted = vals.clone();
+        sorted.sort_by(f32::total_cmp);
+        let kth = sorted[keep - 1];
+        let want = vals.iter().filter(|&&v| v <= kth + slack).count();
+        let got = t.sorted();
+        assert_eq!(got.len(), want);
+        assert!(got.iter().all(|&(v, _)| v <= kth + slack));
+        assert!(got.windows(2).all(|w| w[0].0 <= w[1].0));
     }
 }
