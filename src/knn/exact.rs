@@ -50,7 +50,7 @@ pub fn exact(points: &Points, k: usize, progress: &dyn Progress) -> Result<Neigh
     exact_impl(points, k, progress, true)
 }
 
-/// [`exact`], with the AVX-512 scans allowed (`wide`) or not (to test the portable path).
+/// [`exact`], with the AVX2 scans allowed (`wide`) or not (to test the portable path).
 pub(crate) fn exact_impl(
     points: &Points,
     k: usize,

@@ -10,17 +10,18 @@
 //!   vector), so no transpose is needed.
 //!
 //! Almost every entry is rejected by one compare; only entries at or below a threshold go
-//! to [`TopK::offer`]. With `wide` (and a CPU with AVX-512F) the compares are explicit
-//! AVX-512; otherwise portable loops that the compiler vectorises.
+//! to [`TopK::offer`]. With `wide` (and a CPU with AVX2) the compares are explicit AVX2
+//! (AVX-512 intrinsics would need Rust 1.89, above the crate's MSRV, and measured no faster
+//! here: the scans are bound by reading the tile); otherwise portable loops.
 
 use super::select::TopK;
 
-/// Whether this CPU runs the AVX-512 scans (checked once per process).
+/// Whether this CPU runs the AVX2 scans (checked once per process).
 pub(crate) fn wide_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *AVX512.get_or_init(|| is_x86_feature_detected!("avx512f"))
+        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
@@ -31,8 +32,8 @@ pub(crate) fn columns(tile: &[f32], rows: usize, row_base: u32, tops: &mut [TopK
     for (col, top) in tile.chunks_exact(rows).zip(tops) {
         #[cfg(target_arch = "x86_64")]
         if wide && wide_available() {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
-            unsafe { avx512::column(col, row_base, top) };
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { avx2::column(col, row_base, top) };
             continue;
         }
         let _ = wide;
@@ -47,8 +48,8 @@ pub(crate) fn rows(tile: &[f32], rows: usize, col_base: u32, tops: &mut [TopK], 
     #[cfg(target_arch = "x86_64")]
     if wide && wide_available() {
         for r0 in (0..groups).step_by(16) {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
-            unsafe { avx512::rows16(tile, rows, r0, col_base, &mut tops[r0..r0 + 16]) };
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { avx2::rows16(tile, rows, r0, col_base, &mut tops[r0..r0 + 16]) };
         }
         rows_portable(tile, rows, groups, col_base, &mut tops[groups..]);
         return;
@@ -86,7 +87,7 @@ fn column_portable(col: &[f32], base: u32, top: &mut TopK) {
 
 /// Portable row scan of rows `r_from..rows` (`tops[0]` is row `r_from`), 16 rows a pass.
 fn rows_portable(tile: &[f32], rows: usize, r_from: usize, col_base: u32, tops: &mut [TopK]) {
-    let cols = if rows == 0 { 0 } else { tile.len() / rows };
+    let cols = tile.len().checked_div(rows).unwrap_or(0);
     let mut r0 = r_from;
     while r0 < rows {
         let g = 16.min(rows - r0);
@@ -113,35 +114,35 @@ fn rows_portable(tile: &[f32], rows: usize, r_from: usize, col_base: u32, tops: 
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+mod avx2 {
     use super::{column_portable, TopK};
     use std::arch::x86_64::*;
 
-    /// Column scan, 64 entries per step: four compares into one mask test.
+    /// 8-lane `a <= b` as a bit mask.
+    #[inline(always)]
+    unsafe fn le_mask(a: __m256, b: __m256) -> u32 {
+        _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(a, b)) as u32
+    }
+
+    /// Column scan, 32 entries per step: four compares into one mask test.
     ///
     /// # Safety
-    /// The CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f")]
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
     pub(super) unsafe fn column(col: &[f32], base: u32, top: &mut TopK) {
-        const W: usize = 64;
+        const W: usize = 32;
         let main = col.len() / W * W;
         let p = col.as_ptr();
         let mut c = 0;
         while c < main {
-            let thr = _mm512_set1_ps(top.threshold());
-            // SAFETY: c + 64 <= col.len(); unaligned loads.
-            let (v0, v1, v2, v3) = unsafe {
-                (
-                    _mm512_loadu_ps(p.add(c)),
-                    _mm512_loadu_ps(p.add(c + 16)),
-                    _mm512_loadu_ps(p.add(c + 32)),
-                    _mm512_loadu_ps(p.add(c + 48)),
-                )
+            let thr = _mm256_set1_ps(top.threshold());
+            // SAFETY: c + 32 <= col.len(); unaligned loads.
+            let mut mask = unsafe {
+                le_mask(_mm256_loadu_ps(p.add(c)), thr)
+                    | le_mask(_mm256_loadu_ps(p.add(c + 8)), thr) << 8
+                    | le_mask(_mm256_loadu_ps(p.add(c + 16)), thr) << 16
+                    | le_mask(_mm256_loadu_ps(p.add(c + 24)), thr) << 24
             };
-            let mut mask = (_mm512_cmp_ps_mask::<_CMP_LE_OQ>(v0, thr) as u64)
-                | (_mm512_cmp_ps_mask::<_CMP_LE_OQ>(v1, thr) as u64) << 16
-                | (_mm512_cmp_ps_mask::<_CMP_LE_OQ>(v2, thr) as u64) << 32
-                | (_mm512_cmp_ps_mask::<_CMP_LE_OQ>(v3, thr) as u64) << 48;
             while mask != 0 {
                 let j = c + mask.trailing_zeros() as usize;
                 top.offer(col[j], base + j as u32);
@@ -152,12 +153,12 @@ mod avx512 {
         column_portable(&col[main..], base + main as u32, top);
     }
 
-    /// Row scan of rows `r0..r0 + 16`: one vector of 16 thresholds against 16 consecutive
+    /// Row scan of rows `r0..r0 + 16`: two vectors of 8 thresholds against 16 consecutive
     /// entries of each column.
     ///
     /// # Safety
-    /// The CPU must support AVX-512F; `r0 + 16 <= rows`, `tops.len() == 16`.
-    #[target_feature(enable = "avx512f")]
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
     pub(super) unsafe fn rows16(
         tile: &[f32],
         rows: usize,
@@ -171,22 +172,31 @@ mod avx512 {
         for (t, top) in thr.iter_mut().zip(tops.iter()) {
             *t = top.threshold();
         }
-        // SAFETY: thr has 16 entries.
-        let mut tv = unsafe { _mm512_loadu_ps(thr.as_ptr()) };
         let p = tile.as_ptr();
+        // SAFETY (all loads below): thr has 16 entries; c * rows + r0 + 16 <= tile.len().
+        let (mut t0, mut t1) = unsafe {
+            (
+                _mm256_loadu_ps(thr.as_ptr()),
+                _mm256_loadu_ps(thr.as_ptr().add(8)),
+            )
+        };
         for c in 0..cols {
-            // SAFETY: c * rows + r0 + 16 <= cols * rows <= tile.len().
-            let v = unsafe { _mm512_loadu_ps(p.add(c * rows + r0)) };
-            let mut mask = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(v, tv);
+            let o = c * rows + r0;
+            let mut mask = unsafe {
+                le_mask(_mm256_loadu_ps(p.add(o)), t0)
+                    | le_mask(_mm256_loadu_ps(p.add(o + 8)), t1) << 8
+            };
             if mask != 0 {
                 while mask != 0 {
                     let l = mask.trailing_zeros() as usize;
-                    tops[l].offer(tile[c * rows + r0 + l], col_base + c as u32);
+                    tops[l].offer(tile[o + l], col_base + c as u32);
                     thr[l] = tops[l].threshold();
                     mask &= mask - 1;
                 }
-                // SAFETY: thr has 16 entries.
-                tv = unsafe { _mm512_loadu_ps(thr.as_ptr()) };
+                unsafe {
+                    t0 = _mm256_loadu_ps(thr.as_ptr());
+                    t1 = _mm256_loadu_ps(thr.as_ptr().add(8));
+                }
             }
         }
     }
