@@ -40,7 +40,12 @@ fn pool() -> rayon::ThreadPool {
 /// CPU seconds of this process so far (user + system), from /proc.
 fn cpu_s() -> f64 {
     let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let f: Vec<&str> = s
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     let t = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
     (t(11) + t(12)) / 100.0
 }
@@ -75,8 +80,8 @@ fn mnist_knn() {
                 continue;
             }
             let params = HnswParams {
-                max_nb_connection: env_or("SGTSNE_M", 24),
-                ef_construction: env_or("SGTSNE_EFC", 128),
+                max_nb_connection: env_or("SGTSNE_M", 16),
+                ef_construction: env_or("SGTSNE_EFC", 64),
                 ef_search: env_or("SGTSNE_EFS", 0),
                 ..HnswParams::default()
             };
