@@ -1,12 +1,11 @@
 //! Preparing the input: centring and PCA (DESIGN §1.2).
 //!
-//! INTERFACE (owned by the knn/prep helper; signatures fixed):
-//! - `pca(points: &Points, m: usize) -> Result<Points>`: centre, project on the top m
-//!   principal axes (scores, n × m), columns ordered by decreasing variance, sign fixed so
-//!   results are deterministic.
+//! Input: [`Points`] (n × d). Output: the principal-component scores (n × m),
+//! $S = (X - \mathbf{1}\mu^\top)\, V_m$, where $V_m$ holds the eigenvectors of the covariance
+//! $C = (X - \mathbf{1}\mu^\top)^\top (X - \mathbf{1}\mu^\top) / (n - 1)$ for its m largest
+//! eigenvalues. Columns come in decreasing variance, each axis signed so that its
+//! largest-magnitude loading is positive (deterministic output).
 
-use crate::{Points, Result};
+mod pca;
 
-pub fn pca(points: &Points, m: usize) -> Result<Points> {
-    unimplemented!("{} {m}", points.n)
-}
+pub use pca::{pca, Pca};
