@@ -87,7 +87,7 @@ pub struct EmbedArgs {
     /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
     #[arg(long, default_value = "auto")]
     pub learning_rate: AutoOr<f32>,
-    /// kNN method: `auto` (exact up to 100k points, hnsw above), `exact`, `hnsw`.
+    /// kNN method: `auto` (exact up to 500k points, hnsw above), `exact`, `hnsw`.
     #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
     pub knn: KnnArg,
     /// Reduce to this many principal components first when the input has more; `none`
