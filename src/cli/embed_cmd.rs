@@ -52,10 +52,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         io::write_embedding(out, &result.y, result.dims)?;
     }
     if let Some(plot) = &args.plot {
-        let title = format!(
-            "sgtsne: {name}, n = {}, {}-D, KL {:.3}",
-            result.report.input.n, result.dims, result.report.optimise.final_kl
-        );
+        let title = format!("sgtsne: {name}, KL {:.3}", result.report.optimise.final_kl);
         io::plot::scatter_png(plot, &result.y, result.dims, labels.as_ref(), &title)?;
     }
     let report = &mut result.report;

@@ -10,7 +10,7 @@ const POINTS: &[u8] = include_bytes!("digits1797_64_u8.npy");
 const LABELS: &[u8] = include_bytes!("digits1797_labels_u8.npy");
 
 /// Name shown in reports and plot titles.
-pub const NAME: &str = "digits (1,797 × 64, embedded)";
+pub const NAME: &str = "digits (built in)";
 
 /// The digits as points.
 pub fn points() -> Result<Points> {
