@@ -1,5 +1,5 @@
 // Shared device helpers, prepended to every kernel file before NVRTC compiles it.
-#pragma once
+
 
 // Sum of a double over a block (blockDim.x a multiple of 32, at most 1024); the result is
 // valid in thread 0. Used for Z and KL partial sums, which must be exact enough at

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
 
-use super::kernels::{KernelId, COMMON};
+use super::kernels::KernelId;
 use super::GpuError;
 
 /// Options shared by every kernel: IEEE division and square root (the repulsion's 1e-3
@@ -49,7 +49,7 @@ fn ptx_cached_in(
     arch: &'static str,
     cache: Option<PathBuf>,
 ) -> Result<Ptx, GpuError> {
-    let source = format!("{COMMON}\n#line 1 \"{}\"\n{}", id.file(), id.source());
+    let source = id.source();
     let opts = options(arch);
     let key = format!(
         "{:016x}",

@@ -1,0 +1,105 @@
+// G2G: Phi_m = sum_n K(h |m - n|) V_n on a p^D grid by the zero-padding-free method
+// (Pitsianis et al. 2019, SG-t-SNE-Pi; DESIGN §2.2): for each of the 2^D parity patterns b
+// (bit a set = axis a odd), with mu_b(m) = prod_{a odd} exp(-i pi m_a / p),
+//     Phi += (1/2^D) Re( conj(mu_b) . IFFT( FFT(k_b) . FFT(mu_b . V) ) ),
+// where k_b is the (2p)^D circulant embedding of K folded onto [0,p)^D with sign -1 for each
+// odd axis on which the wrapped image was taken, times mu_b. Flat index m = sum_a m_a p^a.
+//
+// Argument contract (src/repulse/gpu.rs): len = p^D; complex arrays are float2 (re, im);
+// `in` C_in*len real (channel-major: charge 1, y^1..y^D), `x` C_in*len complex;
+// spectra 2*len complex per pattern (G1 then G2); `yhat` C_out*len complex with
+// C_out = 2 + D (psi, phi_0, phi_1..phi_D); `phi` C_out*len real.
+
+// sum over odd axes of m_a, for the modulation exponent.
+__device__ inline int odd_sum(long long m, int p, int D, int pattern) {
+    int s = 0;
+    for (int a = 0; a < D; ++a) {
+        int ma = (int)(m % p);
+        m /= p;
+        if (pattern >> a & 1) s += ma;
+    }
+    return s;
+}
+
+// x_c = mu_b . in_c for every input channel.
+extern "C" __global__ void g2g_modulate(long long len, int p, int D, int pattern, int channels,
+                                        const float* __restrict__ in, float2* __restrict__ x) {
+    GRID_STRIDE(m, len) {
+        float s, c;
+        sincospif(-(float)odd_sum(m, p, D, pattern) / p, &s, &c);
+        for (int ch = 0; ch < channels; ++ch) {
+            float v = in[ch * len + m];
+            x[ch * len + m] = make_float2(v * c, v * s);
+        }
+    }
+}
+
+// k_b for G1 = 1/(1+d^2) (slot 0) and G2 = G1^2 (slot 1), before their forward FFT.
+extern "C" __global__ void g2g_kernel(long long len, int p, int D, int pattern, float h,
+                                      float2* __restrict__ k) {
+    GRID_STRIDE(m, len) {
+        int j[3] = {0, 0, 0};
+        long long r = m;
+        for (int a = 0; a < D; ++a) { j[a] = (int)(r % p); r /= p; }
+        double g1 = 0.0, g2 = 0.0;
+        // Images e in {0,1}^D: axis a at distance j_a (e_a = 0) or p - j_a (e_a = 1, only
+        // for j_a != 0: the embedding's entry at index p is zero).
+        for (int e = 0; e < (1 << D); ++e) {
+            double d2 = 0.0;
+            int sign = 1;
+            bool zero = false;
+            for (int a = 0; a < D; ++a) {
+                int da = j[a];
+                if (e >> a & 1) {
+                    if (j[a] == 0) zero = true;
+                    da = p - j[a];
+                    if (pattern >> a & 1) sign = -sign;
+                }
+                d2 += (double)da * da;
+            }
+            if (zero) continue;
+            double w = 1.0 / (1.0 + d2 * (double)h * (double)h);
+            g1 += sign * w;
+            g2 += sign * w * w;
+        }
+        double s, c;
+        sincospi(-(double)odd_sum(m, p, D, pattern) / p, &s, &c);
+        k[m] = make_float2((float)(g1 * c), (float)(g1 * s));
+        k[len + m] = make_float2((float)(g2 * c), (float)(g2 * s));
+    }
+}
+
+__device__ inline float2 cmul(float2 a, float2 b) {
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+// yhat: psi = K1 X0, phi_0 = K2 X0, phi_a = K2 X_a; scaled by 1/len for the inverse FFT.
+extern "C" __global__ void g2g_multiply(long long len, int D, const float2* __restrict__ xhat,
+                                        const float2* __restrict__ spectra,
+                                        float2* __restrict__ yhat) {
+    float scale = 1.f / (float)len;
+    GRID_STRIDE(m, len) {
+        float2 k1 = spectra[m], k2 = spectra[len + m];
+        k1.x *= scale; k1.y *= scale; k2.x *= scale; k2.y *= scale;
+        float2 x0 = xhat[m];
+        yhat[m] = cmul(k1, x0);
+        yhat[len + m] = cmul(k2, x0);
+        for (int a = 0; a < D; ++a) yhat[(2 + a) * len + m] = cmul(k2, xhat[(1 + a) * len + m]);
+    }
+}
+
+// phi_c (=, or += when accumulate) Re(conj(mu_b) y_c) / 2^D for every output channel.
+extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int pattern, int channels,
+                                          int accumulate, const float2* __restrict__ y,
+                                          float* __restrict__ phi) {
+    float weight = 1.f / (float)(1 << D);
+    GRID_STRIDE(m, len) {
+        float s, c;
+        sincospif((float)odd_sum(m, p, D, pattern) / p, &s, &c);
+        for (int ch = 0; ch < channels; ++ch) {
+            float2 v = y[ch * len + m];
+            float re = (v.x * c - v.y * s) * weight;
+            phi[ch * len + m] = accumulate ? phi[ch * len + m] + re : re;
+        }
+    }
+}

@@ -1,0 +1,52 @@
+// G2S: every point interpolates its potentials from the 4^D surrounding nodes (a gather,
+// no atomics), then Phi2Force's first half: psi_i - 1 summed into Z.
+//
+// Argument contract (src/repulse/gpu.rs): y n*D floats; phi C*len floats channel-major with
+// C = 2 + D channels (psi, phi_0, phi_1..phi_D); out n*C floats point-major; z one double,
+// zeroed before the launch; blockDim.x a multiple of 32.
+// Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels.rs: NVRTC sees one source).
+
+template <int D>
+__device__ void gather(int n, GridGeom g, const float* __restrict__ y, const float* __restrict__ phi,
+                       float* __restrict__ out, double* z) {
+    const int C = 2 + D;
+    long long len = 1;
+    for (int a = 0; a < D; ++a) len *= g.p;
+    double local_z = 0.0;
+    GRID_STRIDE(i, n) {
+        float w[D][4];
+        long long corner = 0, stride = 1;
+#pragma unroll
+        for (int a = 0; a < D; ++a) {
+            int base = stencil(y[i * D + a], g.origin[a], g.inv_h, g.p, w[a]);
+            corner += (long long)(base - 1) * stride;
+            stride *= g.p;
+        }
+        float acc[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[c] = 0.f;
+#pragma unroll
+        for (int k = 0; k < (1 << (2 * D)); ++k) {
+            long long idx = corner, st = 1;
+            float wt = 1.f;
+#pragma unroll
+            for (int a = 0; a < D; ++a) {
+                int o = (k >> (2 * a)) & 3;
+                idx += o * st;
+                st *= g.p;
+                wt *= w[a][o];
+            }
+#pragma unroll
+            for (int c = 0; c < C; ++c) acc[c] += wt * phi[c * len + idx];
+        }
+#pragma unroll
+        for (int c = 0; c < C; ++c) out[i * C + c] = acc[c];
+        local_z += (double)acc[0] - 1.0;
+    }
+    double s = block_sum(local_z);
+    if (threadIdx.x == 0) atomicAdd(z, s);
+}
+
+extern "C" __global__ void g2s_gather_1d(int n, GridGeom g, const float* y, const float* phi, float* out, double* z) { gather<1>(n, g, y, phi, out, z); }
+extern "C" __global__ void g2s_gather_2d(int n, GridGeom g, const float* y, const float* phi, float* out, double* z) { gather<2>(n, g, y, phi, out, z); }
+extern "C" __global__ void g2s_gather_3d(int n, GridGeom g, const float* y, const float* phi, float* out, double* z) { gather<3>(n, g, y, phi, out, z); }

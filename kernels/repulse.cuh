@@ -1,0 +1,27 @@
+// Shared by the repulsion kernels: the grid's geometry and the cubic Lagrange stencil,
+// identical to src/repulse/grid.rs (so the CPU and GPU paths agree to float rounding).
+
+
+// Grid geometry passed by value: p nodes per axis, spacing h, origin and centre per axis.
+struct GridGeom {
+    int p;
+    float inv_h;
+    float origin[3];
+    float centre[3];
+};
+
+// Cubic Lagrange weights of the 4 nodes at offsets -1, 0, 1, 2 for t in [0, 1].
+__device__ inline void lagrange4(float t, float w[4]) {
+    w[0] = -t * (t - 1.f) * (t - 2.f) * (1.f / 6.f);
+    w[1] = (t + 1.f) * (t - 1.f) * (t - 2.f) * 0.5f;
+    w[2] = -(t + 1.f) * t * (t - 2.f) * 0.5f;
+    w[3] = (t + 1.f) * t * (t - 1.f) * (1.f / 6.f);
+}
+
+// Stencil of one coordinate: the base node floor(x) clamped to [1, p-3] and its weights.
+__device__ inline int stencil(float y, float origin, float inv_h, int p, float w[4]) {
+    float x = (y - origin) * inv_h;
+    int base = min(max((int)floorf(x), 1), p - 3);
+    lagrange4(x - (float)base, w);
+    return base;
+}
