@@ -90,7 +90,7 @@ impl<T: Real> FftRepulsion<T> {
         // Step 3: G2S.
         let t = Instant::now();
         self.values.resize(n * (D + 2), zero);
-        gather::<T, D>(y, grid, &self.potentials, &mut self.values);
+        gather::<T, D>(y, grid, &self.potentials, out_channels(D), &mut self.values);
         let g2s = t.elapsed().as_secs_f64();
 
         // Step 4: Phi2Force.

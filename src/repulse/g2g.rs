@@ -116,23 +116,25 @@ impl<T: Real> Convolver<T> {
         self.p == p && self.dims == dims && self.h.to_bits() == h.to_bits()
     }
 
-    /// `charges`: [`in_channels`] grids of `p^s` values (natural layout, channel-major).
-    /// `out`: [`out_channels`] grids, overwritten with `ψ, φ₀, φ₁ … φ_s` (and a spare).
+    /// `charges`: `p^s` nodes (natural layout) of [`in_channels`] interleaved values each.
+    /// `out`: `p^s` nodes of [`out_channels`] values, overwritten with `ψ, φ₀, φ₁ … φ_s` (and a
+    /// spare). Interleaving the channels of a node keeps S2G's and G2S's stencils on few cache
+    /// lines; the strided reads and writes here are streaming.
     pub fn convolve(&mut self, charges: &[T], out: &mut [T]) {
         let (p, dims, len) = (self.p, self.dims, self.fft.len());
         assert_eq!(charges.len(), in_channels(dims) * len, "charge grid size");
         assert_eq!(out.len(), out_channels(dims) * len, "potential grid size");
-        let chan = |c: usize| &charges[c * len..(c + 1) * len];
         out.par_iter_mut().for_each(|v| *v = T::zero());
         for sigma in 0..1usize << dims {
             for k in 0..=dims.div_ceil(2) {
                 // Channel pair k: (1) alone for k = 0, else (y^{2k−1}, y^{2k}).
                 let (re, im) = if k == 0 {
-                    (chan(0), None)
+                    (0, None)
                 } else {
-                    (chan(2 * k - 1), (2 * k <= dims).then(|| chan(2 * k)))
+                    (2 * k - 1, (2 * k <= dims).then_some(2 * k))
                 };
-                modulate(&mut self.buf, re, im, &self.twiddle, p, sigma);
+                let pair = (charges, in_channels(dims), re, im);
+                modulate(&mut self.buf, pair, &self.twiddle, p, sigma);
                 self.fft.forward(&mut self.buf);
                 let g2 = &self.g2_hat[sigma];
                 if k == 0 {
@@ -148,8 +150,8 @@ impl<T: Real> Convolver<T> {
                         .for_each(|(z, &b)| *z = z.scale(b));
                 }
                 self.fft.inverse(&mut self.buf);
-                let (out_re, out_im) = out[2 * k * len..(2 * k + 2) * len].split_at_mut(len);
-                demodulate_add(&self.buf, out_re, out_im, &self.twiddle, p, sigma);
+                let pair = (&mut *out, out_channels(dims), 2 * k);
+                demodulate_add(&self.buf, pair, &self.twiddle, p, sigma);
             }
         }
     }
@@ -162,11 +164,11 @@ fn row_phase(r: usize, p: usize, sigma: usize) -> usize {
     (sigma >> 1 & 1) * n1 + (sigma >> 2 & 1) * n2
 }
 
-/// `buf_n = (re_n + i·im_n)·μ(n)` for pattern `sigma`.
+/// `buf_n = (x_{n,re} + i·x_{n,im})·μ(n)` for pattern `sigma`, from the interleaved grid
+/// `(x, channels per node, re channel, im channel or none)`.
 fn modulate<T: Real>(
     buf: &mut [Complex<T>],
-    re: &[T],
-    im: Option<&[T]>,
+    (x, nch, re, im): (&[T], usize, usize, Option<usize>),
     twiddle: &[Complex<T>],
     p: usize,
     sigma: usize,
@@ -174,34 +176,33 @@ fn modulate<T: Real>(
     buf.par_chunks_mut(p).enumerate().for_each(|(r, row)| {
         let phase = row_phase(r, p, sigma);
         let odd0 = sigma & 1;
-        let re = &re[r * p..(r + 1) * p];
-        let im = im.map(|v| &v[r * p..(r + 1) * p]);
-        for (j, z) in row.iter_mut().enumerate() {
-            let v = Complex::new(re[j], im.map_or(T::zero(), |v| v[j]));
+        let xs = x[r * p * nch..(r + 1) * p * nch].chunks_exact(nch);
+        for (j, (z, node)) in row.iter_mut().zip(xs).enumerate() {
+            let v = Complex::new(node[re], im.map_or(T::zero(), |c| node[c]));
             *z = v * twiddle[phase + odd0 * j];
         }
     });
 }
 
-/// `out_re += Re(buf·μ̄)`, `out_im += Im(buf·μ̄)` for pattern `sigma`.
+/// `out_{n,c} += Re(buf_n·μ̄(n))`, `out_{n,c+1} += Im(buf_n·μ̄(n))` for pattern `sigma`, on the
+/// interleaved grid `(out, channels per node, c)`.
 fn demodulate_add<T: Real>(
     buf: &[Complex<T>],
-    out_re: &mut [T],
-    out_im: &mut [T],
+    (out, nch, c): (&mut [T], usize, usize),
     twiddle: &[Complex<T>],
     p: usize,
     sigma: usize,
 ) {
     buf.par_chunks(p)
-        .zip(out_re.par_chunks_mut(p).zip(out_im.par_chunks_mut(p)))
+        .zip(out.par_chunks_mut(p * nch))
         .enumerate()
-        .for_each(|(r, (row, (o_re, o_im)))| {
+        .for_each(|(r, (row, o))| {
             let phase = row_phase(r, p, sigma);
             let odd0 = sigma & 1;
-            for (j, z) in row.iter().enumerate() {
+            for (j, (z, node)) in row.iter().zip(o.chunks_exact_mut(nch)).enumerate() {
                 let v = z * twiddle[phase + odd0 * j].conj();
-                o_re[j] = o_re[j] + v.re;
-                o_im[j] = o_im[j] + v.im;
+                node[c] = node[c] + v.re;
+                node[c + 1] = node[c + 1] + v.im;
             }
         });
 }
@@ -301,15 +302,18 @@ mod tests {
                 }
             })
             .collect();
-        let charges_t: Vec<T> = charges.iter().map(|&x| T::of(x)).collect();
-        let mut out = vec![T::zero(); out_channels(dims) * len];
+        // Channel-major here, interleaved for the convolver.
+        let (nin, nout) = (in_channels(dims), out_channels(dims));
+        let charges_t: Vec<T> = (0..nin * len)
+            .map(|i| T::of(charges[(i % nin) * len + i / nin]))
+            .collect();
+        let mut out = vec![T::zero(); nout * len];
         let mut conv = Convolver::<T>::new(&mut FftPlanner::new(), p, dims, h);
         conv.convolve(&charges_t, &mut out);
         let chan = |c: usize| &charges[c * len..(c + 1) * len];
         let got = |c: usize| -> Vec<f64> {
-            out[c * len..(c + 1) * len]
-                .iter()
-                .map(|x| x.as_f64())
+            out.chunks_exact(nout)
+                .map(|node| node[c].as_f64())
                 .collect()
         };
         let mut expected = vec![direct(chan(0), p, dims, h, false)];

@@ -22,8 +22,9 @@
 //! - [`exact`]: the O(n²) reference ([`ExactRepulsion`], sums for target subsets, exact Z).
 //!
 //! Accuracy is set by the grid spacing `h` (in embedding units; the kernel varies on a scale
-//! of 1). Measured on a 70k-point, 10-cluster 2-D layout spanning ±40 (2 threads):
-//! see [`GridSpec::default_auto`].
+//! of 1): the relative force error falls about as `h⁴` (cubic interpolation), the 2-D cost of
+//! G2G as `h⁻²` (3-D: `h⁻³`), while S2G and G2S cost O(n) whatever `h`. See
+//! [`GridSpec::default_auto`] for measured numbers.
 
 pub mod exact;
 pub mod fft;
@@ -75,9 +76,18 @@ pub enum GridSpec {
 }
 
 impl GridSpec {
-    /// `Auto { h: 0.5 }`.
+    /// `Auto { h: 0.35 }`.
+    ///
+    /// Measured on a 70k-point, 10-cluster layout spanning ±40 (like a converged MNIST
+    /// embedding), 2 threads, f32 grids, relative force error against the exact sums on 1000
+    /// targets: 2-D `h` = 1.0 / 0.7 / 0.5 / 0.35 / 0.25 gives 3.0e-2 / 1.3e-2 / 5.0e-3 /
+    /// 1.5e-3 / 4.2e-4 (1-D at 0.35: 1.2e-3), with `p` = 84 / 120 / 160 / 240 / 315 nodes per
+    /// axis. At 70k points S2G and G2S dominate the time up to `h ≈ 0.35`, so 0.35 costs about
+    /// 15% more than 0.5 for a 3.4× smaller error. In 3-D a grid this fine is expensive
+    /// (`2^s = 8` FFT patterns on `p³` nodes): `Auto { h: 0.7 }` (error ≈ 1e-2) or
+    /// `Fixed(50)` are the affordable choices there.
     pub fn default_auto() -> Self {
-        GridSpec::Auto { h: 0.5 }
+        GridSpec::Auto { h: 0.35 }
     }
 }
 

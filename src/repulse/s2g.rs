@@ -33,8 +33,8 @@ impl<T: Real> Scatter<T> {
         Scatter { parts: Vec::new() }
     }
 
-    /// Spreads the charges of the points `y` (row-major `n × D`) onto `out`, which holds
-    /// `1 + D` channel-major grids of `grid.len()` nodes and is overwritten.
+    /// Spreads the charges of the points `y` (row-major `n × D`) onto `out`, `grid.len()` nodes
+    /// of `1 + D` interleaved channels, which is overwritten.
     pub fn run<const D: usize>(&mut self, y: &[f32], grid: &Grid, out: &mut [T]) {
         let len = grid.len();
         let size = (1 + D) * len;
@@ -77,10 +77,9 @@ impl<T: Real> Scatter<T> {
     }
 }
 
-/// Sequential spread of the points `ys` onto the channel-major grids `out` (added to).
+/// Sequential spread of the points `ys` onto the interleaved grid `out` (added to).
 /// `D` is a const so the `4^D` stencil loop unrolls with constant offsets.
 fn spread<T: Real, const D: usize>(ys: &[f32], grid: &Grid, out: &mut [T]) {
-    let len = grid.len();
     let strides = strides::<D>(grid.p);
     let inv_h = 1.0 / grid.h;
     for row in ys.chunks_exact(D) {
@@ -88,10 +87,10 @@ fn spread<T: Real, const D: usize>(ys: &[f32], grid: &Grid, out: &mut [T]) {
         let q: [T; D] = std::array::from_fn(|a| T::of(row[a] as f64 - grid.centre[a]));
         for k in 0..1usize << (2 * D) {
             let (idx, wt) = node::<T, D>(k, corner, &w, &strides);
-            out[idx] = out[idx] + wt;
-            for (a, &qa) in q.iter().enumerate() {
-                let c = (1 + a) * len + idx;
-                out[c] = out[c] + wt * qa;
+            let at = &mut out[idx * (1 + D)..(idx + 1) * (1 + D)];
+            at[0] = at[0] + wt;
+            for (o, &qa) in at[1..].iter_mut().zip(&q) {
+                *o = *o + wt * qa;
             }
         }
     }
@@ -170,11 +169,11 @@ mod tests {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         assert!(diff < 1e-9, "parallel differs by {diff}");
-        let total: f64 = out[..len].iter().sum();
+        let total: f64 = out.chunks(1 + D).map(|node| node[0]).sum();
         assert!((total - n as f64).abs() < 1e-8 * n as f64);
         for a in 0..D {
             let want: f64 = y.chunks(D).map(|r| r[a] as f64 - grid.centre[a]).sum();
-            let got: f64 = out[(1 + a) * len..(2 + a) * len].iter().sum();
+            let got: f64 = out.chunks(1 + D).map(|node| node[1 + a]).sum();
             assert!(
                 (got - want).abs() < 1e-8 * n as f64,
                 "axis {a}: {got} vs {want}"
