@@ -1,0 +1,245 @@
+//! [`FftRepulsion`]: the interpolated repulsion on the CPU, orchestrating
+//! S2G → G2G → G2S → Phi2Force (FIt-SNE, Linderman et al. 2019; SG-t-SNE-Π, Pitsianis et al.
+//! 2019) and timing each sub-stage.
+//!
+//! All buffers live in the struct and are reused: a call on a grid of the same size allocates
+//! nothing large. The kernel spectra depend on the grid size and spacing; with
+//! [`GridSpec::Auto`] the spacing is fixed, so they are recomputed only when the node count
+//! changes size class. With [`GridSpec::Fixed`] the spacing follows the embedding's extent, so
+//! they are recomputed on every call (`2^s` extra FFTs, booked in `g2g`).
+
+use std::time::Instant;
+
+use rustfft::FftPlanner;
+
+use super::fftnd::Real;
+use super::g2g::{in_channels, out_channels, Convolver};
+use super::g2s::gather;
+use super::grid::Grid;
+use super::phi2force::phi2force;
+use super::s2g::Scatter;
+use super::{check_shapes, GridSpec, Repulse, RepulseTimes, Repulsion};
+use crate::Result;
+
+/// FFT-accelerated interpolated repulsion. `T` is the precision of the grid computations:
+/// `f32` (the default; its rounding is far below the interpolation error at any useful grid)
+/// or `f64`.
+pub struct FftRepulsion<T: Real = f32> {
+    spec: GridSpec,
+    planner: FftPlanner<T>,
+    conv: Option<Convolver<T>>,
+    scatter: Scatter<T>,
+    charges: Vec<T>,
+    potentials: Vec<T>,
+    values: Vec<T>,
+}
+
+impl FftRepulsion<f32> {
+    /// Single-precision grids (the default).
+    pub fn new(grid: GridSpec) -> Self {
+        Self::with_precision(grid)
+    }
+}
+
+impl<T: Real> FftRepulsion<T> {
+    /// Grids in precision `T`, e.g. `FftRepulsion::<f64>::with_precision(spec)`.
+    pub fn with_precision(grid: GridSpec) -> Self {
+        FftRepulsion {
+            spec: grid,
+            planner: FftPlanner::new(),
+            conv: None,
+            scatter: Scatter::new(),
+            charges: Vec::new(),
+            potentials: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// The grid specification this instance was built with.
+    pub fn spec(&self) -> GridSpec {
+        self.spec
+    }
+
+    fn run<const D: usize>(
+        &mut self,
+        y: &[f32],
+        grid: &Grid,
+        force: &mut [f32],
+    ) -> Result<Repulsion> {
+        let len = grid.len();
+        let n = y.len() / D;
+        let zero = T::zero();
+
+        // Step 1: S2G.
+        let t = Instant::now();
+        self.charges.resize(in_channels(D) * len, zero);
+        self.scatter.run::<D>(y, grid, &mut self.charges);
+        let s2g = t.elapsed().as_secs_f64();
+
+        // Step 2: G2G (kernel spectra rebuilt only when the grid changed).
+        let t = Instant::now();
+        let conv = match self.conv.take() {
+            Some(c) if c.fits(grid.p, D, grid.h) => c,
+            _ => Convolver::new(&mut self.planner, grid.p, D, grid.h),
+        };
+        let conv = self.conv.insert(conv);
+        self.potentials.resize(out_channels(D) * len, zero);
+        conv.convolve(&self.charges, &mut self.potentials);
+        let g2g = t.elapsed().as_secs_f64();
+
+        // Step 3: G2S.
+        let t = Instant::now();
+        self.values.resize(n * (D + 2), zero);
+        gather::<T, D>(y, grid, &self.potentials, out_channels(D), &mut self.values);
+        let g2s = t.elapsed().as_secs_f64();
+
+        // Step 4: Phi2Force.
+        let t = Instant::now();
+        let z = phi2force::<T, D>(y, grid, &self.values, force)?;
+        let phi2force = t.elapsed().as_secs_f64();
+
+        Ok(Repulsion {
+            z,
+            grid: Some(grid.p),
+            times: RepulseTimes {
+                s2g,
+                g2g,
+                g2s,
+                phi2force,
+            },
+        })
+    }
+}
+
+impl<T: Real> Repulse for FftRepulsion<T> {
+    fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
+        check_shapes(y, dims, force.len())?;
+        let grid = Grid::fit(y, dims, self.spec)?;
+        match dims {
+            1 => self.run::<1>(y, &grid, force),
+            2 => self.run::<2>(y, &grid, force),
+            _ => self.run::<3>(y, &grid, force),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::repulse::{relative_error, ExactRepulsion};
+    use rand::{rngs::StdRng, SeedableRng};
+    use rand_distr::{Distribution, Normal, Uniform};
+
+    /// `n` points in `k` Gaussian clusters (std 1–3) with centres spread over `±spread`.
+    pub(crate) fn clusters(n: usize, dims: usize, k: usize, spread: f32, seed: u64) -> Vec<f32> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let u = Uniform::new(-spread, spread).unwrap();
+        let centres: Vec<f32> = (0..k * dims).map(|_| u.sample(&mut rng)).collect();
+        let stds: Vec<f32> = (0..k).map(|c| 1.0 + (c % 3) as f32).collect();
+        let g = Normal::new(0.0f32, 1.0).unwrap();
+        (0..n)
+            .flat_map(|i| {
+                let c = i % k;
+                (0..dims)
+                    .map(|a| centres[c * dims + a] + stds[c] * g.sample(&mut rng))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// (force error, relative Z error) of `method` against the exact sums.
+    fn errors(method: &mut dyn Repulse, y: &[f32], dims: usize) -> (f64, f64) {
+        let mut exact = vec![0.0f32; y.len()];
+        let re = ExactRepulsion::new().repulse(y, dims, &mut exact).unwrap();
+        let mut approx = vec![0.0f32; y.len()];
+        let ra = method.repulse(y, dims, &mut approx).unwrap();
+        let e: Vec<f64> = exact.iter().map(|&v| v as f64).collect();
+        let a: Vec<f64> = approx.iter().map(|&v| v as f64).collect();
+        (relative_error(&e, &a), (ra.z - re.z).abs() / re.z)
+    }
+
+    #[test]
+    fn matches_exact_on_fine_grids() {
+        for (dims, n, h, spread) in [
+            (1, 3000, 0.1, 12.0),
+            (2, 2000, 0.25, 12.0),
+            (3, 1200, 0.2, 6.0),
+        ] {
+            let y = clusters(n, dims, 6, spread, dims as u64);
+            let (ef, ez) = errors(&mut FftRepulsion::new(GridSpec::Auto { h }), &y, dims);
+            assert!(
+                ef < 1e-3 && ez < 1e-4,
+                "{dims}-D h={h}: force {ef:e}, Z {ez:e}"
+            );
+            let mut f64_grid = FftRepulsion::<f64>::with_precision(GridSpec::Auto { h });
+            let (ef64, _) = errors(&mut f64_grid, &y, dims);
+            assert!(
+                (ef64 - ef).abs() < 0.1 * ef,
+                "{dims}-D: f32 {ef:e} vs f64 {ef64:e}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_falls_as_grid_grows() {
+        let y = clusters(1500, 2, 5, 10.0, 11);
+        let errs: Vec<f64> = [30, 60, 120]
+            .iter()
+            .map(|&p| errors(&mut FftRepulsion::new(GridSpec::Fixed(p)), &y, 2).0)
+            .collect();
+        assert!(
+            errs[0] > 4.0 * errs[1] && errs[1] > 4.0 * errs[2],
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn tiny_early_embedding() {
+        let y: Vec<f32> = clusters(2000, 2, 4, 3.0, 5)
+            .iter()
+            .map(|v| v * 1e-4)
+            .collect();
+        let (ef, ez) = errors(&mut FftRepulsion::new(GridSpec::default_auto()), &y, 2);
+        assert!(ef < 1e-3 && ez < 1e-6, "force {ef:e}, Z {ez:e}");
+    }
+
+    #[test]
+    fn reuses_state_and_reports_grid() {
+        let y = clusters(1000, 3, 3, 5.0, 9);
+        let mut f = vec![0.0f32; y.len()];
+        let mut rep = FftRepulsion::new(GridSpec::Fixed(24));
+        let r1 = rep.repulse(&y, 3, &mut f).unwrap();
+        let f1 = f.clone();
+        let r2 = rep.repulse(&y, 3, &mut f).unwrap();
+        assert_eq!((r1.grid, r1.z), (Some(24), r2.z));
+        assert_eq!(f, f1);
+        let y2 = clusters(500, 1, 3, 5.0, 9);
+        let mut f2 = vec![0.0f32; 500];
+        assert!(
+            rep.repulse(&y2, 1, &mut f2).is_ok(),
+            "switching dims rebuilds"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_shapes() {
+        let y = vec![0.5f32; 12];
+        let mut f = vec![0.0f32; 12];
+        let mut rep = FftRepulsion::new(GridSpec::default_auto());
+        for dims in [0, 4, 5] {
+            assert!(rep.repulse(&y, dims, &mut f).is_err());
+        }
+        assert!(rep.repulse(&y[..11], 2, &mut f[..11]).is_err());
+        assert!(rep.repulse(&y, 2, &mut f[..10]).is_err());
+        assert!(rep.repulse(&y[..2], 2, &mut f[..2]).is_err());
+        let mut nan = y.clone();
+        nan[3] = f32::NAN;
+        assert!(rep.repulse(&nan, 3, &mut f).is_err());
+        assert!(FftRepulsion::new(GridSpec::Fixed(3))
+            .repulse(&y, 2, &mut f)
+            .is_err());
+        assert!(FftRepulsion::new(GridSpec::Auto { h: -1.0 })
+            .repulse(&y, 2, &mut f)
+            .is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! The uniform interpolation grid: where it sits, how fine it is, and how many nodes it has.
+//!
+//! Every point interpolates from the 4 nodes `floor(x)−1 … floor(x)+2` per axis (cubic Lagrange
+//! on equispaced nodes, Linderman et al. 2019 §2; Pitsianis et al. 2019 §3.2), where `x` is its
+//! coordinate in grid units. The grid is a cube of `p` nodes per axis with spacing `h`, centred
+//! on the bounding box of Y, with at least 1.5 nodes of margin on each side so those 4 nodes
+//! always exist.
+
+use super::GridSpec;
+use crate::{Error, Result};
+
+/// Smallest number of nodes per axis of an [`GridSpec::Auto`] grid. Small embeddings fill this
+/// many nodes with a spacing finer than asked (see [`Grid::fit`]); 32 keeps even a 3-D grid
+/// cheap (32³ nodes).
+pub const MIN_NODES: usize = 32;
+
+/// Upper bound on the total number of grid nodes `p^s`. An [`GridSpec::Auto`] grid larger than
+/// this is capped (its spacing grows instead), so an exploding embedding costs accuracy, not
+/// memory: 2^22 nodes is 2048² in 2-D and 160³ in 3-D.
+pub const MAX_TOTAL_NODES: usize = 1 << 22;
+
+/// Smallest `m ≥ n` of the form 2^a·3^b·5^c·7^d, the sizes for which mixed-radix FFTs are
+/// fastest (sgtsnepi's `getBestGridSize` does the same).
+pub fn fft_friendly(n: usize) -> usize {
+    let mut m = n.max(1);
+    loop {
+        let mut r = m;
+        for f in [2, 3, 5, 7] {
+            while r % f == 0 {
+                r /= f;
+            }
+        }
+        if r == 1 {
+            return m;
+        }
+        m += 1;
+    }
+}
+
+/// Largest FFT-friendly `m ≤ n` (for capping); `n ≥ 1`.
+fn fft_friendly_below(n: usize) -> usize {
+    (1..=n.max(1))
+        .rev()
+        .find(|&m| fft_friendly(m) == m)
+        .unwrap_or(1)
+}
+
+/// Largest nodes-per-axis that keeps `p^dims ≤ MAX_TOTAL_NODES`.
+fn max_nodes_per_axis(dims: usize) -> usize {
+    let mut p = 1usize;
+    while (p + 1).pow(dims as u32) <= MAX_TOTAL_NODES {
+        p += 1;
+    }
+    p
+}
+
+/// A cubic grid of `p^dims` nodes; node `(k_0, …, k_{s−1})` sits at `origin + k·h` and has flat
+/// index `Σ_a k_a p^a` (axis 0 fastest).
+///
+/// # Invariants
+/// - `dims ∈ {1, 2, 3}`, `p ≥ 5` (always checked by [`Grid::fit`]).
+/// - every point given to `fit` has grid coordinate `x_a = (y_a − origin_a)/h ∈ [1.5, p − 2.5]`
+///   up to rounding; the interpolation code still clamps the stencil, so rounding cannot index
+///   out of bounds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    pub dims: usize,
+    pub p: usize,
+    pub h: f64,
+    pub origin: [f64; 3],
+    /// Centre of the grid. Charges `y − centre` are used instead of `y` so the channels stay
+    /// small and `y_i φ₀ − φ_k` cancels less (forces are translation invariant).
+    pub centre: [f64; 3],
+}
+
+impl Grid {
+    /// Places a grid over the points `y` (row-major `n × dims`, all finite) as `spec` asks.
+    ///
+    /// `Fixed(N)`: exactly `N` nodes, spacing chosen so the box fills `N − 4` cells.
+    ///
+    /// `Auto { h }`: spacing `h_eff = min(h, extent/(MIN_NODES − 4))`, node count
+    /// `ceil(extent/h_eff) + 4` rounded up to an FFT-friendly size. Once the embedding is wider
+    /// than `(MIN_NODES − 4)·h`, the spacing is exactly `h`: the kernel spectra then depend on
+    /// the node count alone and are computed once per size class, not once per iteration, and
+    /// the accuracy is the one the caller asked for (the slack of the rounded-up size becomes
+    /// margin). A smaller embedding (early iterations) gets the minimum grid filled, a finer
+    /// spacing at no extra cost: there all pairs are close, where the interpolated kernel is
+    /// least accurate.
+    pub fn fit(y: &[f32], dims: usize, spec: GridSpec) -> Result<Grid> {
+        let (lo, hi) = bounding_box(y, dims)?;
+        let extent = (0..dims)
+            .map(|a| hi[a] - lo[a])
+            .fold(0.0f64, f64::max)
+            .max(MIN_EXTENT);
+        let (p, h) = match spec {
+            GridSpec::Fixed(n) => {
+                if !(5..=max_nodes_per_axis(dims)).contains(&n) {
+                    return Err(Error::param(
+                        "grid",
+                        format!(
+                            "{n} nodes per axis; need 5 ..= {} in {dims}-D",
+                            max_nodes_per_axis(dims)
+                        ),
+                    ));
+                }
+                (n, extent / (n - 4) as f64)
+            }
+            GridSpec::Auto { h } => {
+                if !(h.is_finite() && h > 0.0) {
+                    return Err(Error::param("h", format!("{h}; need a finite h > 0")));
+                }
+                let h = h.min(extent / (MIN_NODES - 4) as f64);
+                let want = (extent / h * (1.0 - 1e-12)).ceil() as usize + 4;
+                let cap = fft_friendly_below(max_nodes_per_axis(dims));
+                let p = fft_friendly(want.max(MIN_NODES));
+                if p <= cap {
+                    (p, h)
+                } else {
+                    (cap, extent / (cap - 4) as f64)
+                }
+            }
+        };
+        let mut origin = [0.0; 3];
+        let mut centre = [0.0; 3];
+        for a in 0..dims {
+            centre[a] = 0.5 * (lo[a] + hi[a]);
+            origin[a] = centre[a] - 0.5 * (p - 1) as f64 * h;
+        }
+        Ok(Grid {
+            dims,
+            p,
+            h,
+            origin,
+            centre,
+        })
+    }
+
+    /// Number of nodes, `p^dims`.
+    pub fn len(&self) -> usize {
+        self.p.pow(self.dims as u32)
+    }
+
+    /// Whether the grid has no nodes (never true for a fitted grid).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Extent floor: all points equal still gets a valid (tiny) spacing.
+const MIN_EXTENT: f64 = 1e-12;
+
+/// Per-axis min and max of the points; an error if any coordinate is not finite.
+fn bounding_box(y: &[f32], dims: usize) -> Result<([f64; 3], [f64; 3])> {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for row in y.chunks_exact(dims) {
+        for (a, &v) in row.iter().enumerate() {
+            if !v.is_finite() {
+                return Err(Error::param("y", "an embedding coordinate is not finite"));
+            }
+            lo[a] = lo[a].min(v as f64);
+            hi[a] = hi[a].max(v as f64);
+        }
+    }
+    Ok((lo, hi))
+}
+
+/// Cubic Lagrange weights on the nodes at offsets −1, 0, 1, 2 for a point at offset `t ∈ [0, 1)`
+/// from its base node (Linderman et al. 2019, eq. 9 with 4 equispaced nodes per interval).
+#[inline(always)]
+pub fn lagrange4(t: f64) -> [f64; 4] {
+    let tm1 = t - 1.0;
+    let tm2 = t - 2.0;
+    let tp1 = t + 1.0;
+    [
+        -t * tm1 * tm2 / 6.0,
+        tp1 * tm1 * tm2 / 2.0,
+        -tp1 * t * tm2 / 2.0,
+        tp1 * t * tm1 / 6.0,
+    ]
+}
+
+/// Base node (the one at offset 0) and weights for a point at grid coordinate `x`. The base is
+/// clamped to `1 ..= p − 3` so the stencil `base−1 … base+2` is always inside the grid.
+#[inline(always)]
+pub fn stencil(x: f64, p: usize) -> (usize, [f64; 4]) {
+    let base = (x.floor().max(1.0) as usize).min(p - 3);
+    (base, lagrange4(x - base as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_friendly(mut m: usize) -> bool {
+        for f in [2, 3, 5, 7] {
+            while m % f == 0 {
+                m /= f;
+            }
+        }
+        m == 1
+    }
+
+    #[test]
+    fn fft_friendly_is_smallest_smooth_size() {
+        for n in 1..3000 {
+            let m = fft_friendly(n);
+            assert!(m >= n && is_friendly(m), "{n} -> {m}");
+            assert!((n..m).all(|k| !is_friendly(k)), "{n} -> {m} not smallest");
+        }
+        assert_eq!(fft_friendly(11), 12);
+        assert_eq!(fft_friendly(97), 98);
+        assert_eq!(fft_friendly(121), 125);
+        assert_eq!(fft_friendly(167), 168);
+    }
+
+    #[test]
+    fn lagrange_reproduces_cubics() {
+        for &t in &[0.0, 0.2, 0.5, 0.99] {
+            let w = lagrange4(t);
+            let f = |x: f64| 2.0 - x + 0.5 * x * x - 0.3 * x * x * x;
+            let interp: f64 = (0..4).map(|k| w[k] * f(k as f64 - 1.0)).sum();
+            assert!((interp - f(t)).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn auto_grid_keeps_h_and_covers_points() {
+        let y: Vec<f32> = vec![-3.0, 1.0, 27.5, -2.0, 0.0, 0.0];
+        let g = Grid::fit(&y, 2, GridSpec::Auto { h: 0.5 }).unwrap();
+        assert_eq!(g.h, 0.5);
+        assert_eq!(g.p, fft_friendly(61 + 4));
+        for row in y.chunks(2) {
+            for (a, &v) in row.iter().enumerate() {
+                let x = (v as f64 - g.origin[a]) / g.h;
+                assert!(x >= 1.5 - 1e-9 && x <= g.p as f64 - 2.5 + 1e-9, "{x}");
+            }
+        }
+        let tiny = [0.0f32, 1e-5, 3e-5];
+        let g = Grid::fit(&tiny, 1, GridSpec::Auto { h: 0.5 }).unwrap();
+        assert_eq!(g.p, MIN_NODES);
+        assert!((g.h - 3e-5 / (MIN_NODES - 4) as f64).abs() < 1e-9);
+        let small = [0.0f32, 10.0];
+        let g = Grid::fit(&small, 1, GridSpec::Auto { h: 0.5 }).unwrap();
+        assert_eq!((g.p, g.h), (MIN_NODES, 10.0 / (MIN_NODES - 4) as f64));
+    }
+
+    #[test]
+    fn fixed_grid_fills_box_and_caps() {
+        let y: Vec<f32> = (0..30).map(|i| i as f32 * 0.37 - 4.0).collect();
+        let g = Grid::fit(&y, 3, GridSpec::Fixed(40)).unwrap();
+        assert_eq!(g.p, 40);
+        // Each axis spans 9 rows of 3 values spaced 0.37: extent 27 · 0.37 over N − 4 cells.
+        assert!((g.h - 27.0 * 0.37 / 36.0).abs() < 1e-5, "{}", g.h);
+        assert!(Grid::fit(&y, 3, GridSpec::Fixed(4)).is_err());
+        assert!(Grid::fit(&y, 3, GridSpec::Fixed(1000)).is_err());
+        assert!(Grid::fit(&y, 2, GridSpec::Auto { h: 0.0 }).is_err());
+        let huge = [-1e6f32, -1e6, 1e6, 1e6];
+        let g = Grid::fit(&huge, 2, GridSpec::Auto { h: 0.5 }).unwrap();
+        assert!(g.len() <= MAX_TOTAL_NODES && g.h > 0.5);
+        assert!(Grid::fit(&[0.0, f32::NAN], 1, GridSpec::Auto { h: 0.5 }).is_err());
+    }
+
+    #[test]
+    fn stencil_stays_inside() {
+        for &x in &[-0.3, 0.0, 0.999, 1.0, 5.5, 17.0, 17.9, 30.0] {
+            let (b, _) = stencil(x, 20);
+            assert!(b >= 1 && b + 2 <= 19);
+        }
+    }
+}

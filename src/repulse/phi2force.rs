@@ -1,0 +1,84 @@
+//! Phi2Force: combine the interpolated potentials into the normalisation and the forces
+//! (DESIGN §2.2; SG-t-SNE-Π's `zetaAndForce`):
+//!
+//! $$Z = \sum_i \psi_i - n, \qquad F^k_{rep,i} = \frac{(y^k_i - c^k)\,\varphi_{0,i} - \varphi_{k,i}}{Z}$$
+//!
+//! where `ψ_i = Σ_j w_ij` includes the self term `w_ii = 1` (hence `− n`), and `c` is the grid
+//! centre the charges were taken relative to (forces do not depend on it). The forces need no
+//! self correction: the self terms of `y_i φ₀` and `φ_k` are both `w̃²_ii y_i` and cancel.
+//!
+//! G2S has already removed each point's interpolated self term from `ψ_i` (see [`super::g2s`]),
+//! so here `Z = Σ_i ψ_i` directly.
+
+use rayon::prelude::*;
+
+use super::fftnd::Real;
+use super::grid::Grid;
+use crate::{Error, Result};
+
+/// Points per parallel task.
+const CHUNK: usize = 4096;
+
+/// Returns `Z` and writes `force` (row-major `n × D`) from `values` (`n × (D+2)`: ψ without the
+/// self term, φ₀, φ_k).
+/// Fails if the interpolated `Z` is not positive (a grid far too coarse for the data).
+pub fn phi2force<T: Real, const D: usize>(
+    y: &[f32],
+    grid: &Grid,
+    values: &[T],
+    force: &mut [f32],
+) -> Result<f64> {
+    let z: f64 = values
+        .par_chunks(CHUNK * (D + 2))
+        .map(|v| v.chunks_exact(D + 2).map(|r| r[0].as_f64()).sum::<f64>())
+        .sum();
+    if !(z > 0.0 && z.is_finite()) {
+        return Err(Error::Data(format!(
+            "repulsion: interpolated normalisation Z = {z} is not positive; use a finer grid"
+        )));
+    }
+    let inv_z = 1.0 / z;
+    force
+        .par_chunks_mut(CHUNK * D)
+        .zip(
+            y.par_chunks(CHUNK * D)
+                .zip(values.par_chunks(CHUNK * (D + 2))),
+        )
+        .for_each(|(f, (ys, vs))| {
+            for ((fi, yi), vi) in f
+                .chunks_exact_mut(D)
+                .zip(ys.chunks_exact(D))
+                .zip(vs.chunks_exact(D + 2))
+            {
+                let phi0 = vi[1].as_f64();
+                for a in 0..D {
+                    let q = yi[a] as f64 - grid.centre[a];
+                    fi[a] = ((q * phi0 - vi[2 + a].as_f64()) * inv_z) as f32;
+                }
+            }
+        });
+    Ok(z)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repulse::GridSpec;
+
+    #[test]
+    fn combines_channels() {
+        let y = [1.0f32, 2.0, 3.0, 5.0];
+        let grid = Grid::fit(&y, 2, GridSpec::Auto { h: 1.0 }).unwrap();
+        // centre = (2, 3.5); Z = Σ ψ = 4.
+        let vals = [0.5f64, 2.0, 0.5, -1.0, 3.5, 1.0, 0.0, 3.0];
+        let mut f = [0.0f32; 4];
+        let z = phi2force::<f64, 2>(&y, &grid, &vals, &mut f).unwrap();
+        assert_eq!(z, 4.0);
+        let want = [(-2.0 - 0.5) / z, (-3.0 + 1.0) / z, 1.0 / z, (1.5 - 3.0) / z];
+        for (g, w) in f.iter().zip(want) {
+            assert!((*g as f64 - w).abs() < 1e-7, "{f:?}");
+        }
+        let bad = [-0.1f64, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0];
+        assert!(phi2force::<f64, 2>(&y, &grid, &bad, &mut f).is_err());
+    }
+}
