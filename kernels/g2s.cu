@@ -1,5 +1,8 @@
 // G2S: every point interpolates its potentials from the 4^D surrounding nodes (a gather,
-// no atomics), then Phi2Force's first half: psi_i - 1 summed into Z.
+// no atomics), then Phi2Force's first half: Z = sum_i (psi_i - w~_ii), where w~_ii is the
+// point's own interpolated self-interaction sum_{a,b} L_a L_b G1(h|a-b|) over its stencil,
+// computed from per-axis autocorrelations c_d of the weights as src/repulse/g2s.rs does
+// (subtracting w~_ii instead of 1 removes the interpolation error of the self term from Z).
 //
 // Argument contract (src/repulse/gpu.rs): y n*D floats; phi C*len floats channel-major with
 // C = 2 + D channels (psi, phi_0, phi_1..phi_D); out n*C floats point-major; z one double,
@@ -24,7 +27,7 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y, const flo
         }
         float acc[C];
 #pragma unroll
-        for (int c = 0; c < C; ++c) acc[c] = 0.f;
+        for (int ch = 0; ch < C; ++ch) acc[ch] = 0.f;
 #pragma unroll
         for (int k = 0; k < (1 << (2 * D)); ++k) {
             long long idx = corner, st = 1;
@@ -37,11 +40,35 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y, const flo
                 wt *= w[a][o];
             }
 #pragma unroll
-            for (int c = 0; c < C; ++c) acc[c] += wt * phi[c * len + idx];
+            for (int ch = 0; ch < C; ++ch) acc[ch] += wt * phi[ch * len + idx];
         }
 #pragma unroll
-        for (int c = 0; c < C; ++c) out[i * C + c] = acc[c];
-        local_z += (double)acc[0] - 1.0;
+        for (int ch = 1; ch < C; ++ch) out[i * C + ch] = acc[ch];
+        // c[a][d] = sum_j w_j w_{j+d} (doubled for d > 0); self = sum_delta prod c G1(h|delta|).
+        float c[D][4];
+#pragma unroll
+        for (int a = 0; a < D; ++a)
+#pragma unroll
+            for (int d = 0; d < 4; ++d) {
+                float s = 0.f;
+                for (int j = 0; j + d < 4; ++j) s += w[a][j] * w[a][j + d];
+                c[a][d] = d == 0 ? s : 2.f * s;
+            }
+        float self_w = 0.f;
+#pragma unroll
+        for (int k = 0; k < (1 << (2 * D)); ++k) {
+            float prod = 1.f, d2 = 0.f;
+#pragma unroll
+            for (int a = 0; a < D; ++a) {
+                int o = (k >> (2 * a)) & 3;
+                prod *= c[a][o];
+                d2 += (float)(o * o);
+            }
+            self_w += prod / (1.f + g.h * g.h * d2);
+        }
+        acc[0] -= self_w;
+        out[i * C] = acc[0];
+        local_z += (double)acc[0];
     }
     double s = block_sum(local_z);
     if (threadIdx.x == 0) atomicAdd(z, s);

@@ -2,9 +2,11 @@
 // identical to src/repulse/grid.rs (so the CPU and GPU paths agree to float rounding).
 
 
-// Grid geometry passed by value: p nodes per axis, spacing h, origin and centre per axis.
+// Grid geometry passed by value: p nodes per axis, spacing h (and 1/h), origin and centre
+// per axis. Mirrors `GridGeom` in src/repulse/gpu.rs (#[repr(C)]).
 struct GridGeom {
     int p;
+    float h;
     float inv_h;
     float origin[3];
     float centre[3];

@@ -88,6 +88,12 @@ impl Grid {
     /// least accurate.
     pub fn fit(y: &[f32], dims: usize, spec: GridSpec) -> Result<Grid> {
         let (lo, hi) = bounding_box(y, dims)?;
+        Grid::fit_box(lo, hi, dims, spec)
+    }
+
+    /// [`Grid::fit`] from a bounding box (per-axis min `lo` and max `hi`) computed elsewhere,
+    /// e.g. reduced on the GPU.
+    pub fn fit_box(lo: [f64; 3], hi: [f64; 3], dims: usize, spec: GridSpec) -> Result<Grid> {
         let extent = (0..dims)
             .map(|a| hi[a] - lo[a])
             .fold(0.0f64, f64::max)

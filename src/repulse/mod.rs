@@ -31,6 +31,7 @@ pub mod fft;
 pub mod fftnd;
 pub mod g2g;
 pub mod g2s;
+pub mod gpu;
 pub mod grid;
 pub mod phi2force;
 pub mod s2g;
