@@ -22,17 +22,20 @@ pub enum KernelId {
     G2s,
     /// Potentials to repulsive forces.
     Phi2force,
+    /// Exact O(n²) repulsion, the reference.
+    Exact,
 }
 
 impl KernelId {
     /// Every kernel file, for compile-all checks.
-    pub const ALL: [KernelId; 6] = [
+    pub const ALL: [KernelId; 7] = [
         KernelId::AttractHyb,
         KernelId::Optim,
         KernelId::S2g,
         KernelId::G2g,
         KernelId::G2s,
         KernelId::Phi2force,
+        KernelId::Exact,
     ];
 
     /// File name under `kernels/`.
@@ -44,6 +47,7 @@ impl KernelId {
             KernelId::G2g => "g2g.cu",
             KernelId::G2s => "g2s.cu",
             KernelId::Phi2force => "phi2force.cu",
+            KernelId::Exact => "exact.cu",
         }
     }
 
@@ -56,6 +60,7 @@ impl KernelId {
             KernelId::G2g => include_str!("../../kernels/g2g.cu"),
             KernelId::G2s => include_str!("../../kernels/g2s.cu"),
             KernelId::Phi2force => include_str!("../../kernels/phi2force.cu"),
+            KernelId::Exact => include_str!("../../kernels/exact.cu"),
         }
     }
 

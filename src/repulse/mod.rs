@@ -27,6 +27,7 @@
 //! [`GridSpec::default_auto`] for measured numbers.
 
 pub mod exact;
+pub mod exact_gpu;
 pub mod fft;
 pub mod fftnd;
 pub mod g2g;

@@ -1,0 +1,153 @@
+//! Exact O(n²) repulsion on the GPU (`kernels/exact.cu`): the reference for errors and for
+//! small n, as [`super::ExactRepulsion`] is on the CPU.
+
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+
+use super::{Repulse, RepulseTimes, Repulsion};
+use crate::gpu::context::BLOCK;
+use crate::gpu::kernels::KernelId;
+use crate::gpu::{Gpu, GpuError};
+use crate::{Error, Result};
+
+/// Tiled direct sums; f64 accumulation per target.
+pub struct ExactRepulsionGpu {
+    gpu: &'static Gpu,
+    z: CudaSlice<f64>,
+}
+
+impl ExactRepulsionGpu {
+    /// Exact repulsion on `gpu`.
+    pub fn new(gpu: &'static Gpu) -> Result<Self> {
+        let z = gpu.stream.alloc_zeros(1).map_err(GpuError::from)?;
+        Ok(ExactRepulsionGpu { gpu, z })
+    }
+
+    /// F_rep of the device-resident `y` (n × dims) into `force`, Z returned.
+    pub fn repulse_device(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> Result<Repulsion> {
+        if !(1..=3).contains(&dims) {
+            return Err(Error::param(
+                "dims",
+                format!("must be 1, 2 or 3, got {dims}"),
+            ));
+        }
+        if n < 2 || y.len() < n * dims || force.len() < n * dims {
+            return Err(Error::param(
+                "y",
+                format!("need ≥ 2 points of {dims} coordinates"),
+            ));
+        }
+        Ok(self.run(y, n, dims, force)?)
+    }
+
+    fn run(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> std::result::Result<Repulsion, GpuError> {
+        let gpu = self.gpu;
+        let s = &gpu.stream;
+        let start = std::time::Instant::now();
+        s.memset_zeros(&mut self.z)?;
+        let sums = gpu.function(KernelId::Exact, &format!("exact_sums_{dims}d"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(BLOCK as usize) as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: BLOCK * dims as u32 * 4,
+        };
+        let n32 = n as i32;
+        let mut b = s.launch_builder(&sums);
+        b.arg(&n32).arg(y).arg(&mut *force).arg(&mut self.z);
+        // SAFETY: exact_sums contract: one thread per target, BLOCK·dims floats of shared
+        // memory, y and force n·dims floats, z zeroed above.
+        unsafe { b.launch(cfg) }?;
+        let normalise = gpu.function(KernelId::Exact, "exact_normalise")?;
+        let len = (n * dims) as i64;
+        let mut b = s.launch_builder(&normalise);
+        b.arg(&len).arg(&mut *force).arg(&self.z);
+        // SAFETY: force holds n·dims floats, z the Z just summed.
+        unsafe { b.launch(gpu.config(n * dims)) }?;
+        let mut z = [0f64];
+        s.memcpy_dtoh(&self.z, &mut z)?;
+        Ok(Repulsion {
+            z: z[0],
+            grid: None,
+            times: RepulseTimes {
+                g2g: start.elapsed().as_secs_f64(),
+                ..Default::default()
+            },
+        })
+    }
+}
+
+impl Repulse for ExactRepulsionGpu {
+    /// Host-to-host form of [`ExactRepulsionGpu::repulse_device`].
+    fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
+        if dims == 0 || y.len() % dims != 0 || force.len() != y.len() {
+            return Err(Error::param(
+                "y",
+                "y and force must both hold n × dims values",
+            ));
+        }
+        let s = &self.gpu.stream;
+        let up = |e| Error::from(GpuError::from(e));
+        let y_dev = s.clone_htod(y).map_err(up)?;
+        let mut f_dev = s.clone_htod(force).map_err(up)?;
+        let out = self.repulse_device(&y_dev, y.len() / dims, dims, &mut f_dev)?;
+        s.memcpy_dtoh(&f_dev, force).map_err(up)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repulse::ExactRepulsion;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    /// The GPU's direct sums equal the CPU's (both exact; only float rounding differs).
+    #[test]
+    fn gpu_exact_equals_cpu_exact() {
+        let gpu = match Gpu::get() {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let seed = rand::random();
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (dims, n) in [(1, 3001), (2, 2500), (3, 1000)] {
+            let y: Vec<f32> = (0..n * dims)
+                .map(|_| rng.random_range(-30.0..30.0))
+                .collect();
+            let mut cpu = vec![0f32; n * dims];
+            let mut dev = vec![f32::NAN; n * dims];
+            let zc = ExactRepulsion::new().repulse(&y, dims, &mut cpu).unwrap().z;
+            let zg = ExactRepulsionGpu::new(gpu)
+                .unwrap()
+                .repulse(&y, dims, &mut dev)
+                .unwrap()
+                .z;
+            let err: f64 = cpu
+                .iter()
+                .zip(&dev)
+                .map(|(a, b)| ((a - b) as f64).powi(2))
+                .sum();
+            let norm: f64 = cpu.iter().map(|a| (*a as f64).powi(2)).sum();
+            assert!(
+                (err / norm).sqrt() < 1e-5,
+                "seed {seed} {dims}-D: {}",
+                (err / norm).sqrt()
+            );
+            assert!((zc - zg).abs() < 1e-9 * zc, "seed {seed}: Z {zg} vs {zc}");
+        }
+    }
+}
