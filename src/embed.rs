@@ -6,16 +6,21 @@ use std::time::Instant;
 
 use serde::{Serialize, Serializer};
 
-use crate::affinity::{self, GraphParams, PerplexityParams};
+use crate::affinity::{self, Affinities, GraphParams, PerplexityParams};
+use crate::attract::gpu::HybGpu;
+use crate::backend::gpu::{optimize_device, DeviceRepulsion};
 use crate::backend::{cpu::CpuGradient, BackendKind};
+use crate::gpu::{Gpu, GpuError};
 use crate::init::{self, InitKind};
 use crate::io::Labels;
 use crate::knn::{self, Neighbors};
-use crate::optim::{self, OptimParams};
+use crate::optim::{self, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::report::{InputInfo, Quality, Report, StageSeconds};
+use crate::repulse::exact_gpu::ExactRepulsionGpu;
+use crate::repulse::gpu::FftRepulsionGpu;
 use crate::repulse::{ExactRepulsion, FftRepulsion, GridSpec, Repulse};
-use crate::sparse::Csb;
+use crate::sparse::{Csb, Hyb};
 use crate::{prep, quality, Error, Points, Result};
 
 /// Above this many points `--knn auto` uses HNSW instead of the exact blocked GEMM.
@@ -185,8 +190,26 @@ pub struct Embedding {
     pub report: Report,
 }
 
+/// P where the optimisation will read it.
+enum Affinity {
+    /// Canonical CSR on the host.
+    Host(Affinities),
+    /// HYB on the device, with Σ p ln p and the non-zero count.
+    Device(HybGpu, f64, usize),
+}
+
+/// What stages 2–4 produce.
+struct Prepared {
+    p: Affinity,
+    /// The points after PCA (point mode), for the PCA initialisation.
+    points: Option<Points>,
+    /// The kNN graph (point mode), for the preservation measure.
+    neighbors: Option<Neighbors>,
+    knn_method: Option<&'static str>,
+}
+
 /// Runs the pipeline on `input` named `name`; `labels`, when given, feed the quality
-/// measures. Runs on the current rayon pool.
+/// measures. CPU stages run on the current rayon pool.
 pub fn embed(
     input: Input,
     name: &str,
@@ -197,9 +220,9 @@ pub fn embed(
     let start = Instant::now();
     params.validate()?;
     let backend = params.backend.resolve()?;
+    let on_gpu = backend.kind == BackendKind::Gpu;
     let mut seconds = StageSeconds::default();
     let mut params = params.clone();
-
     let (info, n) = match &input {
         Input::Points(p) => (input_info(name, "points", p.n, p.d), p.n),
         Input::Graph(g) => (input_info(name, "graph", g.rows(), 0), g.rows()),
@@ -213,57 +236,9 @@ pub fn embed(
         }
     }
 
-    // Stages 2–4: prepare, kNN, affinities (point mode) or graph affinities.
-    let mut neighbors: Option<Neighbors> = None;
-    let mut knn_method = None;
-    let (p, prepared) = match input {
-        Input::Points(points) => {
-            let k = params.k();
-            if points.n <= k {
-                return Err(Error::Data(format!(
-                    "{} points are too few for perplexity {}: t-SNE needs more than k = {k} \
-                     points (k = ⌈3·perplexity⌉); lower --perplexity",
-                    points.n, params.perplexity
-                )));
-            }
-            let t = Instant::now();
-            let points = match params.pca {
-                Some(m) if points.d > m => prep::pca(&points, m)?,
-                _ => points,
-            };
-            seconds.pca = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let method = match params.knn {
-                KnnMethod::Auto if points.n <= AUTO_EXACT_MAX => KnnMethod::Exact,
-                KnnMethod::Auto => KnnMethod::Hnsw,
-                m => m,
-            };
-            let nb = match method {
-                KnnMethod::Hnsw => knn::hnsw(&points, k, params.seed, progress)?,
-                _ => knn::exact(&points, k, progress)?,
-            };
-            knn_method = Some(
-                if method == KnnMethod::Hnsw {
-                    "hnsw"
-                } else {
-                    "exact"
-                }
-                .to_string(),
-            );
-            seconds.knn = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let pp = PerplexityParams {
-                perplexity: params.perplexity,
-                ..Default::default()
-            };
-            let cond = affinity::conditional_probabilities(&nb, &pp)?;
-            let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
-            let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
-            let p = affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond)?;
-            seconds.affinities = t.elapsed().as_secs_f64();
-            neighbors = Some(nb);
-            (p, Some(points))
-        }
+    // Stages 2–4: prepare, kNN, affinities.
+    let prepared = match input {
+        Input::Points(points) => prepare_points(points, &params, on_gpu, &mut seconds, progress)?,
         Input::Graph(graph) => {
             let t = Instant::now();
             let gp = GraphParams {
@@ -275,28 +250,19 @@ pub fn embed(
             if params.init == InitKind::Pca {
                 params.init = InitKind::Random;
             }
-            (p, None)
+            Prepared {
+                p: Affinity::Host(p),
+                points: None,
+                neighbors: None,
+                knn_method: None,
+            }
         }
     };
-
-    // Stage 5: layout of P.
-    let t = Instant::now();
-    let p_log_p: f64 = p
-        .data()
-        .iter()
-        .map(|&v| v as f64)
-        .filter(|&v| v > 0.0)
-        .map(|v| v * v.ln())
-        .sum();
-    let csb = Csb::from_csr(&p, Csb::default_beta(n, rayon::current_num_threads()))?;
-    let p_nnz = p.nnz();
-    drop(p);
-    seconds.layout = t.elapsed().as_secs_f64();
 
     // Stage 6: initialise.
     let t = Instant::now();
     let dims = params.dims;
-    let mut y = match (&prepared, params.init) {
+    let mut y = match (&prepared.points, params.init) {
         (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
         (_, InitKind::Pca) => {
             params.init = InitKind::Random;
@@ -304,23 +270,26 @@ pub fn embed(
         }
         (_, InitKind::Random) => init::random(n, dims, params.seed),
     };
-    drop(prepared);
     seconds.init = t.elapsed().as_secs_f64();
+    let Prepared {
+        p,
+        points,
+        neighbors,
+        knn_method,
+    } = prepared;
+    drop(points);
 
-    // Stage 7: optimise.
-    let t = Instant::now();
+    // Stages 5 and 7: layout of P, optimise.
     let lr = params
         .learning_rate
         .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.exaggeration));
     params.learning_rate = Some(lr);
     params.optim.learning_rate = lr;
-    let repulse: Box<dyn Repulse> = match params.repulsion {
-        RepulsionMethod::Fft => Box::new(FftRepulsion::new(params.grid)),
-        RepulsionMethod::Exact => Box::new(ExactRepulsion::new()),
+    let (optimise, p_nnz) = if on_gpu {
+        optimise_gpu(p, &mut y, &params, &mut seconds, progress)?
+    } else {
+        optimise_cpu(p, &mut y, &params, &mut seconds, progress)?
     };
-    let mut gradient = CpuGradient::new(csb, repulse, p_log_p);
-    let optimise = optim::optimize(&mut gradient, &mut y, dims, &params.optim, progress)?;
-    seconds.optimise = t.elapsed().as_secs_f64();
 
     // Quality measures.
     let t = Instant::now();
@@ -339,7 +308,7 @@ pub fn embed(
         input: info,
         threads: rayon::current_num_threads(),
         k: neighbors.as_ref().map(|nb| nb.k),
-        knn_method,
+        knn_method: knn_method.map(str::to_string),
         p_nnz,
         seconds,
         optimise,
@@ -349,6 +318,137 @@ pub fn embed(
         params,
     };
     Ok(Embedding { y, dims, report })
+}
+
+/// Stages 2–4 in point mode: PCA, kNN, perplexity calibration and symmetrisation.
+fn prepare_points(
+    points: Points,
+    params: &EmbedParams,
+    on_gpu: bool,
+    seconds: &mut StageSeconds,
+    progress: &dyn Progress,
+) -> Result<Prepared> {
+    let k = params.k();
+    if points.n <= k {
+        return Err(Error::Data(format!(
+            "{} points are too few for perplexity {}: t-SNE needs more than k = {k} \
+             points (k = ⌈3·perplexity⌉); lower --perplexity",
+            points.n, params.perplexity
+        )));
+    }
+    let t = Instant::now();
+    let points = match params.pca {
+        Some(m) if points.d > m => prep::pca(&points, m)?,
+        _ => points,
+    };
+    seconds.pca = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let method = match params.knn {
+        KnnMethod::Auto if points.n <= AUTO_EXACT_MAX || on_gpu => KnnMethod::Exact,
+        KnnMethod::Auto => KnnMethod::Hnsw,
+        m => m,
+    };
+    let nb = match method {
+        KnnMethod::Hnsw => knn::hnsw(&points, k, params.seed, progress)?,
+        _ => knn::exact(&points, k, progress)?,
+    };
+    seconds.knn = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let pp = PerplexityParams {
+        perplexity: params.perplexity,
+        ..Default::default()
+    };
+    let cond = affinity::conditional_probabilities(&nb, &pp)?;
+    let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
+    let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
+    let p = affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond)?;
+    seconds.affinities = t.elapsed().as_secs_f64();
+    Ok(Prepared {
+        p: Affinity::Host(p),
+        points: Some(points),
+        neighbors: Some(nb),
+        knn_method: Some(if method == KnnMethod::Hnsw { "hnsw" } else { "exact" }),
+    })
+}
+
+/// Σ p ln p of a host P (the constant part of KL).
+fn p_log_p(p: &Affinities) -> f64 {
+    p.data()
+        .iter()
+        .map(|&v| v as f64)
+        .filter(|&v| v > 0.0)
+        .map(|v| v * v.ln())
+        .sum()
+}
+
+/// Stages 5 and 7 on the CPU: CSB, then the host optimiser.
+fn optimise_cpu(
+    p: Affinity,
+    y: &mut [f32],
+    params: &EmbedParams,
+    seconds: &mut StageSeconds,
+    progress: &dyn Progress,
+) -> Result<(OptimReport, usize)> {
+    let Affinity::Host(p) = p else {
+        unreachable!("the CPU path computes P on the host");
+    };
+    let t = Instant::now();
+    let plp = p_log_p(&p);
+    let n = p.rows();
+    let csb = Csb::from_csr(&p, Csb::default_beta(n, rayon::current_num_threads()))?;
+    let nnz = p.nnz();
+    drop(p);
+    seconds.layout = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let repulse: Box<dyn Repulse> = match params.repulsion {
+        RepulsionMethod::Fft => Box::new(FftRepulsion::new(params.grid)),
+        RepulsionMethod::Exact => Box::new(ExactRepulsion::new()),
+    };
+    let mut gradient = CpuGradient::new(csb, repulse, plp);
+    let report = optim::optimize(&mut gradient, y, params.dims, &params.optim, progress)?;
+    seconds.optimise = t.elapsed().as_secs_f64();
+    Ok((report, nnz))
+}
+
+/// Stages 5 and 7 on the GPU: P in HYB on the device, then the device optimiser; Y goes
+/// up once and comes back once.
+fn optimise_gpu(
+    p: Affinity,
+    y: &mut [f32],
+    params: &EmbedParams,
+    seconds: &mut StageSeconds,
+    progress: &dyn Progress,
+) -> Result<(OptimReport, usize)> {
+    let gpu = Gpu::get()?;
+    let t = Instant::now();
+    let (hyb, plp, nnz) = match p {
+        Affinity::Host(p) => {
+            let hyb = Hyb::from_csr(&p, None)?;
+            (HybGpu::new(gpu, &hyb)?, p_log_p(&p), p.nnz())
+        }
+        Affinity::Device(hyb, plp, nnz) => (hyb, plp, nnz),
+    };
+    seconds.layout = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut repulse = match params.repulsion {
+        RepulsionMethod::Fft => DeviceRepulsion::Fft(FftRepulsionGpu::new(gpu, params.grid)?),
+        RepulsionMethod::Exact => DeviceRepulsion::Exact(ExactRepulsionGpu::new(gpu)?),
+    };
+    let up = |e| Error::from(GpuError::from(e));
+    let mut y_dev = gpu.stream.clone_htod(&*y).map_err(up)?;
+    let report = optimize_device(
+        gpu,
+        &hyb,
+        &mut repulse,
+        plp,
+        &mut y_dev,
+        params.dims,
+        &params.optim,
+        progress,
+    )?;
+    gpu.stream.memcpy_dtoh(&y_dev, y).map_err(up)?;
+    seconds.optimise = t.elapsed().as_secs_f64();
+    Ok((report, nnz))
 }
 
 fn input_info(name: &str, kind: &'static str, n: usize, d: usize) -> InputInfo {

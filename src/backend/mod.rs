@@ -1,13 +1,15 @@
 //! Backends: where each stage runs (DESIGN §3).
 //!
 //! - `cpu`: everything on the host with rayon; CSB attraction, CPU FFT repulsion.
-//! - `gpu`: everything resident on one CUDA device (not built yet).
+//! - `gpu`: everything resident on one CUDA device.
 //! - `hybrid`: CPU attraction overlapped with GPU repulsion (not built yet).
 //! - `auto`: gpu when a device is usable, else cpu.
 
 pub mod cpu;
+pub mod gpu;
 
-use crate::{gpu, Error, Result};
+use crate::gpu::Gpu;
+use crate::{Error, Result};
 
 /// The backend a user asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -39,29 +41,34 @@ impl BackendKind {
         }
     }
 
-    /// Resolves `auto` by probing for a GPU; an explicit `gpu` or `hybrid` fails with the
-    /// probe's reason when no device is usable, and with [`Error::NotBuilt`] until those
-    /// backends exist.
+    /// Resolves `auto` by probing for a GPU (gpu when usable, else cpu); an explicit
+    /// `gpu` or `hybrid` fails with the probe's reason when no device is usable, and
+    /// `hybrid` with [`Error::NotBuilt`] until it exists.
     pub fn resolve(self) -> Result<Resolved> {
+        let device = || Gpu::get().map(|g| g.device.name.clone());
         match self {
             BackendKind::Cpu => Ok(Resolved {
                 kind: BackendKind::Cpu,
                 note: "requested".into(),
             }),
-            BackendKind::Auto => Ok(Resolved {
-                kind: BackendKind::Cpu,
-                note: match gpu::probe() {
-                    Ok(d) => format!(
-                        "GPU {} found, but the GPU backend is not built yet; using cpu",
-                        d.name
-                    ),
-                    Err(reason) => format!("no usable GPU ({reason}); using cpu"),
+            BackendKind::Auto => Ok(match device() {
+                Ok(name) => Resolved {
+                    kind: BackendKind::Gpu,
+                    note: format!("auto: {name}"),
+                },
+                Err(e) => Resolved {
+                    kind: BackendKind::Cpu,
+                    note: format!("auto: {e}"),
                 },
             }),
-            BackendKind::Gpu | BackendKind::Hybrid => match gpu::probe() {
-                Err(reason) => Err(Error::GpuUnavailable { reason }),
-                Ok(_) => Err(Error::NotBuilt(self.name())),
-            },
+            BackendKind::Gpu => Ok(Resolved {
+                kind: BackendKind::Gpu,
+                note: device()?,
+            }),
+            BackendKind::Hybrid => {
+                device()?;
+                Err(Error::NotBuilt(self.name()))
+            }
         }
     }
 }

@@ -81,10 +81,22 @@ impl OptimReport {
     fn add(&mut self, info: &GradientInfo) {
         self.attract_seconds += info.attract_seconds;
         self.repulse_seconds += info.repulse_seconds;
-        self.repulse_split.s2g += info.repulse_split.s2g;
-        self.repulse_split.g2g += info.repulse_split.g2g;
-        self.repulse_split.g2s += info.repulse_split.g2s;
-        self.repulse_split.phi2force += info.repulse_split.phi2force;
+        self.add_split(&info.repulse_split);
         self.final_grid = info.grid;
+    }
+
+    /// Adds one repulsion's times (its seconds are the sum of its sub-stages).
+    pub fn add_repulsion(&mut self, rep: &crate::repulse::Repulsion) {
+        let t = &rep.times;
+        self.repulse_seconds += t.s2g + t.g2g + t.g2s + t.phi2force;
+        self.add_split(t);
+        self.final_grid = rep.grid;
+    }
+
+    fn add_split(&mut self, t: &RepulseTimes) {
+        self.repulse_split.s2g += t.s2g;
+        self.repulse_split.g2g += t.g2g;
+        self.repulse_split.g2s += t.g2s;
+        self.repulse_split.phi2force += t.phi2force;
     }
 }

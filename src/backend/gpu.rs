@@ -1,0 +1,142 @@
+//! The GPU backend's optimisation: Y, the update, the gains and every force stay on the
+//! device; per iteration only the repulsion grid's bounding box and Z (a few words) come
+//! back, and the KL's Σ p ln w every `kl_every` iterations.
+
+use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
+
+use crate::attract::gpu::HybGpu;
+use crate::gpu::{Gpu, GpuError};
+use crate::optim::gpu::DeviceOptimizer;
+use crate::optim::{OptimParams, OptimReport};
+use crate::progress::Progress;
+use crate::repulse::exact_gpu::ExactRepulsionGpu;
+use crate::repulse::gpu::FftRepulsionGpu;
+use crate::repulse::Repulsion;
+use crate::Result;
+
+/// The repulsion methods that run on the device.
+pub enum DeviceRepulsion {
+    /// FFT-accelerated interpolation.
+    Fft(FftRepulsionGpu),
+    /// Direct O(n²) sums.
+    Exact(ExactRepulsionGpu),
+}
+
+impl DeviceRepulsion {
+    fn repulse(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> Result<Repulsion> {
+        match self {
+            DeviceRepulsion::Fft(r) => r.repulse_device(y, n, dims, force),
+            DeviceRepulsion::Exact(r) => r.repulse_device(y, n, dims, force),
+        }
+    }
+}
+
+/// Device buffers of one optimisation.
+struct Buffers {
+    attr: CudaSlice<f32>,
+    rep: CudaSlice<f32>,
+    kl: CudaSlice<f64>,
+    /// Around the attraction and around the update, for timing.
+    events: [CudaEvent; 4],
+}
+
+/// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place.
+/// `p_log_p` is Σ p ln p of P, for the KL.
+pub fn optimize_device(
+    gpu: &'static Gpu,
+    attract: &HybGpu,
+    repulse: &mut DeviceRepulsion,
+    p_log_p: f64,
+    y: &mut CudaSlice<f32>,
+    dims: usize,
+    params: &OptimParams,
+    progress: &dyn Progress,
+) -> Result<OptimReport> {
+    params.validate()?;
+    let n = attract.n();
+    let s = &gpu.stream;
+    let ctx = &gpu.device.context;
+    let make = || -> std::result::Result<Buffers, GpuError> {
+        let ev = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+        Ok(Buffers {
+            attr: s.alloc_zeros(n * dims)?,
+            rep: s.alloc_zeros(n * dims)?,
+            kl: s.alloc_zeros(1)?,
+            events: [ev()?, ev()?, ev()?, ev()?],
+        })
+    };
+    let mut buf = make()?;
+    let mut opt = DeviceOptimizer::new(gpu, n, dims)?;
+    let mut report = OptimReport::default();
+    progress.begin("optimise", params.iters as u64);
+    for iter in 0..params.iters {
+        let phase = params.phase(iter);
+        let with_kl = params.kl_every > 0 && iter % params.kl_every == 0;
+        let (rep, kl) = evaluate(gpu, attract, repulse, &mut buf, y, dims, with_kl)?;
+        report.add_repulsion(&rep);
+        report.attract_seconds += elapsed(&buf.events[0], &buf.events[1])?;
+        if iter > 0 {
+            report.update_seconds += elapsed(&buf.events[2], &buf.events[3])?;
+        }
+        if let Some(plw) = kl {
+            let kl = p_log_p - plw + rep.z.ln();
+            report.kl_history.push((iter, kl));
+            progress.status(&format!("KL {kl:.4}"));
+        }
+        buf.events[2].record(s).map_err(GpuError::from)?;
+        opt.step(gpu, y, &buf.attr, &buf.rep, phase, params)?;
+        buf.events[3].record(s).map_err(GpuError::from)?;
+        progress.advance(1);
+    }
+    let (rep, kl) = evaluate(gpu, attract, repulse, &mut buf, y, dims, true)?;
+    if params.iters > 0 {
+        report.update_seconds += elapsed(&buf.events[2], &buf.events[3])?;
+    }
+    let kl = p_log_p - kl.unwrap_or(f64::NAN) + rep.z.ln();
+    report.kl_history.push((params.iters, kl));
+    report.final_kl = kl;
+    report.final_grid = rep.grid;
+    progress.end();
+    Ok(report)
+}
+
+/// Attraction into `buf.attr` (with Σ p ln w when `with_kl`), repulsion into `buf.rep`.
+fn evaluate(
+    gpu: &Gpu,
+    attract: &HybGpu,
+    repulse: &mut DeviceRepulsion,
+    buf: &mut Buffers,
+    y: &CudaSlice<f32>,
+    dims: usize,
+    with_kl: bool,
+) -> Result<(Repulsion, Option<f64>)> {
+    let s = &gpu.stream;
+    let up = |e| crate::Error::from(GpuError::from(e));
+    buf.events[0].record(s).map_err(up)?;
+    if with_kl {
+        s.memset_zeros(&mut buf.kl).map_err(up)?;
+        attract.attract_device(y, dims, &mut buf.attr, Some(&mut buf.kl))?;
+    } else {
+        attract.attract_device(y, dims, &mut buf.attr, None)?;
+    }
+    buf.events[1].record(s).map_err(up)?;
+    let rep = repulse.repulse(y, attract.n(), dims, &mut buf.rep)?;
+    let kl = if with_kl {
+        let mut v = [0f64];
+        s.memcpy_dtoh(&buf.kl, &mut v).map_err(up)?;
+        Some(v[0])
+    } else {
+        None
+    };
+    Ok((rep, kl))
+}
+
+fn elapsed(a: &CudaEvent, b: &CudaEvent) -> std::result::Result<f64, GpuError> {
+    Ok(a.elapsed_ms(b)? as f64 / 1e3)
+}
