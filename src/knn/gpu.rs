@@ -47,16 +47,25 @@ pub struct Tiles {
     pub refs: usize,
 }
 
-/// Which steps run, for benchmarks that split the time (both in every real call).
+/// Which steps run and how, for benchmarks that split the time (`ALL_STAGES` in every real
+/// call).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Stages {
     pub gemm: bool,
     pub select: bool,
+    /// SGEMM and selection on two streams with two distance tiles, so that the GEMM of one
+    /// tile runs while the previous one is being selected. Off by default: on the H100 it
+    /// gained nothing (1M × 50, k = 90: 6.25 s on one stream with 3968 × 2048 tiles, 6.70 s
+    /// overlapped at the same tiles, 6.16 s overlapped at 3968 × 4096), since cudarc's
+    /// per-launch event tracking in multi-stream mode costs host time on ~10^5 tiles and
+    /// puts the whole context into that mode while it runs.
+    pub overlap: bool,
 }
 
 const ALL_STAGES: Stages = Stages {
     gemm: true,
     select: true,
+    overlap: false,
 };
 
 /// Length of the per-query candidate list for k neighbours.
@@ -145,14 +154,22 @@ fn fixed_bytes(n: usize, d: usize, k: usize, refs: usize) -> usize {
     n * d * 4 + n.div_ceil(refs) * refs * 4 + n * k * 8 + d * 8
 }
 
-fn tile_bytes(t: Tiles, list: usize) -> usize {
-    t.queries * t.refs * 4 + t.queries * list * 8
+/// Bytes of the distance tiles (`buffers` of them) and the selection state.
+fn tile_bytes(t: Tiles, list: usize, buffers: usize) -> usize {
+    buffers * t.queries * t.refs * 4 + t.queries * list * 8
 }
 
-/// Tiles for n points: the distance tile about 5/8 of the L2 cache (so that SGEMM writes
-/// it and the selection reads it back without a trip through HBM), shrunk to fit the free
-/// memory; an error when even the smallest tiles do not fit.
-fn choose_tiles(gpu: &Gpu, n: usize, d: usize, k: usize, want: Option<Tiles>) -> Result<Tiles> {
+/// Tiles for n points: the `buffers` distance tiles together about 5/8 of the L2 cache (so
+/// that SGEMM writes them and the selection reads them back without a trip through HBM),
+/// shrunk to fit the free memory; an error when even the smallest tiles do not fit.
+fn choose_tiles(
+    gpu: &Gpu,
+    n: usize,
+    d: usize,
+    k: usize,
+    want: Option<Tiles>,
+    buffers: usize,
+) -> Result<Tiles> {
     let list = list_len(k);
     let l2 = gpu
         .device
@@ -163,7 +180,7 @@ fn choose_tiles(gpu: &Gpu, n: usize, d: usize, k: usize, want: Option<Tiles>) ->
         .map_or(40 << 20, |b| b as usize);
     let mut t = want.unwrap_or_else(|| {
         let refs = 2048;
-        let queries = ((l2 * 5 / 8) / (4 * refs) / REF_ALIGN * REF_ALIGN).max(REF_ALIGN);
+        let queries = ((l2 * 5 / 8) / (4 * refs * buffers) / REF_ALIGN * REF_ALIGN).max(REF_ALIGN);
         Tiles { queries, refs }
     });
     if t.queries == 0 || t.refs == 0 || t.refs % REF_ALIGN != 0 {
@@ -181,15 +198,15 @@ fn choose_tiles(gpu: &Gpu, n: usize, d: usize, k: usize, want: Option<Tiles>) ->
         refs: REF_ALIGN.min(t.refs),
     };
     let fixed = fixed_bytes(n, d, k, t.refs);
-    if fixed + tile_bytes(min, list) > budget {
+    if fixed + tile_bytes(min, list, buffers) > budget {
         return Err(GpuError::OutOfMemory {
             what: format!("exact kNN of {n} points × {d} dims, k = {k}"),
-            needed_mib: (fixed + tile_bytes(min, list) + SLACK) >> 20,
+            needed_mib: (fixed + tile_bytes(min, list, buffers) + SLACK) >> 20,
             free_mib: free >> 20,
         }
         .into());
     }
-    while fixed + tile_bytes(t, list) > budget {
+    while fixed + tile_bytes(t, list, buffers) > budget {
         if t.queries > min.queries {
             t.queries = (t.queries / 2).max(min.queries);
         } else {
@@ -225,7 +242,8 @@ pub(crate) fn run(
             format!("{} floats on the device, n × d = {}", points.len(), n * d),
         ));
     }
-    let t = choose_tiles(gpu, n, d, k, tiles)?;
+    let buffers = if stages.overlap { 2 } else { 1 };
+    let t = choose_tiles(gpu, n, d, k, tiles, buffers)?;
     let list = list_len(k);
     let kr = list / 32;
     Ok(run_tiled(
@@ -247,6 +265,9 @@ fn run_tiled(
     progress: &dyn Progress,
 ) -> std::result::Result<(CudaSlice<i32>, CudaSlice<f32>), GpuError> {
     let s = &gpu.stream;
+    // `sel` runs the selection; with overlap it is a second stream and cudarc's event
+    // tracking orders each distance tile's SGEMM (on `s`) and selection (on `sel`).
+    let sel = if stages.overlap { s.fork()? } else { s.clone() };
     let f_sums = gpu.function(KernelId::Knn, "knn_column_sums")?;
     let f_center = gpu.function(KernelId::Knn, "knn_center")?;
     let f_fill = gpu.function(KernelId::Knn, "knn_fill")?;
@@ -282,7 +303,11 @@ fn run_tiled(
     unsafe { b.launch(gpu.config(n * 32)) }?;
 
     // Step 2: per query tile, SGEMM and select over every reference tile, then finish.
-    let mut c_tile = s.alloc_zeros::<f32>(t.queries * t.refs)?;
+    let mut c_tiles = Vec::new();
+    for _ in 0..if stages.overlap { 2 } else { 1 } {
+        c_tiles.push(s.alloc_zeros::<f32>(t.queries * t.refs)?);
+    }
+    let mut tile_no = 0usize;
     let mut state_d = s.alloc_zeros::<f32>(t.queries * list)?;
     let mut state_i = s.alloc_zeros::<i32>(t.queries * list)?;
     // Poisoned (NaN, -1): an entry knn_finish missed shows downstream.
@@ -301,7 +326,7 @@ fn run_tiled(
         let q_count = t.queries.min(n - q0);
         let (q0_32, qc32) = (q0 as i32, q_count as i32);
         let state_len = (q_count * list) as i64;
-        let mut b = s.launch_builder(&f_fill);
+        let mut b = sel.launch_builder(&f_fill);
         b.arg(&mut state_d)
             .arg(&mut state_i)
             .arg(&state_len)
@@ -311,6 +336,9 @@ fn run_tiled(
         let queries = xc.slice(q0 * d..(q0 + q_count) * d);
         for ref0 in (0..n).step_by(t.refs) {
             let r_valid = t.refs.min(n - ref0);
+            let buffers = c_tiles.len();
+            let c_tile = &mut c_tiles[tile_no % buffers];
+            tile_no += 1;
             if stages.gemm {
                 let cfg = GemmConfig {
                     transa: cublasOperation_t::CUBLAS_OP_T,
@@ -328,12 +356,12 @@ fn run_tiled(
                 // SAFETY: column-major A = refs (d × r_valid, lda d), B = queries (d ×
                 // q_count, ldb d), C = c_tile (r_valid × q_count, ldc = t.refs >= r_valid,
                 // t.queries * t.refs floats): all within their allocations.
-                unsafe { blas.gemm(cfg, &refs, &queries, &mut c_tile) }?;
+                unsafe { blas.gemm(cfg, &refs, &queries, c_tile) }?;
             }
             if stages.select {
                 let (r32, ref32) = (r_valid as i32, ref0 as i32);
-                let mut b = s.launch_builder(&f_select);
-                b.arg(&c_tile)
+                let mut b = sel.launch_builder(&f_select);
+                b.arg(&*c_tile)
                     .arg(&ldc)
                     .arg(&r32)
                     .arg(&qc32)
@@ -346,14 +374,14 @@ fn run_tiled(
                 unsafe { b.launch(warps_config(q_count)) }?;
             }
         }
-        let mut b = s.launch_builder(&f_finish);
+        let mut b = sel.launch_builder(&f_finish);
         b.arg(x).arg(&d32).arg(&q0_32).arg(&qc32).arg(&k32);
         b.arg(&state_i).arg(&mut out_i).arg(&mut out_d);
         // SAFETY: knn_finish contract: state indices are -1 or < n; out holds n*k entries
         // and rows q0 .. q0 + q_count < n; k <= 32 * kr.
         unsafe { b.launch(warps_config(q_count)) }?;
         // Report a tile once the GPU has finished it, keeping one tile queued ahead.
-        let done = s.record_event(None)?;
+        let done = sel.record_event(None)?;
         if let Some(prev) = pending.replace(done) {
             prev.synchronize()?;
             progress.advance(1);
@@ -364,6 +392,8 @@ fn run_tiled(
         progress.advance(1);
     }
     progress.end();
+    // The outputs were written on `sel`: the caller's stream waits for them.
+    s.join(&sel)?;
     Ok((out_i, out_d))
 }
 
@@ -549,6 +579,28 @@ mod tests {
             let got = run_tiles(gpu, &p, k, tiles);
             check(&p, k, &got, label);
         }
+        // Two streams, two distance tiles (the overlapped path).
+        let p = clustered(&mut rng, 3000, 50, 5);
+        let x = gpu.stream.clone_htod(&p.data).unwrap();
+        let one = Stages {
+            gemm: true,
+            select: true,
+            overlap: true,
+        };
+        let (idx, dist) = run(gpu, &x, p.n, p.d, 30, Some(small), one, &Silent).unwrap();
+        let got = Neighbors {
+            n: p.n,
+            k: 30,
+            indices: gpu
+                .stream
+                .clone_dtoh(&idx)
+                .unwrap()
+                .into_iter()
+                .map(|i: i32| i as u32)
+                .collect(),
+            distances: gpu.stream.clone_dtoh(&dist).unwrap(),
+        };
+        check(&p, 30, &got, "clustered 3000x50 k30 two streams");
         // The host entry point, through the same path.
         let p = uniform(&mut rng, 500, 16);
         check(
@@ -638,24 +690,38 @@ mod tests {
             println!("sgemm {m}x{n}x{k}: {:.1} TFLOP/s", sgemm_rate(gpu, m, n, k));
         }
         let (d, k) = (50, 90);
-        let sizes: &[(usize, &[Option<Tiles>])] = &[
-            (70_000, &[None]),
+        // (tiles, overlap, also time SGEMM alone and selection alone)
+        type Config = (Option<Tiles>, bool, bool);
+        let sizes: &[(usize, &[Config])] = &[
+            (70_000, &[(None, false, true)]),
             (
                 1_000_000,
                 &[
-                    None,
-                    Some(Tiles {
-                        queries: 1920,
-                        refs: 4096,
-                    }),
-                    Some(Tiles {
-                        queries: 7680,
-                        refs: 1024,
-                    }),
-                    Some(Tiles {
-                        queries: 1920,
-                        refs: 2048,
-                    }),
+                    (None, false, true),
+                    (
+                        Some(Tiles {
+                            queries: 3968,
+                            refs: 4096,
+                        }),
+                        false,
+                        false,
+                    ),
+                    (
+                        Some(Tiles {
+                            queries: 7936,
+                            refs: 2048,
+                        }),
+                        false,
+                        false,
+                    ),
+                    (
+                        Some(Tiles {
+                            queries: 3968,
+                            refs: 4096,
+                        }),
+                        true,
+                        false,
+                    ),
                 ],
             ),
         ];
@@ -665,13 +731,18 @@ mod tests {
             let mut rng = StdRng::seed_from_u64(rand::random());
             let host: Vec<f32> = (0..n * d).map(|_| rng.random::<f32>()).collect();
             let x = s.clone_htod(&host).unwrap();
-            for &tiles in configs {
-                if start.elapsed().as_secs() > 150 {
+            for &(tiles, overlap, split) in configs {
+                if start.elapsed().as_secs() > 170 {
                     println!("time budget spent: skipping {tiles:?} at n = {n}");
                     continue;
                 }
-                let t = choose_tiles(gpu, n, d, k, tiles).unwrap();
-                let time = |stages: Stages| {
+                let t = choose_tiles(gpu, n, d, k, tiles, if overlap { 2 } else { 1 }).unwrap();
+                let time = |gemm: bool, select: bool| {
+                    let stages = Stages {
+                        gemm,
+                        select,
+                        overlap,
+                    };
                     s.synchronize().unwrap();
                     let t0 = std::time::Instant::now();
                     let out = run(gpu, &x, n, d, k, tiles, stages, &Silent).unwrap();
@@ -679,31 +750,25 @@ mod tests {
                     drop(out);
                     t0.elapsed().as_secs_f64()
                 };
-                let warm = time(ALL_STAGES);
+                let warm = time(true, true);
                 let reps = if warm > 40.0 { 1 } else { 3 };
-                let full = median((0..reps).map(|_| time(ALL_STAGES)).collect());
-                let gemm = time(Stages {
-                    gemm: true,
-                    select: false,
-                });
-                let select = time(Stages {
-                    gemm: false,
-                    select: true,
-                });
-                let none = time(Stages {
-                    gemm: false,
-                    select: false,
-                });
-                let pairs = (n as f64).powi(2);
-                let line = format!(
-                    "n={n:>8} d={d} k={k} tiles {}x{}: full {full:.3} s (warm-up {warm:.3}) | \
-                     gemm-only {gemm:.3} s = {:.1} TFLOP/s | select-only {select:.3} s = {:.2} TB/s of tile reads | \
-                     prep+finish {none:.3} s",
-                    t.queries,
-                    t.refs,
-                    2.0 * pairs * d as f64 / (gemm - none) / 1e12,
-                    4.0 * pairs / (select - none) / 1e12,
+                let full = median((0..reps).map(|_| time(true, true)).collect());
+                let mut line = format!(
+                    "n={n:>8} d={d} k={k} tiles {}x{} overlap {overlap}: full {full:.3} s (warm-up {warm:.3})",
+                    t.queries, t.refs
                 );
+                if split {
+                    let gemm = time(true, false);
+                    let select = time(false, true);
+                    let none = time(false, false);
+                    let pairs = (n as f64).powi(2);
+                    line += &format!(
+                        " | gemm-only {gemm:.3} s = {:.1} TFLOP/s | select-only {select:.3} s = \
+                         {:.2} TB/s of tile reads | prep+finish {none:.3} s",
+                        2.0 * pairs * d as f64 / (gemm - none) / 1e12,
+                        4.0 * pairs / (select - none) / 1e12,
+                    );
+                }
                 println!("{line}");
                 table.push(line);
             }
