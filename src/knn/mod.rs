@@ -34,3 +34,4 @@ pub fn hnsw(points: &Points, k: usize, seed: u64, progress: &dyn Progress) -> Re
 pub fn recall(approx: &Neighbors, exact: &Neighbors) -> f64 {
     unimplemented!("{} {}", approx.n, exact.n)
 }
+pub mod gpu;
