@@ -24,11 +24,13 @@ pub enum KernelId {
     Phi2force,
     /// Exact O(n²) repulsion, the reference.
     Exact,
+    /// Exact kNN: centring, top-k selection across SGEMM distance tiles, exact finish.
+    Knn,
 }
 
 impl KernelId {
     /// Every kernel file, for compile-all checks.
-    pub const ALL: [KernelId; 7] = [
+    pub const ALL: [KernelId; 8] = [
         KernelId::AttractHyb,
         KernelId::Optim,
         KernelId::S2g,
@@ -36,6 +38,7 @@ impl KernelId {
         KernelId::G2s,
         KernelId::Phi2force,
         KernelId::Exact,
+        KernelId::Knn,
     ];
 
     /// File name under `kernels/`.
@@ -48,6 +51,7 @@ impl KernelId {
             KernelId::G2s => "g2s.cu",
             KernelId::Phi2force => "phi2force.cu",
             KernelId::Exact => "exact.cu",
+            KernelId::Knn => "knn.cu",
         }
     }
 
@@ -61,6 +65,7 @@ impl KernelId {
             KernelId::G2s => include_str!("../../kernels/g2s.cu"),
             KernelId::Phi2force => include_str!("../../kernels/phi2force.cu"),
             KernelId::Exact => include_str!("../../kernels/exact.cu"),
+            KernelId::Knn => include_str!("../../kernels/knn.cu"),
         }
     }
 

@@ -204,3 +204,4 @@ mod tests {
         assert!(matches!(check_args(&bad, 1), Err(Error::Data(_))));
     }
 }
+pub mod gpu;

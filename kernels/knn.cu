@@ -1,0 +1,239 @@
+// Exact k nearest neighbours on the GPU (DESIGN §1.3). The distance tiles come from cuBLAS
+// SGEMM (src/knn/gpu.rs); these kernels centre the points, keep the K best references of
+// every query across reference tiles, and finish with exact distances.
+//
+// Ranking key of reference r for query q: s = ||r||^2 - 2 q.r, which is ||q - r||^2 minus
+// the per-query constant ||q||^2, on the centred points (centring leaves distances alone and
+// shrinks the norms, hence the cancellation error of the GEMM form).
+//
+// Argument contract (checked by src/knn/gpu.rs):
+//   x: n*d floats, row-major (the caller's points); xc: n*d floats (the centred copy);
+//   sums: d doubles, zeroed before knn_column_sums;
+//   norms: at least round_up(n, ldc) floats, ||xc_i||^2 for i < n, 0 beyond;
+//   C: one tile, -2 xc_r . xc_q for r in [ref0, ref0 + r_valid), q in [q0, q0 + q_count),
+//      column-major with ldc = reference-tile capacity (a multiple of 128):
+//      C[q * ldc + (r - ref0)];
+//   state_d, state_i: q_count * K entries, K = 32 * KR; row q holds the K best so far,
+//      ascending by s, +inf / -1 where empty (knn_fill);
+//   out_i, out_d: n * k entries, row q0 + q written by knn_finish (k <= K);
+//   blocks of KNN_WARPS * 32 threads, one warp per query, ceil(q_count / KNN_WARPS) blocks.
+
+#define KNN_WARPS 8
+#define FULL_MASK 0xffffffffu
+#define KNN_INF __int_as_float(0x7f800000)  // NVRTC has no math.h
+
+// Column sums of x (in double) into sums; any grid, blockDim.x a multiple of 32.
+extern "C" __global__ void knn_column_sums(const float* __restrict__ x, long long n, int d,
+                                           double* sums) {
+    long long per_block = (n + gridDim.x - 1) / gridDim.x;
+    long long r0 = blockIdx.x * per_block;
+    long long r1 = min(n, r0 + per_block);
+    if (d <= (int)blockDim.x) {
+        // blockDim.x / d row lanes, each summing one column over every lanes-th row.
+        int lanes = blockDim.x / d;
+        int j = threadIdx.x % d, sub = threadIdx.x / d;
+        if (sub >= lanes) return;
+        double s = 0.0;
+        for (long long r = r0 + sub; r < r1; r += lanes) s += (double)x[r * d + j];
+        atomicAdd(&sums[j], s);
+    } else {
+        for (int j = threadIdx.x; j < d; j += blockDim.x) {
+            double s = 0.0;
+            for (long long r = r0; r < r1; ++r) s += (double)x[r * d + j];
+            atomicAdd(&sums[j], s);
+        }
+    }
+}
+
+// xc = x - mean, norms[i] = ||xc_i||^2; one warp per row (grid-stride over rows).
+extern "C" __global__ void knn_center(const float* __restrict__ x, long long n, int d,
+                                      const double* __restrict__ sums, float* __restrict__ xc,
+                                      float* __restrict__ norms) {
+    int lane = threadIdx.x & 31;
+    long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    double inv_n = 1.0 / (double)n;
+    for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; i < n;
+         i += warps) {
+        float acc = 0.f;
+        for (int t = lane; t < d; t += 32) {
+            float v = x[i * d + t] - (float)(sums[t] * inv_n);
+            xc[i * d + t] = v;
+            acc = fmaf(v, v, acc);
+        }
+        for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(FULL_MASK, acc, off);
+        if (lane == 0) norms[i] = acc;
+    }
+}
+
+// Fills count entries of (dist, idx) with (value, -1): +inf empties the selection state,
+// NaN poisons the outputs so that an entry knn_finish misses shows.
+extern "C" __global__ void knn_fill(float* dist, int* idx, long long count, float value) {
+    GRID_STRIDE(e, count) {
+        dist[e] = value;
+        idx[e] = -1;
+    }
+}
+
+// Inserts (x, xi) into the warp's sorted list: slot p = 32 * r + lane holds (v[r], id[r]).
+// Every lane takes part; x is warp-uniform. Entries equal to x stay in front of it.
+template <int KR>
+__device__ __forceinline__ void topk_insert(float (&v)[KR], int (&id)[KR], float x, int xi,
+                                            int lane) {
+    float up[KR];
+    int upi[KR];
+    // up = the entry one slot lower (slot p - 1), -inf below slot 0.
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+        float a = __shfl_up_sync(FULL_MASK, v[r], 1);
+        int ai = __shfl_up_sync(FULL_MASK, id[r], 1);
+        float b = -KNN_INF;
+        int bi = -1;
+        if (r > 0) {
+            b = __shfl_sync(FULL_MASK, v[r - 1], 31);
+            bi = __shfl_sync(FULL_MASK, id[r - 1], 31);
+        }
+        up[r] = lane == 0 ? b : a;
+        upi[r] = lane == 0 ? bi : ai;
+    }
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+        bool keep = v[r] <= x;  // before the insertion point
+        bool put = up[r] <= x;  // at it (given !keep)
+        float nv = keep ? v[r] : (put ? x : up[r]);
+        int ni = keep ? id[r] : (put ? xi : upi[r]);
+        v[r] = nv;
+        id[r] = ni;
+    }
+}
+
+// Merges one distance tile into the state. Nearly every candidate is rejected by one
+// compare with the warp's current K-th best (thr) and a ballot; the survivors are inserted
+// one at a time, each tightening thr.
+template <int KR>
+__device__ void select_tile(const float* __restrict__ C, int ldc, int r_valid, int q_count,
+                            int q0, int ref0, const float* __restrict__ norms,
+                            float* __restrict__ state_d, int* __restrict__ state_i) {
+    constexpr int K = 32 * KR;
+    const int lane = threadIdx.x & 31;
+    const int q = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+    if (q >= q_count) return;  // whole warps only
+    float v[KR];
+    int id[KR];
+    float* sd = state_d + (long long)q * K;
+    int* si = state_i + (long long)q * K;
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+        v[r] = sd[r * 32 + lane];
+        id[r] = si[r * 32 + lane];
+    }
+    float thr = __shfl_sync(FULL_MASK, v[KR - 1], 31);
+    const float* row = C + (long long)q * ldc;
+    const float* nr = norms + ref0;
+    const int self = q0 + q - ref0;  // this query's own column, maybe outside the tile
+    // Software pipeline: the next 128 candidates load while these are examined.
+    float4 c = __ldg(reinterpret_cast<const float4*>(row) + lane);
+    float4 m = __ldg(reinterpret_cast<const float4*>(nr) + lane);
+    for (int base = 0; base < r_valid; base += 128) {
+        float s[4] = {c.x + m.x, c.y + m.y, c.z + m.z, c.w + m.w};
+        const int next = base + 128;
+        if (next < r_valid) {
+            c = __ldg(reinterpret_cast<const float4*>(row + next) + lane);
+            m = __ldg(reinterpret_cast<const float4*>(nr + next) + lane);
+        }
+        if (next > r_valid || (self >= base && self < next)) {  // rare: tile end or self
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                int j = base + lane * 4 + t;
+                if (j >= r_valid || j == self) s[t] = KNN_INF;
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            unsigned pass = __ballot_sync(FULL_MASK, s[t] < thr);
+            while (pass) {
+                int src = __ffs(pass) - 1;
+                pass &= pass - 1;
+                float xv = __shfl_sync(FULL_MASK, s[t], src);
+                if (xv < thr) {
+                    topk_insert<KR>(v, id, xv, ref0 + base + src * 4 + t, lane);
+                    thr = __shfl_sync(FULL_MASK, v[KR - 1], 31);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+        sd[r * 32 + lane] = v[r];
+        si[r * 32 + lane] = id[r];
+    }
+}
+
+// Recomputes the K candidates' distances exactly (differences and sums in double on the
+// caller's points, rounded once to float), ranks them by (distance, index) and writes the
+// first k to row q0 + q of out_i / out_d.
+template <int KR>
+__device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, int k,
+                       const int* __restrict__ state_i, int* __restrict__ out_i,
+                       float* __restrict__ out_d) {
+    constexpr int K = 32 * KR;
+    __shared__ float dist[KNN_WARPS][K];
+    __shared__ int idx[KNN_WARPS][K];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int q = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+    if (q >= q_count) return;  // whole warps only; warp-level syncs below
+    const long long qi = (long long)q0 + q;
+    const float* xq = x + qi * d;
+#pragma unroll
+    for (int r = 0; r < KR; ++r) idx[w][r * 32 + lane] = state_i[(long long)q * K + r * 32 + lane];
+    __syncwarp();
+    for (int c = 0; c < K; ++c) {
+        const int j = idx[w][c];  // warp-uniform
+        double acc = 0.0;
+        if (j >= 0) {
+            const float* xr = x + (long long)j * d;
+            for (int t = lane; t < d; t += 32) {
+                double diff = (double)xq[t] - (double)xr[t];
+                acc = fma(diff, diff, acc);
+            }
+        }
+        for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(FULL_MASK, acc, off);
+        if (lane == 0) dist[w][c] = j >= 0 ? (float)acc : KNN_INF;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+        const int c = r * 32 + lane;
+        const float dc = dist[w][c];
+        const unsigned ic = (unsigned)idx[w][c];  // empty (-1) ranks last
+        int rank = 0;
+        for (int o = 0; o < K; ++o) {
+            float dd = dist[w][o];
+            unsigned io = (unsigned)idx[w][o];
+            rank += (dd < dc) || (dd == dc && (io < ic || (io == ic && o < c)));
+        }
+        if (rank < k) {
+            out_i[qi * k + rank] = (int)ic;
+            out_d[qi * k + rank] = dc;
+        }
+    }
+}
+
+#define KNN_INSTANCES(KR)                                                                     \
+    extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
+        knn_select_##KR(const float* C, int ldc, int r_valid, int q_count, int q0, int ref0, \
+                        const float* norms, float* state_d, int* state_i) {                   \
+        select_tile<KR>(C, ldc, r_valid, q_count, q0, ref0, norms, state_d, state_i);         \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
+        knn_finish_##KR(const float* x, int d, int q0, int q_count, int k,                   \
+                        const int* state_i, int* out_i, float* out_d) {                       \
+        finish<KR>(x, d, q0, q_count, k, state_i, out_i, out_d);                              \
+    }
+KNN_INSTANCES(1)
+KNN_INSTANCES(2)
+KNN_INSTANCES(3)
+KNN_INSTANCES(4)
+KNN_INSTANCES(5)
+KNN_INSTANCES(6)
+KNN_INSTANCES(7)
+KNN_INSTANCES(8)
