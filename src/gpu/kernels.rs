@@ -11,17 +11,20 @@ pub enum KernelId {
     AttractHyb,
     /// Gradient, gains, momentum, update and re-centring.
     Optim,
+    /// Perplexity calibration and symmetrisation of P into HYB.
+    Affinity,
 }
 
 impl KernelId {
     /// Every kernel file, for compile-all checks.
-    pub const ALL: [KernelId; 2] = [KernelId::AttractHyb, KernelId::Optim];
+    pub const ALL: [KernelId; 3] = [KernelId::AttractHyb, KernelId::Optim, KernelId::Affinity];
 
     /// File name under `kernels/`.
     pub fn file(self) -> &'static str {
         match self {
             KernelId::AttractHyb => "attract_hyb.cu",
             KernelId::Optim => "optim.cu",
+            KernelId::Affinity => "affinity.cu",
         }
     }
 
@@ -30,6 +33,7 @@ impl KernelId {
         match self {
             KernelId::AttractHyb => include_str!("../../kernels/attract_hyb.cu"),
             KernelId::Optim => include_str!("../../kernels/optim.cu"),
+            KernelId::Affinity => include_str!("../../kernels/affinity.cu"),
         }
     }
 }
