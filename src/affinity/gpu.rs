@@ -240,6 +240,7 @@ pub(crate) fn calibrate(
         // SAFETY: affinity_perplexity writes all n·k entries.
         let mut cond = unsafe { alloc_uninit::<f32>(gpu, n * k) }?;
         let mut total = s.alloc_zeros::<f64>(1)?;
+        lap(gpu, "perplexity: alloc");
         // Odd row stride: the threads of a warp read distinct shared-memory banks.
         let stride = k | 1;
         let rows = ((PERPLEXITY_SMEM / (stride * 4)) / 32 * 32).clamp(32, 128);
@@ -261,6 +262,7 @@ pub(crate) fn calibrate(
         // distances (checked above), cond of n·k, one zeroed double; blockDim a multiple
         // of 32 with rows·stride floats of shared memory (≤ 48 KB since k ≤ 256).
         unsafe { b.launch(cfg) }?;
+        lap(gpu, "perplexity: kernel");
         Ok(Conditional { cond, total })
     };
     Ok(run()?)
@@ -287,6 +289,7 @@ pub(crate) fn symmetrize_hyb(
         let mut sidx = unsafe { alloc_uninit::<i32>(gpu, n * k) }?;
         let mut own = unsafe { alloc_uninit::<f32>(gpu, n * k) }?;
         let mut error = s.alloc_zeros::<i32>(1)?;
+        lap(gpu, "sym: alloc");
         // Step 2: sort and merge each row.
         let p2 = k.next_power_of_two().max(2);
         let f = gpu.function(KernelId::Affinity, "affinity_sort")?;
@@ -298,6 +301,7 @@ pub(crate) fn symmetrize_hyb(
         // SAFETY: argument contract of affinity_sort: n·k entries in each array (checked
         // above), p2 the power of two ≥ k, 8·p2 bytes of shared memory per warp (≤ 16 KB).
         unsafe { b.launch(warp_rows(n, smem)) }?;
+        lap(gpu, "sym: sort");
         // Step 3: find each pair's partner.
         let f = gpu.function(KernelId::Affinity, "affinity_match")?;
         let mut b = s.launch_builder(&f);
@@ -305,6 +309,7 @@ pub(crate) fn symmetrize_hyb(
         // SAFETY: argument contract of affinity_match: n·k entries in each array; sidx rows
         // sorted with sentinels, as affinity_sort left them.
         unsafe { b.launch(gpu.config(n * k)) }?;
+        lap(gpu, "sym: match");
         // Step 4: symmetric values, row counts, Σ p ln p.
         let mut own_count = unsafe { alloc_uninit::<i32>(gpu, n) }?;
         let mut extra = s.alloc_zeros::<i32>(n)?;
@@ -321,6 +326,7 @@ pub(crate) fn symmetrize_hyb(
         // SAFETY: argument contract of affinity_count: n·k entries, own_count and extra of
         // n (extra zeroed, own_count written for every row), one double each.
         unsafe { b.launch(warp_rows(n, 0)) }?;
+        lap(gpu, "sym: count");
         let own_h = s.clone_dtoh(&own_count)?;
         let extra_h = s.clone_dtoh(&extra)?;
         let scalars = (
@@ -328,6 +334,7 @@ pub(crate) fn symmetrize_hyb(
             s.clone_dtoh(&plp)?[0],
             s.clone_dtoh(&error)?[0],
         );
+        lap(gpu, "sym: download");
         Ok((sidx, own, own_count, extra, own_h, extra_h, scalars))
     };
     let (sidx, own, own_count, extra, own_h, extra_h, (total_h, plp_h, error_h)) = counted()?;
@@ -359,6 +366,7 @@ pub(crate) fn symmetrize_hyb(
     }
     let nnz: usize = lengths.iter().sum();
     drop((own_h, extra_h, lengths));
+    lap(gpu, "sym: host width/scan");
     // Step 6: fill ELL and COO.
     let fill = || -> std::result::Result<HybParts, GpuError> {
         ensure_fits(
@@ -375,8 +383,9 @@ pub(crate) fn symmetrize_hyb(
         let mut coo_rows = unsafe { alloc_uninit::<i32>(gpu, coo_len) }?;
         let mut coo_cols = unsafe { alloc_uninit::<i32>(gpu, coo_len) }?;
         let mut coo_vals = unsafe { alloc_uninit::<f32>(gpu, coo_len) }?;
+        lap(gpu, "hyb: upload, alloc");
         #[cfg(test)]
-        {
+        if !profile::QUIET.load(std::sync::atomic::Ordering::Relaxed) {
             poison(gpu, &mut ell_cols)?;
             poison(gpu, &mut ell_vals)?;
             poison(gpu, &mut coo_rows)?;
@@ -393,6 +402,7 @@ pub(crate) fn symmetrize_hyb(
         // SAFETY: argument contract of affinity_fill: K·n ELL entries, coo_len COO entries
         // (the scan above, from the same counts the kernel reads), fill zeroed.
         unsafe { b.launch(warp_rows(n, 0)) }?;
+        lap(gpu, "hyb: fill");
         Ok(HybParts {
             n,
             width,
@@ -412,6 +422,41 @@ pub(crate) fn symmetrize_hyb(
         coo_len,
     };
     Ok((parts, stats))
+}
+
+/// Marks the end of a step for the benchmark's profile (nothing outside tests).
+#[inline]
+fn lap(gpu: &Gpu, label: &'static str) {
+    #[cfg(test)]
+    profile::lap(gpu, label);
+    let _ = (gpu, label);
+}
+
+/// Test-only step timing: while [`profile::ON`] is set, each
+/// [`lap`] synchronizes the stream and logs the seconds since the previous one.
+#[cfg(test)]
+mod profile {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    pub static ON: AtomicBool = AtomicBool::new(false);
+    /// Set by the benchmark: no poisoning of the outputs.
+    pub static QUIET: AtomicBool = AtomicBool::new(false);
+    /// The last lap's instant and the (step, seconds) log.
+    type Log = (Option<Instant>, Vec<(&'static str, f64)>);
+    pub static LOG: Mutex<Log> = Mutex::new((None, Vec::new()));
+
+    pub fn lap(gpu: &super::Gpu, label: &'static str) {
+        if ON.load(Ordering::Relaxed) {
+            gpu.stream.synchronize().unwrap();
+            let mut log = LOG.lock().unwrap();
+            let now = Instant::now();
+            let dt = log.0.map_or(0.0, |t| (now - t).as_secs_f64());
+            log.0 = Some(now);
+            log.1.push((label, dt));
+        }
+    }
 }
 
 /// Fills `buf` with [`POISON`] so that entries the kernels fail to write show in tests.
@@ -687,10 +732,18 @@ mod tests {
         assert!(err.to_string().contains("outside [0, 100)"), "{err}");
     }
 
-    /// Synthetic neighbours at scale, generated in parallel: `local` draws most neighbours
-    /// from a window around i (like data ordered for locality, many mutual pairs),
-    /// otherwise they are uniform over all points (the worst case for the partner search).
-    fn synthetic_neighbors(n: usize, k: usize, local: bool, seed: u64) -> Neighbors {
+    /// Synthetic neighbours at scale, generated in parallel. `Mutual`: the k nearest
+    /// indices i ± 1, ± 2, … (every edge mutual: the best case); `Local`: most neighbours
+    /// from a window around i (like data ordered for locality, few mutual pairs);
+    /// `Random`: uniform over all points (the worst case for the partner search).
+    #[derive(Clone, Copy, Debug)]
+    enum Synthetic {
+        Mutual,
+        Local,
+        Random,
+    }
+
+    fn synthetic_neighbors(n: usize, k: usize, kind: Synthetic, seed: u64) -> Neighbors {
         let mut indices = vec![0u32; n * k];
         let mut distances = vec![0f32; n * k];
         indices
@@ -699,17 +752,28 @@ mod tests {
             .enumerate()
             .for_each(|(i, (ir, dr))| {
                 let mut rng = StdRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9));
-                let row = if local {
-                    row_indices(i, n, k, 4 * k, &mut rng)
-                } else {
-                    let mut row = Vec::with_capacity(k);
-                    while row.len() < k {
-                        let j = rng.random_range(0..n as u32);
-                        if j as usize != i && !row.contains(&j) {
-                            row.push(j);
+                let row = match kind {
+                    Synthetic::Mutual => (0..k)
+                        .map(|s| {
+                            let off = s / 2 + 1;
+                            (if s % 2 == 0 {
+                                (i + off) % n
+                            } else {
+                                (i + n - off) % n
+                            }) as u32
+                        })
+                        .collect(),
+                    Synthetic::Local => row_indices(i, n, k, 4 * k, &mut rng),
+                    Synthetic::Random => {
+                        let mut row = Vec::with_capacity(k);
+                        while row.len() < k {
+                            let j = rng.random_range(0..n as u32);
+                            if j as usize != i && !row.contains(&j) {
+                                row.push(j);
+                            }
                         }
+                        row
                     }
-                    row
                 };
                 ir.copy_from_slice(&row);
                 let scale: f32 = rng.random_range(0.1..10.0);
@@ -723,6 +787,32 @@ mod tests {
             k,
             indices,
             distances,
+        }
+    }
+
+    /// Sets the release threshold of the device's default memory pool: 0 (the default)
+    /// hands freed memory back at each synchronisation, so the next allocation maps it
+    /// again; u64::MAX keeps it. Only to measure what the re-mapping costs.
+    fn set_release_threshold(gpu: &Gpu, bytes: u64) {
+        use cudarc::driver::sys;
+        let mut pool = std::ptr::null_mut();
+        let mut value = bytes;
+        // SAFETY: plain driver calls on the live context's device; `value` outlives them.
+        unsafe {
+            gpu.device.context.bind_to_thread().unwrap();
+            let dev = gpu.device.context.cu_device();
+            assert_eq!(
+                sys::cuDeviceGetDefaultMemPool(&mut pool, dev),
+                sys::CUresult::CUDA_SUCCESS
+            );
+            assert_eq!(
+                sys::cuMemPoolSetAttribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    &mut value as *mut u64 as *mut std::ffi::c_void,
+                ),
+                sys::CUresult::CUDA_SUCCESS
+            );
         }
     }
 
@@ -757,62 +847,76 @@ mod tests {
         let copy_bw = 2.0 * (1u64 << 30) as f64 / median(copy[1..].to_vec());
         drop((src, dst));
         eprintln!("device-to-device copy: {:.2} TB/s", copy_bw / 1e12);
-        for local in [true, false] {
+        profile::QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+        for kind in [Synthetic::Mutual, Synthetic::Local, Synthetic::Random] {
             let t = std::time::Instant::now();
-            let nb = synthetic_neighbors(n, k, local, rand::random());
+            let nb = synthetic_neighbors(n, k, kind, rand::random());
             let gen_s = t.elapsed().as_secs_f64();
             let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
             let idx = s.clone_htod(&idx).unwrap();
             let dist = s.clone_htod(&nb.distances).unwrap();
             drop(nb);
-            let (mut cal_t, mut sym_t) = (Vec::new(), Vec::new());
-            let mut last = None;
-            for _ in 0..reps + 1 {
-                s.synchronize().unwrap();
-                let t0 = std::time::Instant::now();
+            for keep in [false, true] {
+                set_release_threshold(gpu, if keep { u64::MAX } else { 0 });
+                let (mut cal_t, mut sym_t) = (Vec::new(), Vec::new());
+                let mut last = None;
+                for _ in 0..reps + 1 {
+                    s.synchronize().unwrap();
+                    let t0 = std::time::Instant::now();
+                    let cond = calibrate(gpu, &dist, n, k, u).unwrap();
+                    s.synchronize().unwrap();
+                    let t1 = std::time::Instant::now();
+                    let (parts, stats) = symmetrize_hyb(gpu, &idx, cond, n, k).unwrap();
+                    s.synchronize().unwrap();
+                    let t2 = std::time::Instant::now();
+                    cal_t.push((t1 - t0).as_secs_f64());
+                    sym_t.push((t2 - t1).as_secs_f64());
+                    drop(parts);
+                    last = Some(stats);
+                }
+                let st = last.unwrap();
+                let (cal, sym) = (median(cal_t[1..].to_vec()), median(sym_t[1..].to_vec()));
+                let nk = (n * k) as f64;
+                // Bytes each step moves once (coalesced streams; the random partner search and
+                // appends are not counted).
+                let cal_bytes = 8.0 * nk;
+                let sym_bytes = 20.0 * nk // sort: idx, cond in; sidx, cond, partner out
+                    + 8.0 * nk // match: sidx, sval
+                    + 16.0 * nk // count: sidx, sval, partner in; own out
+                    + 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64; // fill
+                let floor = 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64;
+                eprintln!(
+                    "{kind:?} (pool keeps {keep}) n={n} k={k}: gen {gen_s:.1} s | perplexity {:.2} ms ({:.2} GB, {:.0}% of copy bw) \
+                     | symmetrise+HYB {:.2} ms ({:.2} GB streamed, {:.0}% of copy bw) | total {:.2} ms \
+                     | floor (neighbours in, HYB out once) {:.2} GB = {:.2} ms at copy bw, {:.2} ms at 3 TB/s \
+                     | nnz {} K {} coo {} Σplnp {:.6}",
+                    cal * 1e3,
+                    cal_bytes / 1e9,
+                    100.0 * cal_bytes / cal / copy_bw,
+                    sym * 1e3,
+                    sym_bytes / 1e9,
+                    100.0 * sym_bytes / sym / copy_bw,
+                    (cal + sym) * 1e3,
+                    floor / 1e9,
+                    floor / copy_bw * 1e3,
+                    floor / 3e12 * 1e3,
+                    st.nnz,
+                    st.ell_width,
+                    st.coo_len,
+                    st.p_log_p
+                );
+                // One more run, synchronizing after each step, for the split.
+                profile::ON.store(true, std::sync::atomic::Ordering::Relaxed);
+                profile::lap(gpu, "start");
                 let cond = calibrate(gpu, &dist, n, k, u).unwrap();
-                s.synchronize().unwrap();
-                let t1 = std::time::Instant::now();
-                let (parts, stats) = symmetrize_hyb(gpu, &idx, cond, n, k).unwrap();
-                s.synchronize().unwrap();
-                let t2 = std::time::Instant::now();
-                cal_t.push((t1 - t0).as_secs_f64());
-                sym_t.push((t2 - t1).as_secs_f64());
-                drop(parts);
-                last = Some(stats);
+                drop(symmetrize_hyb(gpu, &idx, cond, n, k).unwrap());
+                profile::ON.store(false, std::sync::atomic::Ordering::Relaxed);
+                let log = std::mem::take(&mut profile::LOG.lock().unwrap().1);
+                for (label, dt) in &log[1..] {
+                    eprintln!("    {label:<24} {:8.3} ms", dt * 1e3);
+                }
             }
-            let st = last.unwrap();
-            let (cal, sym) = (median(cal_t[1..].to_vec()), median(sym_t[1..].to_vec()));
-            let nk = (n * k) as f64;
-            // Bytes each step moves once (coalesced streams; the random partner search and
-            // appends are not counted).
-            let cal_bytes = 8.0 * nk;
-            let sym_bytes = 20.0 * nk // sort: idx, cond in; sidx, cond, partner out
-                + 8.0 * nk // match: sidx, sval
-                + 16.0 * nk // count: sidx, sval, partner in; own out
-                + 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64; // fill
-            let floor = 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64;
-            eprintln!(
-                "{} n={n} k={k}: gen {gen_s:.1} s | perplexity {:.2} ms ({:.2} GB, {:.0}% of copy bw) \
-                 | symmetrise+HYB {:.2} ms ({:.2} GB streamed, {:.0}% of copy bw) | total {:.2} ms \
-                 | floor (neighbours in, HYB out once) {:.2} GB = {:.2} ms at copy bw, {:.2} ms at 3 TB/s \
-                 | nnz {} K {} coo {} Σplnp {:.6}",
-                if local { "local " } else { "random" },
-                cal * 1e3,
-                cal_bytes / 1e9,
-                100.0 * cal_bytes / cal / copy_bw,
-                sym * 1e3,
-                sym_bytes / 1e9,
-                100.0 * sym_bytes / sym / copy_bw,
-                (cal + sym) * 1e3,
-                floor / 1e9,
-                floor / copy_bw * 1e3,
-                floor / 3e12 * 1e3,
-                st.nnz,
-                st.ell_width,
-                st.coo_len,
-                st.p_log_p
-            );
+            set_release_threshold(gpu, 0);
         }
     }
 }
