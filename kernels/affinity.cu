@@ -2,7 +2,8 @@
 // symmetrisation P = (C + C^T) / sum, written straight into HYB (ELL + COO).
 // The scheme is described in src/affinity/gpu.rs; the kernels run in this order:
 //   affinity_perplexity -> affinity_sort -> affinity_match -> affinity_count
-//   -> (host: ELL width, COO offsets) -> affinity_fill.
+//   -> affinity_lengths -> (host: ELL width from the histogram) -> affinity_scan_tiles
+//   -> affinity_scan_sums -> affinity_scan_apply -> affinity_fill.
 //
 // Argument contract (checked by the Rust wrapper, src/affinity/gpu.rs):
 //   n rows (0 < n < 2^31), k slots per row (1 <= k <= 256); every n*k array is row-major,
@@ -11,9 +12,13 @@
 //   cond: n*k floats; sidx: n*k ints; partner: n*k floats.
 //   total, plp: one double each, zeroed before the launch that adds to them.
 //   error: one int, zeroed before affinity_sort; bit 0 set when an index is outside [0, n).
-//   own_count, extra, fill: n ints; extra and fill zeroed before their first use.
-//   coo_off: n long longs, the exclusive scan of max(len_i - K, 0); ELL arrays K*n entries
-//   (slot s of row i at s*n + i), COO arrays coo_off[n-1] + max(len_{n-1} - K, 0) entries.
+//   own_count, extra: n ints, extra zeroed before affinity_count. rank: the sval array
+//   after affinity_count. hist: H + 1 ints, zeroed; nnz: one double, zeroed.
+//   tile_sums: ceil(n / (blockDim.x * SCAN_ITEMS)) + 1 long longs, the same blockDim.x for
+//   affinity_scan_tiles and affinity_scan_apply (grid = that count minus one), one block
+//   for affinity_scan_sums. coo_off: n long longs, the exclusive scan of
+//   max(len_i - K, 0); ELL arrays K*n entries (slot s of row i at s*n + i), COO arrays
+//   tile_sums[nt] entries.
 //   Launches: affinity_perplexity with blockDim.x a multiple of 32 and
 //   blockDim.x * stride floats of dynamic shared memory; the warp-per-row kernels
 //   (sort, count, fill) with blockDim.x a multiple of 32, affinity_sort with
@@ -231,12 +236,12 @@ extern "C" __global__ void affinity_match(int n, int k, const int* __restrict__ 
 // One warp per row: the symmetric value of each entry, p = (c_ij + c_ji) * scale with
 // scale = 1 / (2 * total) (only c_ij when i is not in row j), encoded in place in own:
 // NaN = no entry (zero weight: dropped, as the CPU does), sign bit set = row j lacks i,
-// so the entry must also be appended to row j. own_count[i] = entries of row i from its
-// own slots; extra[j] counts the appended ones; *plp += sum p ln p over the whole P.
+// so the entry must also be appended to row j; then sval's slot is overwritten with the
+// entry's rank among row j's appended entries (int bits). own_count[i] = entries of row i
+// from its own slots; extra[j] counts the appended ones; *plp += sum p ln p over P.
 extern "C" __global__ void affinity_count(int n, int k, const double* total,
-                                          const int* __restrict__ sidx,
-                                          const float* __restrict__ sval, float* own,
-                                          int* __restrict__ own_count, int* extra,
+                                          const int* __restrict__ sidx, float* sval,
+                                          float* own, int* __restrict__ own_count, int* extra,
                                           double* plp) {
     int lane = threadIdx.x & 31;
     int warps = blockDim.x >> 5;
@@ -261,7 +266,7 @@ extern "C" __global__ void affinity_count(int n, int k, const double* total,
                         float p = (float)(v * scale);
                         enc = mutual ? p : __uint_as_float(__float_as_uint(p) | 0x80000000u);
                         if (p > 0.f) local += (mutual ? 1.0 : 2.0) * (double)p * log((double)p);
-                        if (!mutual) atomicAdd(&extra[j], 1);
+                        if (!mutual) sval[base + s] = __int_as_float(atomicAdd(&extra[j], 1));
                     }
                 }
                 own[base + s] = enc;
@@ -291,14 +296,15 @@ __device__ inline void put(int n, int K, const long long* __restrict__ coo_off, 
     }
 }
 
-// One warp per row i: its own entries take slots 0..own_count[i]-1 (in column order), the
-// entries appended from other rows take the following slots (atomic counter fill[i], in
-// no particular order), and the ELL slots from len_i = own_count[i] + extra[i] up to K get
-// the padding (column i, value 0).
+// One warp per row i: the entries appended from other rows take slots 0..extra[i]-1 (each
+// at the rank affinity_count gave it), the row's own entries the following slots (in
+// column order), and the ELL slots from len_i = own_count[i] + extra[i] up to K get the
+// padding (column i, value 0). No atomics: every slot is known from the counts.
 extern "C" __global__ void affinity_fill(int n, int k, int K, const int* __restrict__ sidx,
                                          const float* __restrict__ own,
+                                         const float* __restrict__ rank,
                                          const int* __restrict__ own_count,
-                                         const int* __restrict__ extra, int* fill,
+                                         const int* __restrict__ extra,
                                          const long long* __restrict__ coo_off,
                                          int* __restrict__ ell_cols,
                                          float* __restrict__ ell_vals,
@@ -310,7 +316,7 @@ extern "C" __global__ void affinity_fill(int n, int k, int K, const int* __restr
          il += (long long)gridDim.x * warps) {
         int i = (int)il;
         long long base = il * k;
-        int written = 0;
+        int written = extra[i];
         for (int c = 0; c < k; c += 32) {
             int s = c + lane;
             float enc = s < k ? own[base + s] : __uint_as_float(0x7fffffffu);
@@ -321,19 +327,125 @@ extern "C" __global__ void affinity_fill(int n, int k, int K, const int* __restr
                 float p = fabsf(enc);
                 put(n, K, coo_off, i, written + __popc(kept & lanemask_lt()), j, p, ell_cols,
                     ell_vals, coo_rows, coo_cols, coo_vals);
-                if (signbit(enc)) {
-                    int slot = own_count[j] + atomicAdd(&fill[j], 1);
-                    put(n, K, coo_off, j, slot, i, p, ell_cols, ell_vals, coo_rows, coo_cols,
-                        coo_vals);
-                }
+                if (signbit(enc))
+                    put(n, K, coo_off, j, __float_as_int(rank[base + s]), i, p, ell_cols,
+                        ell_vals, coo_rows, coo_cols, coo_vals);
             }
             written += __popc(kept);
         }
-        for (int s = own_count[i] + extra[i] + lane; s < K; s += 32) {
+        for (int s = written + lane; s < K; s += 32) {
             long long e = (long long)s * n + i;
             ell_cols[e] = i;
             ell_vals[e] = 0.f;
         }
+    }
+}
+
+// Histogram of the row lengths len_i = own_count[i] + extra[i], lengths >= H in bin H
+// (hist: H + 1 ints, zeroed; H + 1 ints of dynamic shared memory), and *nnz += sum len_i.
+extern "C" __global__ void affinity_lengths(int n, int H, const int* __restrict__ own_count,
+                                            const int* __restrict__ extra, int* hist,
+                                            double* nnz) {
+    extern __shared__ int local_hist[];
+    for (int b = threadIdx.x; b <= H; b += blockDim.x) local_hist[b] = 0;
+    __syncthreads();
+    double local = 0.0;
+    GRID_STRIDE(i, n) {
+        int len = own_count[i] + extra[i];
+        atomicAdd(&local_hist[min(len, H)], 1);
+        local += (double)len;
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b <= H; b += blockDim.x)
+        if (local_hist[b]) atomicAdd(&hist[b], local_hist[b]);
+    double s = block_sum(local);
+    if (threadIdx.x == 0) atomicAdd(nnz, s);
+}
+
+// Exclusive scan of v over the block (blockDim.x a multiple of 32); *total = the block's sum.
+__device__ long long block_exclusive_scan(long long v, long long* total) {
+    __shared__ long long warp_tot[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    long long x = v;
+    for (int off = 1; off < 32; off <<= 1) {
+        long long y = __shfl_up_sync(0xffffffffu, x, off);
+        if (lane >= off) x += y;
+    }
+    if (lane == 31) warp_tot[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        long long t = lane < nw ? warp_tot[lane] : 0;
+        for (int off = 1; off < 32; off <<= 1) {
+            long long y = __shfl_up_sync(0xffffffffu, t, off);
+            if (lane >= off) t += y;
+        }
+        warp_tot[lane] = t;
+    }
+    __syncthreads();
+    long long excl = x - v + (warp > 0 ? warp_tot[warp - 1] : 0);
+    *total = warp_tot[nw - 1];
+    __syncthreads();
+    return excl;
+}
+
+#define SCAN_ITEMS 8  // rows per thread in the COO-offset scan
+
+__device__ inline long long overflow(int i, int n, int K, const int* own_count,
+                                     const int* extra) {
+    return i < n ? (long long)max(own_count[i] + extra[i] - K, 0) : 0;
+}
+
+// COO offsets, step 1: tile t (blockDim.x * SCAN_ITEMS rows) sums its rows' overflow
+// max(len_i - K, 0) into tile_sums[t].
+extern "C" __global__ void affinity_scan_tiles(int n, int K, const int* __restrict__ own_count,
+                                               const int* __restrict__ extra,
+                                               long long* tile_sums) {
+    long long row0 = (long long)blockIdx.x * blockDim.x * SCAN_ITEMS;
+    long long v = 0;
+    for (int r = 0; r < SCAN_ITEMS; ++r) {
+        long long i = row0 + (long long)r * blockDim.x + threadIdx.x;
+        if (i < n) v += overflow((int)i, n, K, own_count, extra);
+    }
+    long long total;
+    block_exclusive_scan(v, &total);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+// Step 2 (one block): exclusive scan of the nt tile sums in place; tile_sums[nt] = total.
+extern "C" __global__ void affinity_scan_sums(int nt, long long* tile_sums) {
+    long long carry = 0;
+    for (int c = 0; c < nt; c += blockDim.x) {
+        int t = c + threadIdx.x;
+        long long v = t < nt ? tile_sums[t] : 0, total;
+        long long excl = block_exclusive_scan(v, &total);
+        if (t < nt) tile_sums[t] = carry + excl;
+        carry += total;
+    }
+    if (threadIdx.x == 0) tile_sums[nt] = carry;
+}
+
+// Step 3: coo_off[i] = tile offset + exclusive scan of the overflow inside the tile (each
+// thread takes SCAN_ITEMS consecutive rows).
+extern "C" __global__ void affinity_scan_apply(int n, int K, const int* __restrict__ own_count,
+                                               const int* __restrict__ extra,
+                                               const long long* __restrict__ tile_sums,
+                                               long long* __restrict__ coo_off) {
+    long long row0 = (long long)blockIdx.x * blockDim.x * SCAN_ITEMS +
+                     (long long)threadIdx.x * SCAN_ITEMS;
+    long long v[SCAN_ITEMS], sum = 0;
+#pragma unroll
+    for (int r = 0; r < SCAN_ITEMS; ++r) {
+        long long i = row0 + r;
+        v[r] = i < n ? overflow((int)i, n, K, own_count, extra) : 0;
+        sum += v[r];
+    }
+    long long total;
+    long long off = tile_sums[blockIdx.x] + block_exclusive_scan(sum, &total);
+#pragma unroll
+    for (int r = 0; r < SCAN_ITEMS; ++r) {
+        long long i = row0 + r;
+        if (i < n) coo_off[i] = off;
+        off += v[r];
     }
 }
 

@@ -23,17 +23,22 @@
 //!    $p_{ij} = (c_{ij} + c_{ji}) / (2 Σ C)$ — the CPU's `(v * scale) as f32` — is encoded
 //!    in place: NaN for a zero-weight entry (dropped, as the CPU drops it), sign bit set
 //!    when row j lacks i (the entry must also be appended to row j). Rows count their own
-//!    entries; appended ones are counted per target row with atomics; Σ p ln p is summed.
-//! 5. **Host**: the n row lengths come down, the ELL width K is chosen by the cusp rule
-//!    ([`Hyb::choose_width`]), and the exclusive scan of each row's COO overflow
-//!    max(len − K, 0) goes up (so the COO part is sorted by row).
-//! 6. **Fill** (`affinity_fill`, one warp per row): own entries take slots 0.. in column
-//!    order, appended ones take the next slots through a per-row atomic counter (order
-//!    within a row is not sorted), slot s < K goes to ELL (s·n + i), the rest to COO, and
-//!    the unused ELL slots get the padding (column i, value 0).
+//!    entries; appended ones are counted per target row with an atomic whose old value,
+//!    the entry's rank among row j's appended entries, is kept in the slot; Σ p ln p is
+//!    summed.
+//! 5. **Width and offsets**: a histogram of the row lengths (`affinity_lengths`, 4096 bins)
+//!    comes down and the host picks the ELL width K by the cusp rule (as
+//!    [`Hyb::choose_width`]; all n lengths come down only if the answer lies beyond the
+//!    histogram); the COO offsets, the exclusive scan of each row's overflow
+//!    max(len − K, 0), are computed on the device (`affinity_scan_*`: tile sums, their
+//!    scan, the scan inside each tile), so the COO part is sorted by row.
+//! 6. **Fill** (`affinity_fill`, one warp per row): appended entries take slots
+//!    0..extra_i − 1 at their ranks, own entries the next slots in column order (so a row
+//!    is not sorted), slot s < K goes to ELL (s·n + i), the rest to COO, and the unused
+//!    ELL slots get the padding (column i, value 0). No atomics: every slot is known.
 //!
 //! Device memory (k neighbours, K the ELL width, m the COO length, inputs excluded):
-//! 12·n·k bytes during steps 2–4, then 8·n·k + 8·n·K + 12·m + 16·n during step 6; each
+//! 12·n·k bytes during steps 2–5, then 12·n·k + 8·n·K + 12·m + 16·n during step 6; each
 //! phase is checked against the free memory first (an error, never a panic).
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
@@ -56,6 +61,10 @@ const MAX_STEPS: i32 = 200;
 const WARP_BLOCK: u32 = 256;
 /// Shared memory a block of the perplexity kernel may use (the default limit).
 const PERPLEXITY_SMEM: usize = 48 * 1024;
+/// Bins of the row-length histogram (longer rows share the last bin).
+const HIST_BINS: usize = 4096;
+/// Rows per thread of the COO-offset scan (`SCAN_ITEMS` in the kernel).
+const SCAN_ITEMS: usize = 8;
 /// Free device memory kept in reserve when checking that a phase fits.
 const RESERVE: usize = 64 << 20;
 /// The NaN bit pattern the tests poison outputs with (as i32: −1, an invalid column).
@@ -310,7 +319,8 @@ pub(crate) fn symmetrize_hyb(
         // sorted with sentinels, as affinity_sort left them.
         unsafe { b.launch(gpu.config(n * k)) }?;
         lap(gpu, "sym: match");
-        // Step 4: symmetric values, row counts, Σ p ln p.
+        // Step 4: symmetric values, row counts, ranks of the appended entries, Σ p ln p.
+        // SAFETY: affinity_count writes own_count for every row.
         let mut own_count = unsafe { alloc_uninit::<i32>(gpu, n) }?;
         let mut extra = s.alloc_zeros::<i32>(n)?;
         let mut plp = s.alloc_zeros::<f64>(1)?;
@@ -320,25 +330,44 @@ pub(crate) fn symmetrize_hyb(
             .arg(&k_i)
             .arg(&total)
             .arg(&sidx)
-            .arg(&sval)
+            .arg(&mut sval)
             .arg(&mut own);
         b.arg(&mut own_count).arg(&mut extra).arg(&mut plp);
         // SAFETY: argument contract of affinity_count: n·k entries, own_count and extra of
-        // n (extra zeroed, own_count written for every row), one double each.
+        // n (extra zeroed), one double each.
         unsafe { b.launch(warp_rows(n, 0)) }?;
         lap(gpu, "sym: count");
-        let own_h = s.clone_dtoh(&own_count)?;
-        let extra_h = s.clone_dtoh(&extra)?;
+        // Step 5 on the device: the histogram of the row lengths, and nnz.
+        let mut hist = s.alloc_zeros::<i32>(HIST_BINS + 1)?;
+        let mut nnz = s.alloc_zeros::<f64>(1)?;
+        let f = gpu.function(KernelId::Affinity, "affinity_lengths")?;
+        let h_i = HIST_BINS as i32;
+        let mut b = s.launch_builder(&f);
+        b.arg(&n_i)
+            .arg(&h_i)
+            .arg(&own_count)
+            .arg(&extra)
+            .arg(&mut hist)
+            .arg(&mut nnz);
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(WARP_BLOCK as usize).clamp(1, 512) as u32, 1, 1),
+            block_dim: (WARP_BLOCK, 1, 1),
+            shared_mem_bytes: (HIST_BINS as u32 + 1) * 4,
+        };
+        // SAFETY: argument contract of affinity_lengths: n counts each, H + 1 zeroed bins
+        // and as many ints of shared memory, one zeroed double.
+        unsafe { b.launch(cfg) }?;
+        let hist_h = s.clone_dtoh(&hist)?;
         let scalars = (
             s.clone_dtoh(&total)?[0],
             s.clone_dtoh(&plp)?[0],
             s.clone_dtoh(&error)?[0],
+            s.clone_dtoh(&nnz)?[0],
         );
-        lap(gpu, "sym: download");
-        Ok((sidx, own, own_count, extra, own_h, extra_h, scalars))
+        lap(gpu, "sym: lengths, download");
+        Ok((sidx, own, own_count, extra, hist_h, scalars))
     };
-    let (sidx, own, own_count, extra, own_h, extra_h, (total_h, plp_h, error_h)) = counted()?;
-    drop(sval);
+    let (sidx, own, own_count, extra, hist, (total_h, plp_h, error_h, nnz_h)) = counted()?;
     if error_h != 0 {
         return Err(SparseError::Invariant {
             what: format!("a neighbour index lies outside [0, {n})"),
@@ -351,31 +380,69 @@ pub(crate) fn symmetrize_hyb(
         }
         .into());
     }
-    // Step 5: ELL width and COO offsets on the host (n integers each way).
-    let lengths: Vec<usize> = own_h
-        .iter()
-        .zip(&extra_h)
-        .map(|(&a, &b)| (a + b) as usize)
-        .collect();
-    let width = Hyb::choose_width(&lengths);
-    let mut coo_off = Vec::with_capacity(n);
-    let mut coo_len = 0usize;
-    for &l in &lengths {
-        coo_off.push(coo_len as i64);
-        coo_len += l.saturating_sub(width);
-    }
-    let nnz: usize = lengths.iter().sum();
-    drop((own_h, extra_h, lengths));
-    lap(gpu, "sym: host width/scan");
-    // Step 6: fill ELL and COO.
+    // Step 5 on the host: the ELL width (cusp's rule) from the histogram.
+    let width = match width_from_histogram(n, &hist) {
+        Some(w) => w,
+        None => {
+            // More rows than the threshold are longer than the histogram: use every length.
+            let own_h = s.clone_dtoh(&own_count).map_err(GpuError::from)?;
+            let extra_h = s.clone_dtoh(&extra).map_err(GpuError::from)?;
+            let lengths: Vec<usize> = own_h
+                .iter()
+                .zip(&extra_h)
+                .map(|(&a, &b)| (a + b) as usize)
+                .collect();
+            Hyb::choose_width(&lengths)
+        }
+    };
+    lap(gpu, "sym: host width");
+    // Step 5 back on the device: COO offsets, then step 6: fill ELL and COO.
     let fill = || -> std::result::Result<HybParts, GpuError> {
-        ensure_fits(
-            gpu,
-            "HYB layout of P",
-            n * width * 8 + coo_len * 12 + n * 12,
-        )?;
-        let coo_off = s.clone_htod(&coo_off)?;
-        let mut fill = s.alloc_zeros::<i32>(n)?;
+        let tiles = n.div_ceil(WARP_BLOCK as usize * SCAN_ITEMS);
+        ensure_fits(gpu, "COO offsets", n * 8 + tiles * 8 + 8)?;
+        // SAFETY: affinity_scan_apply writes all n offsets, the scan kernels all tile sums.
+        let mut coo_off = unsafe { alloc_uninit::<i64>(gpu, n) }?;
+        let mut tile_sums = unsafe { alloc_uninit::<i64>(gpu, tiles + 1) }?;
+        let width_i = width as i32;
+        let tiles_cfg = LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (WARP_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let f = gpu.function(KernelId::Affinity, "affinity_scan_tiles")?;
+        let mut b = s.launch_builder(&f);
+        b.arg(&n_i)
+            .arg(&width_i)
+            .arg(&own_count)
+            .arg(&extra)
+            .arg(&mut tile_sums);
+        // SAFETY: argument contract of the scan kernels: `tiles` blocks of WARP_BLOCK
+        // threads cover n rows of SCAN_ITEMS per thread; tile_sums holds tiles + 1.
+        unsafe { b.launch(tiles_cfg) }?;
+        let f = gpu.function(KernelId::Affinity, "affinity_scan_sums")?;
+        let tiles_i = tiles as i32;
+        let mut b = s.launch_builder(&f);
+        b.arg(&tiles_i).arg(&mut tile_sums);
+        let one_block = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1024, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: as above; one block.
+        unsafe { b.launch(one_block) }?;
+        let f = gpu.function(KernelId::Affinity, "affinity_scan_apply")?;
+        let mut b = s.launch_builder(&f);
+        b.arg(&n_i)
+            .arg(&width_i)
+            .arg(&own_count)
+            .arg(&extra)
+            .arg(&tile_sums);
+        b.arg(&mut coo_off);
+        // SAFETY: as above, the same grid as affinity_scan_tiles; coo_off holds n.
+        unsafe { b.launch(tiles_cfg) }?;
+        let coo_len = s.clone_dtoh(&tile_sums.slice(tiles..tiles + 1))?[0] as usize;
+        lap(gpu, "hyb: COO offsets");
+        ensure_fits(gpu, "HYB layout of P", n * width * 8 + coo_len * 12)?;
         // SAFETY: affinity_fill writes every ELL slot (entries, then padding up to K) and
         // exactly coo_len COO entries; the tests poison them to check this.
         let mut ell_cols = unsafe { alloc_uninit::<i32>(gpu, n * width) }?;
@@ -383,7 +450,6 @@ pub(crate) fn symmetrize_hyb(
         let mut coo_rows = unsafe { alloc_uninit::<i32>(gpu, coo_len) }?;
         let mut coo_cols = unsafe { alloc_uninit::<i32>(gpu, coo_len) }?;
         let mut coo_vals = unsafe { alloc_uninit::<f32>(gpu, coo_len) }?;
-        lap(gpu, "hyb: upload, alloc");
         #[cfg(test)]
         if !profile::QUIET.load(std::sync::atomic::Ordering::Relaxed) {
             poison(gpu, &mut ell_cols)?;
@@ -392,15 +458,21 @@ pub(crate) fn symmetrize_hyb(
             poison(gpu, &mut coo_cols)?;
             poison(gpu, &mut coo_vals)?;
         }
+        lap(gpu, "hyb: alloc");
         let f = gpu.function(KernelId::Affinity, "affinity_fill")?;
-        let width_i = width as i32;
         let mut b = s.launch_builder(&f);
-        b.arg(&n_i).arg(&k_i).arg(&width_i).arg(&sidx).arg(&own);
-        b.arg(&own_count).arg(&extra).arg(&mut fill).arg(&coo_off);
+        b.arg(&n_i)
+            .arg(&k_i)
+            .arg(&width_i)
+            .arg(&sidx)
+            .arg(&own)
+            .arg(&sval);
+        b.arg(&own_count).arg(&extra).arg(&coo_off);
         b.arg(&mut ell_cols).arg(&mut ell_vals);
         b.arg(&mut coo_rows).arg(&mut coo_cols).arg(&mut coo_vals);
         // SAFETY: argument contract of affinity_fill: K·n ELL entries, coo_len COO entries
-        // (the scan above, from the same counts the kernel reads), fill zeroed.
+        // (the scan above, from the same counts the kernel reads), ranks in sval from
+        // affinity_count.
         unsafe { b.launch(warp_rows(n, 0)) }?;
         lap(gpu, "hyb: fill");
         Ok(HybParts {
@@ -416,12 +488,31 @@ pub(crate) fn symmetrize_hyb(
     };
     let parts = fill()?;
     let stats = AffinityStats {
-        nnz,
+        nnz: nnz_h as usize,
         p_log_p: plp_h,
         ell_width: width,
-        coo_len,
+        coo_len: parts.coo_len,
     };
     Ok((parts, stats))
+}
+
+/// [`Hyb::choose_width`] from the histogram of row lengths (`hist[l]` rows of length l,
+/// the last bin counting every longer row too); `None` when the answer lies in that last
+/// bin, where the histogram cannot tell.
+fn width_from_histogram(n: usize, hist: &[i32]) -> Option<usize> {
+    let threshold = 4096.max(n / 3).min(n);
+    let last = hist.len() - 1;
+    let mut at_least = hist[last] as usize;
+    if at_least >= threshold {
+        return None;
+    }
+    for width in (1..last).rev() {
+        at_least += hist[width] as usize;
+        if at_least >= threshold {
+            return Some(width);
+        }
+    }
+    Some(0)
 }
 
 /// Marks the end of a step for the benchmark's profile (nothing outside tests).
@@ -700,6 +791,34 @@ mod tests {
                 (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
                 "dims={dims}: Σ p ln w {kl_got} vs {kl_want}"
             );
+        }
+    }
+
+    /// The histogram form of the cusp rule equals [`Hyb::choose_width`] (no GPU needed).
+    #[test]
+    fn width_from_histogram_equals_choose_width() {
+        let mut rng = StdRng::seed_from_u64(rand::random());
+        for (n, max_len) in [
+            (10, 5),
+            (5000, 30),
+            (20_000, 300),
+            (100_000, 200),
+            (9000, 6000),
+        ] {
+            let lengths: Vec<usize> = (0..n)
+                .map(|i| match i % 3 {
+                    0 => rng.random_range(0..=max_len),
+                    _ => rng.random_range(0..=max_len / 4 + 1),
+                })
+                .collect();
+            let mut hist = vec![0i32; HIST_BINS + 1];
+            for &l in &lengths {
+                hist[l.min(HIST_BINS)] += 1;
+            }
+            match width_from_histogram(n, &hist) {
+                Some(w) => assert_eq!(w, Hyb::choose_width(&lengths), "n={n}"),
+                None => assert!(Hyb::choose_width(&lengths) >= HIST_BINS, "n={n}"),
+            }
         }
     }
 
