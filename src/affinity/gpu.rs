@@ -40,6 +40,12 @@
 //! Device memory (k neighbours, K the ELL width, m the COO length, inputs excluded):
 //! 12·n·k bytes during steps 2–5, then 12·n·k + 8·n·K + 12·m + 16·n during step 6; each
 //! phase is checked against the free memory first (an error, never a panic).
+//!
+//! Measured on one H100 (n = 1.3M, k = 90, `bench_affinities`, medians of 5): perplexity
+//! 6.8 ms (f64 bisection, compute-bound); symmetrisation + HYB 11 ms when every edge is
+//! mutual, 27–36 ms when almost none is (the scattered appends of `affinity_fill` take
+//! 17–25 ms of that); against a floor of about 1 ms for reading the neighbours and
+//! writing HYB once at 3 TB/s.
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
