@@ -11,6 +11,7 @@
 //!
 //! Both end in [`symmetrize`]: $P = (P_{cond} + P_{cond}^T) / \sum$, in canonical CSR.
 
+pub mod gpu;
 pub mod graph;
 pub mod perplexity;
 pub mod symmetrize;

@@ -26,11 +26,13 @@ pub enum KernelId {
     Exact,
     /// Exact kNN: centring, top-k selection across SGEMM distance tiles, exact finish.
     Knn,
+    /// Perplexity calibration and symmetrisation of P into HYB.
+    Affinity,
 }
 
 impl KernelId {
     /// Every kernel file, for compile-all checks.
-    pub const ALL: [KernelId; 8] = [
+    pub const ALL: [KernelId; 9] = [
         KernelId::AttractHyb,
         KernelId::Optim,
         KernelId::S2g,
@@ -39,6 +41,7 @@ impl KernelId {
         KernelId::Phi2force,
         KernelId::Exact,
         KernelId::Knn,
+        KernelId::Affinity,
     ];
 
     /// File name under `kernels/`.
@@ -52,6 +55,7 @@ impl KernelId {
             KernelId::Phi2force => "phi2force.cu",
             KernelId::Exact => "exact.cu",
             KernelId::Knn => "knn.cu",
+            KernelId::Affinity => "affinity.cu",
         }
     }
 
@@ -66,6 +70,7 @@ impl KernelId {
             KernelId::Phi2force => include_str!("../../kernels/phi2force.cu"),
             KernelId::Exact => include_str!("../../kernels/exact.cu"),
             KernelId::Knn => include_str!("../../kernels/knn.cu"),
+            KernelId::Affinity => include_str!("../../kernels/affinity.cu"),
         }
     }
 
