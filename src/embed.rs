@@ -74,9 +74,10 @@ pub struct EmbedParams {
     pub pca: Option<usize>,
     /// Initialisation (default PCA; graphs always start random).
     pub init: InitKind,
-    /// Repulsion grid (default adaptive).
+    /// Repulsion grid; `None` = [`GridSpec::default_for`] the dimension (resolved in the
+    /// report).
     #[serde(serialize_with = "grid_text")]
-    pub grid: GridSpec,
+    pub grid: Option<GridSpec>,
     /// Repulsion method (default fft).
     pub repulsion: RepulsionMethod,
     /// Backend (default auto).
@@ -99,7 +100,7 @@ impl Default for EmbedParams {
             knn: KnnMethod::Auto,
             pca: Some(50),
             init: InitKind::Pca,
-            grid: GridSpec::default_auto(),
+            grid: None,
             repulsion: RepulsionMethod::Fft,
             backend: BackendKind::Auto,
             seed: 0,
@@ -110,10 +111,11 @@ impl Default for EmbedParams {
     }
 }
 
-fn grid_text<S: Serializer>(grid: &GridSpec, s: S) -> Result<S::Ok, S::Error> {
+fn grid_text<S: Serializer>(grid: &Option<GridSpec>, s: S) -> Result<S::Ok, S::Error> {
     match grid {
-        GridSpec::Fixed(n) => s.serialize_str(&n.to_string()),
-        GridSpec::Auto { h } => s.serialize_str(&format!("auto (h = {h})")),
+        None => s.serialize_str("default"),
+        Some(GridSpec::Fixed(n)) => s.serialize_str(&n.to_string()),
+        Some(GridSpec::Auto { h }) => s.serialize_str(&format!("auto (h = {h})")),
     }
 }
 
@@ -143,7 +145,7 @@ impl EmbedParams {
                 "must be a positive number of components or `none`",
             ));
         }
-        if let GridSpec::Fixed(n) = self.grid {
+        if let Some(GridSpec::Fixed(n)) = self.grid {
             if n < 8 {
                 return Err(Error::param(
                     "grid",
@@ -151,7 +153,7 @@ impl EmbedParams {
                 ));
             }
         }
-        if let GridSpec::Auto { h } = self.grid {
+        if let Some(GridSpec::Auto { h }) = self.grid {
             if !(h > 0.0 && h.is_finite()) {
                 return Err(Error::param(
                     "grid",
@@ -223,6 +225,11 @@ pub fn embed(
     let on_gpu = backend.kind == BackendKind::Gpu;
     let mut seconds = StageSeconds::default();
     let mut params = params.clone();
+    params.grid = Some(
+        params
+            .grid
+            .unwrap_or_else(|| GridSpec::default_for(params.dims)),
+    );
     let (info, n) = match &input {
         Input::Points(p) => (input_info(name, "points", p.n, p.d), p.n),
         Input::Graph(g) => (input_info(name, "graph", g.rows(), 0), g.rows()),
@@ -342,12 +349,26 @@ fn prepare_points(
         _ => points,
     };
     seconds.pca = t.elapsed().as_secs_f64();
-    let t = Instant::now();
     let method = match params.knn {
         KnnMethod::Auto if points.n <= AUTO_EXACT_MAX || on_gpu => KnnMethod::Exact,
         KnnMethod::Auto => KnnMethod::Hnsw,
         m => m,
     };
+    let knn_method = Some(if method == KnnMethod::Hnsw {
+        "hnsw"
+    } else {
+        "exact"
+    });
+    if on_gpu {
+        let (p, nb) = gpu_affinities(&points, k, method, params, seconds, progress)?;
+        return Ok(Prepared {
+            p,
+            points: Some(points),
+            neighbors: Some(nb),
+            knn_method,
+        });
+    }
+    let t = Instant::now();
     let nb = match method {
         KnnMethod::Hnsw => knn::hnsw(&points, k, params.seed, progress)?,
         _ => knn::exact(&points, k, progress)?,
@@ -367,8 +388,63 @@ fn prepare_points(
         p: Affinity::Host(p),
         points: Some(points),
         neighbors: Some(nb),
-        knn_method: Some(if method == KnnMethod::Hnsw { "hnsw" } else { "exact" }),
+        knn_method,
     })
+}
+
+/// kNN (exact on the GPU, or HNSW on the CPU then uploaded) and affinities on the GPU: P
+/// is born in HYB on the device. The neighbours also come down, for the quality measure.
+fn gpu_affinities(
+    points: &Points,
+    k: usize,
+    method: KnnMethod,
+    params: &EmbedParams,
+    seconds: &mut StageSeconds,
+    progress: &dyn Progress,
+) -> Result<(Affinity, Neighbors)> {
+    let gpu = Gpu::get()?;
+    let s = &gpu.stream;
+    let up = |e| Error::from(GpuError::from(e));
+    let t = Instant::now();
+    let (indices, distances) = match method {
+        KnnMethod::Hnsw => {
+            let nb = knn::hnsw(points, k, params.seed, progress)?;
+            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
+            (
+                s.clone_htod(&idx).map_err(up)?,
+                s.clone_htod(&nb.distances).map_err(up)?,
+            )
+        }
+        _ => {
+            let dev = s.clone_htod(&points.data).map_err(up)?;
+            knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
+        }
+    };
+    s.synchronize().map_err(up)?;
+    seconds.knn = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (hyb, stats) = affinity::gpu::affinities_device(
+        gpu,
+        &indices,
+        &distances,
+        points.n,
+        k,
+        params.perplexity,
+    )?;
+    s.synchronize().map_err(up)?;
+    seconds.affinities = t.elapsed().as_secs_f64();
+    let nb = Neighbors {
+        n: points.n,
+        k,
+        indices: s
+            .clone_dtoh(&indices)
+            .map_err(up)?
+            .into_iter()
+            .map(|j| j as u32)
+            .collect(),
+        distances: s.clone_dtoh(&distances).map_err(up)?,
+    };
+    Ok((Affinity::Device(hyb, stats.p_log_p, stats.nnz), nb))
 }
 
 /// Σ p ln p of a host P (the constant part of KL).
@@ -401,7 +477,7 @@ fn optimise_cpu(
     seconds.layout = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let repulse: Box<dyn Repulse> = match params.repulsion {
-        RepulsionMethod::Fft => Box::new(FftRepulsion::new(params.grid)),
+        RepulsionMethod::Fft => Box::new(FftRepulsion::new(grid_of(params))),
         RepulsionMethod::Exact => Box::new(ExactRepulsion::new()),
     };
     let mut gradient = CpuGradient::new(csb, repulse, plp);
@@ -431,7 +507,7 @@ fn optimise_gpu(
     seconds.layout = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut repulse = match params.repulsion {
-        RepulsionMethod::Fft => DeviceRepulsion::Fft(FftRepulsionGpu::new(gpu, params.grid)?),
+        RepulsionMethod::Fft => DeviceRepulsion::Fft(FftRepulsionGpu::new(gpu, grid_of(params))?),
         RepulsionMethod::Exact => DeviceRepulsion::Exact(ExactRepulsionGpu::new(gpu)?),
     };
     let up = |e| Error::from(GpuError::from(e));
@@ -449,6 +525,13 @@ fn optimise_gpu(
     gpu.stream.memcpy_dtoh(&y_dev, y).map_err(up)?;
     seconds.optimise = t.elapsed().as_secs_f64();
     Ok((report, nnz))
+}
+
+/// The grid, resolved by [`embed`] before any stage runs.
+fn grid_of(params: &EmbedParams) -> GridSpec {
+    params
+        .grid
+        .unwrap_or_else(|| GridSpec::default_for(params.dims))
 }
 
 fn input_info(name: &str, kind: &'static str, n: usize, d: usize) -> InputInfo {

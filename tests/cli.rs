@@ -84,7 +84,7 @@ fn demo_writes_embedding_plot_and_report() {
     assert!(run.status.success(), "{}", stderr(&run));
     let npy = std::fs::read(&out).unwrap();
     assert_eq!(&npy[..6], b"\x93NUMPY");
-    assert_eq!(npy.len() > 1797 * 2 * 4, true);
+    assert!(npy.len() > 1797 * 2 * 4);
     let png = std::fs::read(&plot).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();

@@ -97,9 +97,10 @@ pub struct EmbedArgs {
     /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
     #[arg(long, value_enum, default_value_t = InitArg::Pca)]
     pub init: InitArg,
-    /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding) or nodes per axis.
-    #[arg(long, default_value = "auto")]
-    pub grid: AutoOr<usize>,
+    /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding) or nodes per
+    /// axis [default: auto in 1-D and 2-D, 50 in 3-D].
+    #[arg(long)]
+    pub grid: Option<AutoOr<usize>>,
     /// Grid spacing h of `--grid auto`, in embedding units.
     #[arg(long, value_name = "H")]
     pub grid_spacing: Option<f64>,

@@ -119,10 +119,11 @@ fn display_name(path: &Path) -> String {
 fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
     let defaults = EmbedParams::default();
     let grid = match (a.grid, a.grid_spacing) {
-        (AutoOr::Auto, None) => defaults.grid,
-        (AutoOr::Auto, Some(h)) => GridSpec::Auto { h },
-        (AutoOr::Value(n), None) => GridSpec::Fixed(n),
-        (AutoOr::Value(_), Some(_)) => {
+        (None, None) => None,
+        (Some(AutoOr::Auto), None) => Some(GridSpec::default_auto()),
+        (None | Some(AutoOr::Auto), Some(h)) => Some(GridSpec::Auto { h }),
+        (Some(AutoOr::Value(n)), None) => Some(GridSpec::Fixed(n)),
+        (Some(AutoOr::Value(_)), Some(_)) => {
             anyhow::bail!("--grid-spacing applies to --grid auto only, not to a fixed --grid N")
         }
     };
