@@ -9,7 +9,8 @@ what=${1:-all}
 bin=.dev/bin
 data=.dev/data
 out=${OUT:-/tmp/sgtsne-out}
-mkdir -p "$out"
+reports=/tmp/sgtsne-reports
+mkdir -p "$out" "$reports"
 export SGTSNE_CACHE=/tmp/sgtsne-cache
 log="$out/summary.txt"
 
@@ -28,9 +29,9 @@ fi
 # One run: prints the stage split of its report to the summary.
 embed() {
   local name=$1; shift
-  /usr/bin/time -f "%e s wall, %M KiB peak" "$bin/sgtsne" embed "$@" --report "$out/$name.json" \
+  /usr/bin/time -f "%e s wall, %M KiB peak" "$bin/sgtsne" embed "$@" --report "$reports/$name.json" \
     -o "/tmp/$name.npy" -q 2> "/tmp/$name.time" || { echo "$name FAILED" | tee -a "$log"; cat "/tmp/$name.time" | tee -a "$log"; return; }
-  python3 - "$out/$name.json" "$name" "$(tail -n 1 /tmp/$name.time)" <<'PY' | tee -a "$log"
+  python3 - "$reports/$name.json" "$name" "$(tail -n 1 /tmp/$name.time)" <<'PY' | tee -a "$log"
 import json, sys
 r = json.load(open(sys.argv[1])); s = r["seconds"]; o = r["optimise"]; q = r["quality"]
 acc = q.get("knn_accuracy_10"); pres = q.get("knn_preservation_10")
@@ -56,3 +57,6 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     done
   done
 fi
+
+# Every run report in one archive (the device tool returns at most 8 files).
+tar czf "$out/reports.tgz" -C "$reports" .

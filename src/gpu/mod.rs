@@ -68,3 +68,15 @@ pub fn probe() -> Result<Device, String> {
         total_memory,
     })
 }
+
+/// The GPU for a test, or `None` after printing why the test is skipped (CI has no GPU).
+#[cfg(test)]
+pub(crate) fn for_test() -> Option<&'static Gpu> {
+    match Gpu::get() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}

@@ -404,16 +404,6 @@ mod tests {
     use rand_distr::{Distribution, Normal};
     use rayon::prelude::*;
 
-    fn gpu_or_skip() -> Option<&'static Gpu> {
-        match Gpu::get() {
-            Ok(g) => Some(g),
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                None
-            }
-        }
-    }
-
     fn dist64(p: &Points, i: usize, j: usize) -> f64 {
         p.row(i)
             .iter()
@@ -531,7 +521,9 @@ mod tests {
 
     #[test]
     fn gpu_knn_equals_brute_force() {
-        let Some(gpu) = gpu_or_skip() else { return };
+        let Some(gpu) = crate::gpu::for_test() else {
+            return;
+        };
         let seed: u64 = rand::random();
         eprintln!("seed {seed}");
         let mut rng = StdRng::seed_from_u64(seed);
@@ -678,7 +670,9 @@ mod tests {
     #[test]
     #[ignore]
     fn knn_gpu_bench() {
-        let Some(gpu) = gpu_or_skip() else { return };
+        let Some(gpu) = crate::gpu::for_test() else {
+            return;
+        };
         let s = &gpu.stream;
         println!("device: {}", gpu.device.name);
         for (m, n, k) in [

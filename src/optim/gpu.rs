@@ -80,12 +80,8 @@ mod tests {
     /// Five device steps equal five host steps (same gains rule, momentum, re-centring).
     #[test]
     fn device_steps_equal_host_steps() {
-        let gpu = match Gpu::get() {
-            Ok(g) => g,
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(gpu) = crate::gpu::for_test() else {
+            return;
         };
         let seed = rand::random();
         let mut rng = StdRng::seed_from_u64(seed);

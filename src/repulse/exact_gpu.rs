@@ -3,11 +3,12 @@
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
+use super::gpu::{check_device_args, on_host};
 use super::{Repulse, RepulseTimes, Repulsion};
 use crate::gpu::context::BLOCK;
 use crate::gpu::kernels::KernelId;
 use crate::gpu::{Gpu, GpuError};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Tiled direct sums; f64 accumulation per target.
 pub struct ExactRepulsionGpu {
@@ -30,18 +31,7 @@ impl ExactRepulsionGpu {
         dims: usize,
         force: &mut CudaSlice<f32>,
     ) -> Result<Repulsion> {
-        if !(1..=3).contains(&dims) {
-            return Err(Error::param(
-                "dims",
-                format!("must be 1, 2 or 3, got {dims}"),
-            ));
-        }
-        if n < 2 || y.len() < n * dims || force.len() < n * dims {
-            return Err(Error::param(
-                "y",
-                format!("need ≥ 2 points of {dims} coordinates"),
-            ));
-        }
+        check_device_args(n, dims, y.len(), force.len())?;
         Ok(self.run(y, n, dims, force)?)
     }
 
@@ -88,21 +78,12 @@ impl ExactRepulsionGpu {
 }
 
 impl Repulse for ExactRepulsionGpu {
-    /// Host-to-host form of [`ExactRepulsionGpu::repulse_device`].
+    /// Host-to-host form of [`ExactRepulsionGpu::repulse_device`], for tests against the CPU.
     fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
-        if dims == 0 || y.len() % dims != 0 || force.len() != y.len() {
-            return Err(Error::param(
-                "y",
-                "y and force must both hold n × dims values",
-            ));
-        }
-        let s = &self.gpu.stream;
-        let up = |e| Error::from(GpuError::from(e));
-        let y_dev = s.clone_htod(y).map_err(up)?;
-        let mut f_dev = s.clone_htod(force).map_err(up)?;
-        let out = self.repulse_device(&y_dev, y.len() / dims, dims, &mut f_dev)?;
-        s.memcpy_dtoh(&f_dev, force).map_err(up)?;
-        Ok(out)
+        let gpu = self.gpu;
+        on_host(gpu, y, dims, force, |y, n, f| {
+            self.repulse_device(y, n, dims, f)
+        })
     }
 }
 
@@ -115,12 +96,8 @@ mod tests {
     /// The GPU's direct sums equal the CPU's (both exact; only float rounding differs).
     #[test]
     fn gpu_exact_equals_cpu_exact() {
-        let gpu = match Gpu::get() {
-            Ok(g) => g,
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(gpu) = crate::gpu::for_test() else {
+            return;
         };
         let seed = rand::random();
         let mut rng = StdRng::seed_from_u64(seed);

@@ -117,18 +117,7 @@ impl FftRepulsionGpu {
         dims: usize,
         force: &mut CudaSlice<f32>,
     ) -> Result<Repulsion> {
-        if !(1..=3).contains(&dims) {
-            return Err(Error::param(
-                "dims",
-                format!("must be 1, 2 or 3, got {dims}"),
-            ));
-        }
-        if n < 2 || y.len() < n * dims || force.len() < n * dims {
-            return Err(Error::param(
-                "y",
-                format!("need ≥ 2 points of {dims} coordinates"),
-            ));
-        }
+        check_device_args(n, dims, y.len(), force.len())?;
         let grid = self.fit_grid(y, n, dims)?;
         Ok(self.run(y, n, dims, &grid, force)?)
     }
@@ -353,21 +342,52 @@ impl FftRepulsionGpu {
 impl Repulse for FftRepulsionGpu {
     /// Host-to-host form of [`FftRepulsionGpu::repulse_device`], for tests against the CPU.
     fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
-        if dims == 0 || y.len() % dims != 0 || force.len() != y.len() {
-            return Err(Error::param(
-                "y",
-                "y and force must both hold n × dims values",
-            ));
-        }
-        let s = &self.gpu.stream;
-        let up = |e| Error::from(GpuError::from(e));
-        let y_dev = s.clone_htod(y).map_err(up)?;
-        // The caller's buffer goes up as is, so poisoned entries the kernels miss show.
-        let mut f_dev = s.clone_htod(force).map_err(up)?;
-        let out = self.repulse_device(&y_dev, y.len() / dims, dims, &mut f_dev)?;
-        s.memcpy_dtoh(&f_dev, force).map_err(up)?;
-        Ok(out)
+        let gpu = self.gpu;
+        on_host(gpu, y, dims, force, |y, n, f| {
+            self.repulse_device(y, n, dims, f)
+        })
     }
+}
+
+/// Shape checks shared by the device repulsions.
+pub(crate) fn check_device_args(n: usize, dims: usize, y_len: usize, f_len: usize) -> Result<()> {
+    if !(1..=3).contains(&dims) {
+        return Err(Error::param(
+            "dims",
+            format!("must be 1, 2 or 3, got {dims}"),
+        ));
+    }
+    if n < 2 || y_len < n * dims || f_len < n * dims {
+        return Err(Error::param(
+            "y",
+            format!("need ≥ 2 points of {dims} coordinates"),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a device repulsion on host slices: uploads Y and the caller's force buffer as is (so
+/// poisoned entries the kernels miss show), runs `repulse(y, n, force)`, downloads the forces.
+pub(crate) fn on_host(
+    gpu: &Gpu,
+    y: &[f32],
+    dims: usize,
+    force: &mut [f32],
+    repulse: impl FnOnce(&CudaSlice<f32>, usize, &mut CudaSlice<f32>) -> Result<Repulsion>,
+) -> Result<Repulsion> {
+    if dims == 0 || y.len() % dims != 0 || force.len() != y.len() {
+        return Err(Error::param(
+            "y",
+            "y and force must both hold n × dims values",
+        ));
+    }
+    let s = &gpu.stream;
+    let up = |e| Error::from(GpuError::from(e));
+    let y_dev = s.clone_htod(y).map_err(up)?;
+    let mut f_dev = s.clone_htod(force).map_err(up)?;
+    let out = repulse(&y_dev, y.len() / dims, &mut f_dev)?;
+    s.memcpy_dtoh(&f_dev, force).map_err(up)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -400,12 +420,8 @@ mod tests {
     /// repulsion to 1e-3 at a fine grid, in 1-D, 2-D and 3-D, for fixed and adaptive grids.
     #[test]
     fn gpu_fft_equals_cpu_fft_and_exact() {
-        let gpu = match Gpu::get() {
-            Ok(g) => g,
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(gpu) = crate::gpu::for_test() else {
+            return;
         };
         let seed = rand::random();
         let mut rng = StdRng::seed_from_u64(seed);

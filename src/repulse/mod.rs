@@ -73,7 +73,8 @@ pub enum GridSpec {
     /// embedding's extent. The reference thesis used about 150 (1-D), 90 (2-D), 50 (3-D).
     Fixed(usize),
     /// Spacing `h` (embedding units, > 0); nodes per axis `ceil(extent/h) + 4` rounded up to
-    /// 2^a3^b5^c7^d, at least [`grid::MIN_NODES`], capped at [`grid::MAX_TOTAL_NODES`] in all.
+    /// a [`grid::size_class`] (2^a3^b5^c7^d, about 12 % apart), at least [`grid::MIN_NODES`],
+    /// capped at [`grid::MAX_TOTAL_NODES`] in all.
     Auto { h: f64 },
 }
 

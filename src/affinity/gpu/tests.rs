@@ -5,16 +5,6 @@ use crate::attract::Attract;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
 
-fn gpu_or_skip() -> Option<&'static Gpu> {
-    match Gpu::get() {
-        Ok(g) => Some(g),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
-
 /// Neighbours of one row: distinct, never i; mostly from a window around i (so that
 /// many edges are mutual), the rest anywhere (mostly not mutual).
 fn row_indices(i: usize, n: usize, k: usize, window: usize, rng: &mut StdRng) -> Vec<u32> {
@@ -136,7 +126,9 @@ fn download_rows(gpu: &Gpu, parts: &HybParts) -> Vec<Vec<(u32, f32)>> {
 /// layout sizes and Σ p ln p; it is symmetric and sums to 1.
 #[test]
 fn gpu_affinities_equal_cpu() {
-    let Some(gpu) = gpu_or_skip() else { return };
+    let Some(gpu) = crate::gpu::for_test() else {
+        return;
+    };
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);
@@ -193,7 +185,9 @@ fn gpu_affinities_equal_cpu() {
 /// over the CPU's P.
 #[test]
 fn gpu_affinities_attract_like_cpu() {
-    let Some(_) = gpu_or_skip() else { return };
+    let Some(_) = crate::gpu::for_test() else {
+        return;
+    };
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);
@@ -274,7 +268,9 @@ fn bad_arguments_are_errors() {
 
 #[test]
 fn out_of_range_index_is_an_error() {
-    let Some(_) = gpu_or_skip() else { return };
+    let Some(_) = crate::gpu::for_test() else {
+        return;
+    };
     let mut rng = StdRng::seed_from_u64(2);
     let mut nb = awkward_neighbors(100, 8, &mut rng);
     nb.indices[77] = 100;
@@ -376,7 +372,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[test]
 #[ignore]
 fn bench_affinities() {
-    let Some(gpu) = gpu_or_skip() else { return };
+    let Some(gpu) = crate::gpu::for_test() else {
+        return;
+    };
     let s = &gpu.stream;
     let n: usize = std::env::var("SGTSNE_BENCH_N")
         .ok()
