@@ -110,12 +110,18 @@ mod tests {
                 opt.step(gpu, &mut y_dev, &a, &r, phase, &params).unwrap();
             }
             let got = gpu.stream.clone_dtoh(&y_dev).unwrap();
+            // Y grows to hundreds in five steps at η = 7, so compare relative to its scale:
+            // fused multiply-adds and the order of the mean's sum differ by a few ulps.
+            let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
             let worst = y
                 .iter()
                 .zip(&got)
                 .map(|(a, b)| (a - b).abs())
                 .fold(0f32, f32::max);
-            assert!(worst < 1e-4, "seed {seed}, dims {dims}: max |Δy| = {worst}");
+            assert!(
+                worst <= 1e-5 * scale,
+                "seed {seed}, dims {dims}: max |Δy| = {worst} at scale {scale}"
+            );
         }
     }
 }
