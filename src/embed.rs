@@ -8,7 +8,7 @@ use serde::{Serialize, Serializer};
 
 use crate::affinity::{self, Affinities, GraphParams, PerplexityParams};
 use crate::attract::gpu::HybGpu;
-use crate::backend::gpu::{optimize_device, DeviceRepulsion};
+use crate::backend::gpu::{optimize_device, DeviceP, DeviceRepulsion};
 use crate::backend::{cpu::CpuGradient, BackendKind};
 use crate::gpu::{Gpu, GpuError};
 use crate::init::{self, InitKind};
@@ -196,8 +196,8 @@ pub struct Embedding {
 enum Affinity {
     /// Canonical CSR on the host.
     Host(Affinities),
-    /// HYB on the device, with Σ p ln p and the non-zero count.
-    Device(HybGpu, f64, usize),
+    /// HYB on the device (boxed: the variants differ much in size).
+    Device(Box<DeviceP>),
 }
 
 /// What stages 2–4 produce.
@@ -444,7 +444,12 @@ fn gpu_affinities(
             .collect(),
         distances: s.clone_dtoh(&distances).map_err(up)?,
     };
-    Ok((Affinity::Device(hyb, stats.p_log_p, stats.nnz), nb))
+    let p = DeviceP {
+        hyb,
+        p_log_p: stats.p_log_p,
+        nnz: stats.nnz,
+    };
+    Ok((Affinity::Device(Box::new(p)), nb))
 }
 
 /// Σ p ln p of a host P (the constant part of KL).
@@ -497,26 +502,28 @@ fn optimise_gpu(
 ) -> Result<(OptimReport, usize)> {
     let gpu = Gpu::get()?;
     let t = Instant::now();
-    let (hyb, plp, nnz) = match p {
-        Affinity::Host(p) => {
-            let hyb = Hyb::from_csr(&p, None)?;
-            (HybGpu::new(gpu, &hyb)?, p_log_p(&p), p.nnz())
-        }
-        Affinity::Device(hyb, plp, nnz) => (hyb, plp, nnz),
+    let p = match p {
+        Affinity::Host(p) => Box::new(DeviceP {
+            hyb: HybGpu::new(gpu, &Hyb::from_csr(&p, None)?)?,
+            p_log_p: p_log_p(&p),
+            nnz: p.nnz(),
+        }),
+        Affinity::Device(p) => p,
     };
     seconds.layout = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut repulse = match params.repulsion {
-        RepulsionMethod::Fft => DeviceRepulsion::Fft(FftRepulsionGpu::new(gpu, grid_of(params))?),
+        RepulsionMethod::Fft => {
+            DeviceRepulsion::Fft(Box::new(FftRepulsionGpu::new(gpu, grid_of(params))?))
+        }
         RepulsionMethod::Exact => DeviceRepulsion::Exact(ExactRepulsionGpu::new(gpu)?),
     };
     let up = |e| Error::from(GpuError::from(e));
     let mut y_dev = gpu.stream.clone_htod(&*y).map_err(up)?;
     let report = optimize_device(
         gpu,
-        &hyb,
+        &p,
         &mut repulse,
-        plp,
         &mut y_dev,
         params.dims,
         &params.optim,
@@ -524,7 +531,7 @@ fn optimise_gpu(
     )?;
     gpu.stream.memcpy_dtoh(&y_dev, y).map_err(up)?;
     seconds.optimise = t.elapsed().as_secs_f64();
-    Ok((report, nnz))
+    Ok((report, p.nnz))
 }
 
 /// The grid, resolved by [`embed`] before any stage runs.

@@ -14,10 +14,20 @@ use crate::repulse::gpu::FftRepulsionGpu;
 use crate::repulse::Repulsion;
 use crate::Result;
 
+/// P resident on the device, with the constants the KL needs.
+pub struct DeviceP {
+    /// P in HYB.
+    pub hyb: HybGpu,
+    /// Σ p ln p.
+    pub p_log_p: f64,
+    /// Stored non-zeros of P.
+    pub nnz: usize,
+}
+
 /// The repulsion methods that run on the device.
 pub enum DeviceRepulsion {
-    /// FFT-accelerated interpolation.
-    Fft(FftRepulsionGpu),
+    /// FFT-accelerated interpolation (boxed: its workspace handles dwarf the exact one).
+    Fft(Box<FftRepulsionGpu>),
     /// Direct O(n²) sums.
     Exact(ExactRepulsionGpu),
 }
@@ -47,18 +57,17 @@ struct Buffers {
 }
 
 /// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place.
-/// `p_log_p` is Σ p ln p of P, for the KL.
 pub fn optimize_device(
     gpu: &'static Gpu,
-    attract: &HybGpu,
+    p: &DeviceP,
     repulse: &mut DeviceRepulsion,
-    p_log_p: f64,
     y: &mut CudaSlice<f32>,
     dims: usize,
     params: &OptimParams,
     progress: &dyn Progress,
 ) -> Result<OptimReport> {
     params.validate()?;
+    let (attract, p_log_p) = (&p.hyb, p.p_log_p);
     let n = attract.n();
     let s = &gpu.stream;
     let ctx = &gpu.device.context;
