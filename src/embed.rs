@@ -345,6 +345,7 @@ fn prepare_points(
     }
     let t = Instant::now();
     let points = match params.pca {
+        Some(m) if points.d > m && on_gpu => prep::gpu::pca_gpu(Gpu::get()?, &points, m)?,
         Some(m) if points.d > m => prep::pca(&points, m)?,
         _ => points,
     };

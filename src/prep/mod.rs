@@ -6,6 +6,7 @@
 //! eigenvalues. Columns come in decreasing variance, each axis signed so that its
 //! largest-magnitude loading is positive (deterministic output).
 
+pub mod gpu;
 mod pca;
 
 pub use pca::{pca, Pca};

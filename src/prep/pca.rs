@@ -49,31 +49,39 @@ pub fn pca(points: &Points, m: usize) -> Result<Points> {
     Pca::fit(points, m)?.transform(points)
 }
 
+/// The checks every PCA path makes before touching the data: shapes, `1 ≤ m ≤ d`, at least
+/// one point, finite values.
+pub(crate) fn validate(points: &Points, m: usize) -> Result<()> {
+    let (n, d) = (points.n, points.d);
+    if points.data.len() != n * d {
+        return Err(Error::Data(format!(
+            "points hold {} values, expected n·d = {n}·{d}",
+            points.data.len()
+        )));
+    }
+    if m == 0 {
+        return Err(Error::param("m", "must be at least 1"));
+    }
+    if m > d {
+        return Err(Error::param(
+            "m",
+            format!("cannot keep {m} axes of {d}-dimensional data"),
+        ));
+    }
+    if n == 0 {
+        return Err(Error::Data("PCA of zero points".into()));
+    }
+    if points.data.iter().any(|x| !x.is_finite()) {
+        return Err(Error::Data("PCA input holds non-finite values".into()));
+    }
+    Ok(())
+}
+
 impl Pca {
     /// Fits the mean and top `m` axes of `points` (same errors as [`pca`]).
     pub fn fit(points: &Points, m: usize) -> Result<Pca> {
+        validate(points, m)?;
         let (n, d) = (points.n, points.d);
-        if points.data.len() != n * d {
-            return Err(Error::Data(format!(
-                "points hold {} values, expected n·d = {n}·{d}",
-                points.data.len()
-            )));
-        }
-        if m == 0 {
-            return Err(Error::param("m", "must be at least 1"));
-        }
-        if m > d {
-            return Err(Error::param(
-                "m",
-                format!("cannot keep {m} axes of {d}-dimensional data"),
-            ));
-        }
-        if n == 0 {
-            return Err(Error::Data("PCA of zero points".into()));
-        }
-        if points.data.iter().any(|x| !x.is_finite()) {
-            return Err(Error::Data("PCA input holds non-finite values".into()));
-        }
 
         // Step 1: mean.
         let mean = column_means(points);
@@ -93,10 +101,16 @@ impl Pca {
                 Par::rayon(0),
             );
         }
+        Pca::from_covariance(cov, mean, n, m)
+    }
+
+    /// The top `m` axes of the scatter matrix `cov` = Σ (x − μ)(x − μ)ᵀ of n points with mean
+    /// `mean` (d × d, f64): eigen-decomposition (faer, eigenvalues ascending), signs fixed.
+    /// Shared by [`Pca::fit`] and the GPU's PCA, which forms `cov` with cuBLAS.
+    pub fn from_covariance(cov: Mat<f64>, mean: Vec<f64>, n: usize, m: usize) -> Result<Pca> {
+        let d = cov.nrows();
         let denom = (n.max(2) - 1) as f64;
         let total_variance = (0..d).map(|l| cov[(l, l)]).sum::<f64>() / denom;
-
-        // Step 3: eigen-decomposition (eigenvalues ascending), top m, signs fixed.
         let evd = cov
             .self_adjoint_eigen(Side::Lower)
             .map_err(|e| Error::Data(format!("PCA eigen-decomposition failed: {e:?}")))?;
