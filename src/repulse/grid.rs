@@ -55,6 +55,21 @@ pub fn size_class(want: usize) -> usize {
     p
 }
 
+/// Ratio between consecutive [`spacing_class`]es.
+const SPACING_STEP: f64 = 1.0 + 1.0 / 16.0;
+
+/// The smallest spacing of the ladder `SPACING_STEP^k` (k an integer) that is `≥ h`.
+pub fn spacing_class(h: f64) -> f64 {
+    let k = (h.ln() / SPACING_STEP.ln() - 1e-9).ceil();
+    let class = SPACING_STEP.powf(k);
+    // Guard the rounding of ln/powf: the class must never be below h.
+    if class < h {
+        class * SPACING_STEP
+    } else {
+        class
+    }
+}
+
 /// Largest FFT-friendly `m ≤ n` (for capping); `n ≥ 1`.
 fn fft_friendly_below(n: usize) -> usize {
     (1..=n.max(1))
@@ -94,7 +109,10 @@ pub struct Grid {
 impl Grid {
     /// Places a grid over the points `y` (row-major `n × dims`, all finite) as `spec` asks.
     ///
-    /// `Fixed(N)`: exactly `N` nodes, spacing chosen so the box fills `N − 4` cells.
+    /// `Fixed(N)`: exactly `N` nodes; the spacing is the smallest [`spacing_class`] that fits
+    /// the box in `N − 4` cells (at most 1/16 more than the tightest fit). A fixed grid over a
+    /// growing embedding would otherwise change its spacing, and so rebuild its kernel spectra
+    /// (one FFT per kernel and parity pattern), at every iteration.
     ///
     /// `Auto { h }`: spacing `h_eff = min(h, extent/(MIN_NODES − 4))`, node count
     /// `ceil(extent/h_eff) + 4` rounded up to an FFT-friendly size. Once the embedding is wider
@@ -127,7 +145,7 @@ impl Grid {
                         ),
                     ));
                 }
-                (n, extent / (n - 4) as f64)
+                (n, spacing_class(extent / (n - 4) as f64))
             }
             GridSpec::Auto { h } => {
                 if !(h.is_finite() && h > 0.0) {
@@ -293,8 +311,17 @@ mod tests {
         let y: Vec<f32> = (0..30).map(|i| i as f32 * 0.37 - 4.0).collect();
         let g = Grid::fit(&y, 3, GridSpec::Fixed(40)).unwrap();
         assert_eq!(g.p, 40);
-        // Each axis spans 9 rows of 3 values spaced 0.37: extent 27 · 0.37 over N − 4 cells.
-        assert!((g.h - 27.0 * 0.37 / 36.0).abs() < 1e-5, "{}", g.h);
+        // Each axis spans 9 rows of 3 values spaced 0.37: extent 27 · 0.37 over N − 4 cells,
+        // rounded up to the spacing ladder.
+        let tight = 27.0 * 0.37 / 36.0;
+        assert!(
+            g.h >= tight - 1e-9 && g.h <= tight * SPACING_STEP,
+            "{}",
+            g.h
+        );
+        // A slightly larger box keeps the same spacing (and so the same kernel spectra).
+        let wider: Vec<f32> = y.iter().map(|v| v * 1.0001).collect();
+        assert_eq!(Grid::fit(&wider, 3, GridSpec::Fixed(40)).unwrap().h, g.h);
         assert!(Grid::fit(&y, 3, GridSpec::Fixed(4)).is_err());
         assert!(Grid::fit(&y, 3, GridSpec::Fixed(1000)).is_err());
         assert!(Grid::fit(&y, 2, GridSpec::Auto { h: 0.0 }).is_err());
