@@ -4,7 +4,8 @@
 //
 // Argument contract (checked by the Rust wrapper, src/attract/gpu.rs):
 //   y, force: n*D floats, row-major; ell_cols/ell_vals: K*n entries, slot k of row i at
-//   k*n + i, padding slots have col = i and val = 0; coo_rows/coo_cols/coo_vals: m entries.
+//   k*n + i, padding slots have col = i and val = 0; coo_rows/coo_cols/coo_vals: m entries
+//   sorted by row (the warp reduction in attract_coo relies on it).
 //   kl (may be null): one double receiving sum p ln w.
 // The ELL kernel overwrites force; the COO kernel then adds with atomics.
 
@@ -47,20 +48,46 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
     }
 }
 
+// COO entries are sorted by row (a hub's many reverse edges sit together), so each warp
+// first sums its 32 entries per row with a segmented shuffle reduction and only the first
+// lane of each row segment issues the atomics: one per row and warp instead of one per entry.
 template <int D>
 __device__ void attract_coo(long long m, const int* __restrict__ rows,
                             const int* __restrict__ cols, const float* __restrict__ vals,
                             const float* __restrict__ y, float* __restrict__ force, double* kl) {
     double local_kl = 0.0;
-    GRID_STRIDE(e, m) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    for (long long base = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * 32; base < m;
+         base += warps * 32) {
+        long long e = base + lane;
         float acc[D];
 #pragma unroll
         for (int k = 0; k < D; ++k) acc[k] = 0.f;
-        int i = rows[e];
-        float w = pair_force<D>(y, i, cols[e], vals[e], acc);
-        if (kl) local_kl += (double)(vals[e] * logf(w));
+        int i = -1;
+        if (e < m) {
+            i = rows[e];
+            float w = pair_force<D>(y, i, cols[e], vals[e], acc);
+            if (kl) local_kl += (double)(vals[e] * logf(w));
+        }
+        // Segmented reduction towards the first lane of each row: rows are sorted, so a
+        // lane `off` places further holding the same row means every lane between does too.
 #pragma unroll
-        for (int k = 0; k < D; ++k) atomicAdd(&force[i * D + k], acc[k]);
+        for (int off = 1; off < 32; off <<= 1) {
+            int other = __shfl_down_sync(0xffffffffu, i, off);
+            bool same = lane + off < 32 && other == i;
+#pragma unroll
+            for (int k = 0; k < D; ++k) {
+                float v = __shfl_down_sync(0xffffffffu, acc[k], off);
+                if (same) acc[k] += v;
+            }
+        }
+        int prev = __shfl_up_sync(0xffffffffu, i, 1);
+        bool head = i >= 0 && (lane == 0 || prev != i);
+        if (head) {
+#pragma unroll
+            for (int k = 0; k < D; ++k) atomicAdd(&force[i * D + k], acc[k]);
+        }
     }
     if (kl) {
         double s = block_sum(local_kl);
