@@ -268,39 +268,14 @@ fn run_tiled(
     // `sel` runs the selection; with overlap it is a second stream and cudarc's event
     // tracking orders each distance tile's SGEMM (on `s`) and selection (on `sel`).
     let sel = if stages.overlap { s.fork()? } else { s.clone() };
-    let f_sums = gpu.function(KernelId::Knn, "knn_column_sums")?;
-    let f_center = gpu.function(KernelId::Knn, "knn_center")?;
     let f_fill = gpu.function(KernelId::Knn, "knn_fill")?;
     let f_select = gpu.function(KernelId::Knn, &format!("knn_select_{kr}"))?;
     let f_finish = gpu.function(KernelId::Knn, &format!("knn_finish_{kr}"))?;
     let blas = CudaBlas::new(s.clone())?;
 
     // Step 1: centre the points (column means in double) and take the norms.
-    let (n64, d32) = (n as i64, d as i32);
-    let mut sums = s.alloc_zeros::<f64>(d)?;
-    let mut xc = s.alloc_zeros::<f32>(n * d)?;
-    let mut norms = s.alloc_zeros::<f32>(n.div_ceil(t.refs) * t.refs)?;
-    let mut b = s.launch_builder(&f_sums);
-    b.arg(x).arg(&n64).arg(&d32).arg(&mut sums);
-    let blocks = n.div_ceil(64).clamp(1, 1024) as u32;
-    // SAFETY: knn_column_sums contract (kernels/knn.cu): x holds n*d floats (checked in
-    // `run`), sums d zeroed doubles; blockDim 256 is a multiple of 32.
-    unsafe {
-        b.launch(LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }?;
-    let mut b = s.launch_builder(&f_center);
-    b.arg(x)
-        .arg(&n64)
-        .arg(&d32)
-        .arg(&sums)
-        .arg(&mut xc)
-        .arg(&mut norms);
-    // SAFETY: knn_center contract: x, xc n*d floats, sums d doubles, norms >= n floats.
-    unsafe { b.launch(gpu.config(n * 32)) }?;
+    let d32 = d as i32;
+    let (xc, _sums, norms) = centre_on_device(gpu, x, n, d, n.div_ceil(t.refs) * t.refs)?;
 
     // Step 2: per query tile, SGEMM and select over every reference tile, then finish.
     let mut c_tiles = Vec::new();
@@ -395,6 +370,47 @@ fn run_tiled(
     // The outputs were written on `sel`: the caller's stream waits for them.
     s.join(&sel)?;
     Ok((out_i, out_d))
+}
+
+/// Centres the n × d points `x` on the device: returns x − mean (n × d), the column sums
+/// (f64, so the mean stays exact at n = 10⁶+) and the squared norms of the centred rows
+/// (padded with zeros to `norms_len ≥ n`). Shared with the GPU PCA.
+pub(crate) fn centre_on_device(
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    n: usize,
+    d: usize,
+    norms_len: usize,
+) -> std::result::Result<(CudaSlice<f32>, CudaSlice<f64>, CudaSlice<f32>), GpuError> {
+    let s = &gpu.stream;
+    let f_sums = gpu.function(KernelId::Knn, "knn_column_sums")?;
+    let f_center = gpu.function(KernelId::Knn, "knn_center")?;
+    let (n64, d32) = (n as i64, d as i32);
+    let mut sums = s.alloc_zeros::<f64>(d)?;
+    let mut xc = s.alloc_zeros::<f32>(n * d)?;
+    let mut norms = s.alloc_zeros::<f32>(norms_len.max(n))?;
+    let mut b = s.launch_builder(&f_sums);
+    b.arg(x).arg(&n64).arg(&d32).arg(&mut sums);
+    let blocks = n.div_ceil(64).clamp(1, 1024) as u32;
+    // SAFETY: knn_column_sums contract (kernels/knn.cu): x holds n*d floats (checked by the
+    // callers), sums d zeroed doubles; blockDim 256 is a multiple of 32.
+    unsafe {
+        b.launch(LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }?;
+    let mut b = s.launch_builder(&f_center);
+    b.arg(x)
+        .arg(&n64)
+        .arg(&d32)
+        .arg(&sums)
+        .arg(&mut xc)
+        .arg(&mut norms);
+    // SAFETY: knn_center contract: x, xc n*d floats, sums d doubles, norms >= n floats.
+    unsafe { b.launch(gpu.config(n * 32)) }?;
+    Ok((xc, sums, norms))
 }
 
 #[cfg(test)]

@@ -4,12 +4,11 @@
 //! projection by a second SGEMM. The n × d data cross PCIe once, the n × m scores once back.
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use faer::Mat;
 
 use super::pca::{validate, Pca};
-use crate::gpu::kernels::KernelId;
 use crate::gpu::{Gpu, GpuError};
+use crate::knn::gpu::centre_on_device;
 use crate::{Points, Result};
 
 /// The scores of `points` on their top `m` principal axes (n × m), like [`super::pca`].
@@ -18,7 +17,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     let (n, d) = (points.n, points.d);
     let s = &gpu.stream;
     let x = s.clone_htod(&points.data).map_err(GpuError::from)?;
-    let (xc, sums) = centre(gpu, &x, n, d)?;
+    let (xc, sums, _norms) = centre_on_device(gpu, &x, n, d, n)?;
     drop(x);
     let blas = CudaBlas::new(s.clone()).map_err(GpuError::from)?;
 
@@ -68,44 +67,6 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     unsafe { blas.gemm(cfg, &axes, &xc, &mut scores) }.map_err(GpuError::from)?;
     let data = s.clone_dtoh(&scores).map_err(GpuError::from)?;
     Ok(Points::new(n, m, data))
-}
-
-/// x − mean on the device, and the column sums (f64), with the kNN stage's kernels.
-fn centre(
-    gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    n: usize,
-    d: usize,
-) -> std::result::Result<(CudaSlice<f32>, CudaSlice<f64>), GpuError> {
-    let s = &gpu.stream;
-    let f_sums = gpu.function(KernelId::Knn, "knn_column_sums")?;
-    let f_center = gpu.function(KernelId::Knn, "knn_center")?;
-    let (n64, d32) = (n as i64, d as i32);
-    let mut sums = s.alloc_zeros::<f64>(d)?;
-    let mut xc = s.alloc_zeros::<f32>(n * d)?;
-    let mut norms = s.alloc_zeros::<f32>(n)?;
-    let mut b = s.launch_builder(&f_sums);
-    b.arg(x).arg(&n64).arg(&d32).arg(&mut sums);
-    let blocks = n.div_ceil(4096).clamp(1, 1024) as u32;
-    // SAFETY: knn_column_sums contract (kernels/knn.cu): x holds n·d floats, sums d zeroed
-    // doubles, blockDim 256 a multiple of 32.
-    unsafe {
-        b.launch(LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }?;
-    let mut b = s.launch_builder(&f_center);
-    b.arg(x)
-        .arg(&n64)
-        .arg(&d32)
-        .arg(&sums)
-        .arg(&mut xc)
-        .arg(&mut norms);
-    // SAFETY: knn_center contract: x, xc n·d floats, sums d doubles, norms n floats.
-    unsafe { b.launch(gpu.config(n * 32)) }?;
-    Ok((xc, sums))
 }
 
 #[cfg(test)]
