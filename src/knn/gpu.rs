@@ -275,7 +275,7 @@ fn run_tiled(
 
     // Step 1: centre the points (column means in double) and take the norms.
     let d32 = d as i32;
-    let (xc, _sums, norms) = centre_on_device(gpu, x, n, d, n.div_ceil(t.refs) * t.refs)?;
+    let Centred { xc, norms, .. } = centre_on_device(gpu, x, n, d, n.div_ceil(t.refs) * t.refs)?;
 
     // Step 2: per query tile, SGEMM and select over every reference tile, then finish.
     let mut c_tiles = Vec::new();
@@ -381,7 +381,7 @@ pub(crate) fn centre_on_device(
     n: usize,
     d: usize,
     norms_len: usize,
-) -> std::result::Result<(CudaSlice<f32>, CudaSlice<f64>, CudaSlice<f32>), GpuError> {
+) -> std::result::Result<Centred, GpuError> {
     let s = &gpu.stream;
     let f_sums = gpu.function(KernelId::Knn, "knn_column_sums")?;
     let f_center = gpu.function(KernelId::Knn, "knn_center")?;
@@ -410,7 +410,17 @@ pub(crate) fn centre_on_device(
         .arg(&mut norms);
     // SAFETY: knn_center contract: x, xc n*d floats, sums d doubles, norms >= n floats.
     unsafe { b.launch(gpu.config(n * 32)) }?;
-    Ok((xc, sums, norms))
+    Ok(Centred { xc, sums, norms })
+}
+
+/// What [`centre_on_device`] returns.
+pub(crate) struct Centred {
+    /// x − mean, n × d.
+    pub xc: CudaSlice<f32>,
+    /// Column sums, d doubles.
+    pub sums: CudaSlice<f64>,
+    /// Squared norms of the centred rows, zero-padded.
+    pub norms: CudaSlice<f32>,
 }
 
 #[cfg(test)]

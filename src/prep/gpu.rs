@@ -8,7 +8,7 @@ use faer::Mat;
 
 use super::pca::{validate, Pca};
 use crate::gpu::{Gpu, GpuError};
-use crate::knn::gpu::centre_on_device;
+use crate::knn::gpu::{centre_on_device, Centred};
 use crate::{Points, Result};
 
 /// The scores of `points` on their top `m` principal axes (n × m), like [`super::pca`].
@@ -17,7 +17,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     let (n, d) = (points.n, points.d);
     let s = &gpu.stream;
     let x = s.clone_htod(&points.data).map_err(GpuError::from)?;
-    let (xc, sums, _norms) = centre_on_device(gpu, &x, n, d, n)?;
+    let Centred { xc, sums, .. } = centre_on_device(gpu, &x, n, d, n)?;
     drop(x);
     let blas = CudaBlas::new(s.clone()).map_err(GpuError::from)?;
 
