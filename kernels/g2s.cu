@@ -18,27 +18,14 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y, const flo
     double local_z = 0.0;
     GRID_STRIDE(i, n) {
         float w[D][4];
-        long long corner = 0, stride = 1;
-#pragma unroll
-        for (int a = 0; a < D; ++a) {
-            int base = stencil(y[i * D + a], g.origin[a], g.inv_h, g.p, w[a]);
-            corner += (long long)(base - 1) * stride;
-            stride *= g.p;
-        }
+        long long corner = locate<D>(y + i * D, g, w);
         float acc[C];
 #pragma unroll
         for (int ch = 0; ch < C; ++ch) acc[ch] = 0.f;
 #pragma unroll
         for (int k = 0; k < (1 << (2 * D)); ++k) {
-            long long idx = corner, st = 1;
-            float wt = 1.f;
-#pragma unroll
-            for (int a = 0; a < D; ++a) {
-                int o = (k >> (2 * a)) & 3;
-                idx += o * st;
-                st *= g.p;
-                wt *= w[a][o];
-            }
+            float wt;
+            long long idx = stencil_node<D>(k, corner, g.p, w, &wt);
 #pragma unroll
             for (int ch = 0; ch < C; ++ch) acc[ch] += wt * phi[ch * len + idx];
         }

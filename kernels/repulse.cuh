@@ -27,3 +27,35 @@ __device__ inline int stencil(float y, float origin, float inv_h, int p, float w
     lagrange4(x - (float)base, w);
     return base;
 }
+
+// The point's stencil: per-axis weights w and the flat index of its first node (offset -1 on
+// every axis); node k of the 4^D stencil (base-4 digit a = offset on axis a) is at
+// corner + sum_a o_a p^a with weight prod_a w[a][o_a] (stencil_node).
+template <int D>
+__device__ inline long long locate(const float* __restrict__ yi, const GridGeom& g, float w[D][4]) {
+    long long corner = 0, stride = 1;
+#pragma unroll
+    for (int a = 0; a < D; ++a) {
+        int base = stencil(yi[a], g.origin[a], g.inv_h, g.p, w[a]);
+        corner += (long long)(base - 1) * stride;
+        stride *= g.p;
+    }
+    return corner;
+}
+
+template <int D>
+__device__ inline long long stencil_node(int k, long long corner, int p, const float w[D][4],
+                                         float* wt) {
+    long long idx = corner, st = 1;
+    float weight = 1.f;
+#pragma unroll
+    for (int a = 0; a < D; ++a) {
+        int o = (k >> (2 * a)) & 3;
+        idx += o * st;
+        st *= p;
+        weight *= w[a][o];
+    }
+    *wt = weight;
+    return idx;
+}
+

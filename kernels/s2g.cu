@@ -12,26 +12,13 @@ __device__ void scatter(int n, GridGeom g, const float* __restrict__ y, float* _
     for (int a = 0; a < D; ++a) len *= g.p;
     GRID_STRIDE(i, n) {
         float w[D][4], q[D];
-        long long corner = 0, stride = 1;
+        long long corner = locate<D>(y + i * D, g, w);
 #pragma unroll
-        for (int a = 0; a < D; ++a) {
-            float ya = y[i * D + a];
-            int base = stencil(ya, g.origin[a], g.inv_h, g.p, w[a]);
-            corner += (long long)(base - 1) * stride;
-            stride *= g.p;
-            q[a] = ya - g.centre[a];
-        }
+        for (int a = 0; a < D; ++a) q[a] = y[i * D + a] - g.centre[a];
 #pragma unroll
         for (int k = 0; k < (1 << (2 * D)); ++k) {
-            long long idx = corner, st = 1;
-            float wt = 1.f;
-#pragma unroll
-            for (int a = 0; a < D; ++a) {
-                int o = (k >> (2 * a)) & 3;
-                idx += o * st;
-                st *= g.p;
-                wt *= w[a][o];
-            }
+            float wt;
+            long long idx = stencil_node<D>(k, corner, g.p, w, &wt);
             atomicAdd(&grid[idx], wt);
 #pragma unroll
             for (int a = 0; a < D; ++a) atomicAdd(&grid[(a + 1) * len + idx], wt * q[a]);
