@@ -205,6 +205,8 @@ struct Prepared {
     p: Affinity,
     /// The points after PCA (point mode), for the PCA initialisation.
     points: Option<Points>,
+    /// Whether `points` are PCA scores already (columns by decreasing variance).
+    reduced: bool,
     /// The kNN graph (point mode), for the preservation measure.
     neighbors: Option<Neighbors>,
     knn_method: Option<&'static str>,
@@ -260,6 +262,7 @@ pub fn embed(
             Prepared {
                 p: Affinity::Host(p),
                 points: None,
+                reduced: false,
                 neighbors: None,
                 knn_method: None,
             }
@@ -270,6 +273,9 @@ pub fn embed(
     let t = Instant::now();
     let dims = params.dims;
     let mut y = match (&prepared.points, params.init) {
+        (Some(scores), InitKind::Pca) if prepared.reduced && scores.d >= dims => {
+            init::from_scores(scores, dims)
+        }
         (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
         (_, InitKind::Pca) => {
             params.init = InitKind::Random;
@@ -283,6 +289,7 @@ pub fn embed(
         points,
         neighbors,
         knn_method,
+        ..
     } = prepared;
     drop(points);
 
@@ -344,9 +351,10 @@ fn prepare_points(
         )));
     }
     let t = Instant::now();
+    let reduced = params.pca.is_some_and(|m| points.d > m);
     let points = match params.pca {
-        Some(m) if points.d > m && on_gpu => prep::gpu::pca_gpu(Gpu::get()?, &points, m)?,
-        Some(m) if points.d > m => prep::pca(&points, m)?,
+        Some(m) if reduced && on_gpu => prep::gpu::pca_gpu(Gpu::get()?, &points, m)?,
+        Some(m) if reduced => prep::pca(&points, m)?,
         _ => points,
     };
     seconds.pca = t.elapsed().as_secs_f64();
@@ -365,6 +373,7 @@ fn prepare_points(
         return Ok(Prepared {
             p,
             points: Some(points),
+            reduced,
             neighbors: Some(nb),
             knn_method,
         });
@@ -388,6 +397,7 @@ fn prepare_points(
     Ok(Prepared {
         p: Affinity::Host(p),
         points: Some(points),
+        reduced,
         neighbors: Some(nb),
         knn_method,
     })

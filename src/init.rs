@@ -25,32 +25,26 @@ pub enum InitKind {
 /// The first `dims` principal components of `points`, scaled to std [`INIT_STD`] on the
 /// first axis (the other axes keep their relative variance).
 pub fn pca(points: &Points, dims: usize) -> Result<Vec<f32>> {
-    let scores = prep::pca(points, dims)?;
-    let n = scores.n as f64;
-    let mean = scores
-        .data
-        .iter()
-        .step_by(dims)
-        .map(|&v| v as f64)
-        .sum::<f64>()
-        / n;
-    let var = scores
-        .data
-        .iter()
-        .step_by(dims)
-        .map(|&v| (v as f64 - mean).powi(2))
-        .sum::<f64>()
-        / n;
+    Ok(from_scores(&prep::pca(points, dims)?, dims))
+}
+
+/// The first `dims` columns of PCA `scores` (columns by decreasing variance, as
+/// [`prep::pca`] returns them), scaled like [`pca`]: when the input was already reduced by
+/// PCA, its leading columns are its principal components and need no second PCA.
+pub fn from_scores(scores: &Points, dims: usize) -> Vec<f32> {
+    let (n, m) = (scores.n, scores.d);
+    let first: Vec<f64> = (0..n).map(|i| scores.data[i * m] as f64).collect();
+    let mean = first.iter().sum::<f64>() / n as f64;
+    let var = first.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
     if var <= 0.0 {
         // All points coincide along every axis: no direction to keep.
-        return Ok(random(points.n, dims, 0));
+        return random(n, dims, 0);
     }
     let scale = INIT_STD as f64 / var.sqrt();
-    Ok(scores
-        .data
-        .iter()
+    (0..n)
+        .flat_map(|i| scores.data[i * m..i * m + dims].iter())
         .map(|&v| (v as f64 * scale) as f32)
-        .collect())
+        .collect()
 }
 
 /// n × dims Gaussian values with std [`INIT_STD`], from `seed`.
@@ -58,4 +52,30 @@ pub fn random(n: usize, dims: usize, seed: u64) -> Vec<f32> {
     let mut rng = StdRng::seed_from_u64(seed);
     let normal = Normal::new(0.0f32, INIT_STD).expect("constant, valid std");
     (0..n * dims).map(|_| normal.sample(&mut rng)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On PCA scores, a second PCA changes nothing: its axes are the unit vectors (signed
+    /// positive), so reusing the leading columns gives the same initialisation.
+    #[test]
+    fn scores_need_no_second_pca() {
+        let digits = crate::demo::points().unwrap();
+        let scores = prep::pca(&digits, 50).unwrap();
+        for dims in 1..=3 {
+            let twice = pca(&scores, dims).unwrap();
+            let once = from_scores(&scores, dims);
+            let worst = twice
+                .iter()
+                .zip(&once)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(
+                worst < 1e-4 * INIT_STD,
+                "dims {dims}: max difference {worst}"
+            );
+        }
+    }
 }
