@@ -178,7 +178,7 @@ extern "C" __global__ void affinity_sort(int n, int k, int p2, const int* __rest
             unsigned long long key = s < k ? keys[s] : PAD;
             unsigned j = (unsigned)(key >> 32);
             bool head = key != PAD && (s == 0 || (unsigned)(keys[s - 1] >> 32) != j);
-            unsigned heads = __ballot_sync(0xffffffffu, head);
+            unsigned heads = __ballot_sync(FULL_MASK, head);
             if (head) {
                 double v = (double)__uint_as_float((unsigned)key);
                 for (int t = s + 1; t < k && keys[t] != PAD && (unsigned)(keys[t] >> 32) == j;
@@ -271,7 +271,7 @@ extern "C" __global__ void affinity_count(int n, int k, const double* total,
                 }
                 own[base + s] = enc;
             }
-            count += __popc(__ballot_sync(0xffffffffu, keep));
+            count += __popc(__ballot_sync(FULL_MASK, keep));
         }
         if (lane == 0) own_count[i] = count;
     }
@@ -321,7 +321,7 @@ extern "C" __global__ void affinity_fill(int n, int k, int K, const int* __restr
             int s = c + lane;
             float enc = s < k ? own[base + s] : __uint_as_float(0x7fffffffu);
             bool keep = !isnan(enc);
-            unsigned kept = __ballot_sync(0xffffffffu, keep);
+            unsigned kept = __ballot_sync(FULL_MASK, keep);
             if (keep) {
                 int j = sidx[base + s];
                 float p = fabsf(enc);
@@ -368,7 +368,7 @@ __device__ long long block_exclusive_scan(long long v, long long* total) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     long long x = v;
     for (int off = 1; off < 32; off <<= 1) {
-        long long y = __shfl_up_sync(0xffffffffu, x, off);
+        long long y = __shfl_up_sync(FULL_MASK, x, off);
         if (lane >= off) x += y;
     }
     if (lane == 31) warp_tot[warp] = x;
@@ -376,7 +376,7 @@ __device__ long long block_exclusive_scan(long long v, long long* total) {
     if (warp == 0) {
         long long t = lane < nw ? warp_tot[lane] : 0;
         for (int off = 1; off < 32; off <<= 1) {
-            long long y = __shfl_up_sync(0xffffffffu, t, off);
+            long long y = __shfl_up_sync(FULL_MASK, t, off);
             if (lane >= off) t += y;
         }
         warp_tot[lane] = t;

@@ -74,15 +74,15 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
         // lane `off` places further holding the same row means every lane between does too.
 #pragma unroll
         for (int off = 1; off < 32; off <<= 1) {
-            int other = __shfl_down_sync(0xffffffffu, i, off);
+            int other = __shfl_down_sync(FULL_MASK, i, off);
             bool same = lane + off < 32 && other == i;
 #pragma unroll
             for (int k = 0; k < D; ++k) {
-                float v = __shfl_down_sync(0xffffffffu, acc[k], off);
+                float v = __shfl_down_sync(FULL_MASK, acc[k], off);
                 if (same) acc[k] += v;
             }
         }
-        int prev = __shfl_up_sync(0xffffffffu, i, 1);
+        int prev = __shfl_up_sync(FULL_MASK, i, 1);
         bool head = i >= 0 && (lane == 0 || prev != i);
         if (head) {
 #pragma unroll

@@ -1,19 +1,21 @@
 // Shared device helpers, prepended to every kernel file before NVRTC compiles it.
 
+// Every lane of a warp, for the *_sync intrinsics.
+#define FULL_MASK 0xffffffffu
 
 // Sum of a double over a block (blockDim.x a multiple of 32, at most 1024); the result is
 // valid in thread 0. Used for Z and KL partial sums, which must be exact enough at
 // n = 10^6+ (float accumulation of 10^12 pair weights loses the low digits).
 __device__ inline double block_sum(double v) {
     __shared__ double warp_sums[32];
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(FULL_MASK, v, off);
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) warp_sums[warp] = v;
     __syncthreads();
     if (warp == 0) {
         int nwarps = (blockDim.x + 31) >> 5;
         v = lane < nwarps ? warp_sums[lane] : 0.0;
-        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(FULL_MASK, v, off);
     }
     __syncthreads();
     return v;

@@ -19,7 +19,6 @@
 //   blocks of KNN_WARPS * 32 threads, one warp per query, ceil(q_count / KNN_WARPS) blocks.
 
 #define KNN_WARPS 8
-#define FULL_MASK 0xffffffffu
 #define KNN_INF __int_as_float(0x7f800000)  // NVRTC has no math.h
 
 // Column sums of x (in double) into sums; any grid, blockDim.x a multiple of 32.

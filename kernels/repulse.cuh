@@ -20,10 +20,16 @@ __device__ inline void lagrange4(float t, float w[4]) {
     w[3] = (t + 1.f) * t * (t - 1.f) * (1.f / 6.f);
 }
 
-// Stencil of one coordinate: the base node floor(x) clamped to [1, p-3] and its weights.
+// Base node of one coordinate: floor(x) clamped to [1, p-3], x = (y - origin) / h.
+__device__ inline int stencil_base(float y, float origin, float inv_h, int p, float* x) {
+    *x = (y - origin) * inv_h;
+    return min(max((int)floorf(*x), 1), p - 3);
+}
+
+// Stencil of one coordinate: the base node and its 4 weights.
 __device__ inline int stencil(float y, float origin, float inv_h, int p, float w[4]) {
-    float x = (y - origin) * inv_h;
-    int base = min(max((int)floorf(x), 1), p - 3);
+    float x;
+    int base = stencil_base(y, origin, inv_h, p, &x);
     lagrange4(x - (float)base, w);
     return base;
 }

@@ -1,5 +1,5 @@
 //! FFT-accelerated repulsion on the GPU: the CPU path's method and grid (same [`Grid`], same
-//! stencil, same self-term correction of Z), with atomic S2G, cuFFT for the zero-padding-free
+//! stencil, same self-term correction of Z), with binned S2G ([`super::s2g_gpu`]), cuFFT for the zero-padding-free
 //! G2G, a gathering G2S and Phi2Force (`kernels/s2g.cu`, `g2g.cu`, `g2s.cu`,
 //! `phi2force.cu`).
 //!
@@ -11,6 +11,7 @@
 use cudarc::cufft::{sys::cufftType, sys::float2, CudaFft, FftDirection};
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, DeviceRepr, PushKernelArg};
 
+use super::s2g_gpu::BinnedScatter;
 use super::{Grid, GridSpec, Repulse, RepulseTimes, Repulsion};
 use crate::gpu::kernels::KernelId;
 use crate::gpu::{Gpu, GpuError};
@@ -19,8 +20,8 @@ use crate::{Error, Result};
 /// Grid geometry as the kernels take it (`GridGeom` in `kernels/repulse.cuh`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-struct GridGeom {
-    p: i32,
+pub(crate) struct GridGeom {
+    pub(crate) p: i32,
     h: f32,
     inv_h: f32,
     origin: [f32; 3],
@@ -67,6 +68,7 @@ pub struct FftRepulsionGpu {
     spec: GridSpec,
     ws: Option<Workspace>,
     pot: Option<CudaSlice<f32>>,
+    scatter: BinnedScatter,
     z: CudaSlice<f64>,
     lo: CudaSlice<u32>,
     hi: CudaSlice<u32>,
@@ -102,6 +104,7 @@ impl FftRepulsionGpu {
             spec,
             ws: None,
             pot: None,
+            scatter: BinnedScatter::new(gpu)?,
             z,
             lo,
             hi,
@@ -242,12 +245,7 @@ impl FftRepulsionGpu {
         self.events[0].record(s)?;
         // Step 1: S2G.
         s.memset_zeros(&mut ws.charges)?;
-        let f = gpu.function(KernelId::S2g, &format!("s2g_scatter_{dims}d"))?;
-        let mut b = s.launch_builder(&f);
-        b.arg(&n32).arg(&geom).arg(y).arg(&mut ws.charges);
-        // SAFETY: s2g_scatter contract: y n·dims floats inside the fitted grid, charges
-        // (1+dims)·p^dims floats zeroed above.
-        unsafe { b.launch(gpu.config(n)) }?;
+        self.scatter.run(gpu, y, n, dims, &geom, &mut ws.charges)?;
         self.events[1].record(s)?;
 
         // Step 2: G2G, one pass per parity pattern.
@@ -442,15 +440,24 @@ mod tests {
                 GridSpec::Fixed(40),
             ] {
                 let mut cpu = vec![0f32; n * dims];
-                let mut dev = vec![f32::NAN; n * dims];
                 let rc = FftRepulsion::new(spec).repulse(&y, dims, &mut cpu).unwrap();
-                let rg = FftRepulsionGpu::new(gpu, spec)
-                    .unwrap()
-                    .repulse(&y, dims, &mut dev)
-                    .unwrap();
+                // S2G with the default binning, every tile dense, every tile sparse.
+                let mut dev = vec![f32::NAN; n * dims];
+                let mut rg = Repulsion::default();
+                for dense_min in [None, Some(1), Some(usize::MAX)] {
+                    let mut r = FftRepulsionGpu::new(gpu, spec).unwrap();
+                    if let Some(m) = dense_min {
+                        r.scatter.set_dense_min(m);
+                    }
+                    dev.fill(f32::NAN);
+                    rg = r.repulse(&y, dims, &mut dev).unwrap();
+                    let e = relative_error(&wide(&cpu), &wide(&dev));
+                    assert!(
+                        e < 1e-4,
+                        "seed {seed} {dims}-D {spec:?} dense_min {dense_min:?}: GPU vs CPU {e}"
+                    );
+                }
                 assert_eq!(rc.grid, rg.grid, "seed {seed}: same grid");
-                let e = relative_error(&wide(&cpu), &wide(&dev));
-                assert!(e < 1e-4, "seed {seed} {dims}-D {spec:?}: GPU vs CPU {e}");
                 assert!(
                     (rc.z - rg.z).abs() < 1e-4 * rc.z,
                     "seed {seed}: Z {} vs {}",

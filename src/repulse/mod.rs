@@ -36,6 +36,7 @@ pub mod gpu;
 pub mod grid;
 pub mod phi2force;
 pub mod s2g;
+mod s2g_gpu;
 
 #[cfg(test)]
 mod measure;
