@@ -78,10 +78,16 @@ fn fft_friendly_below(n: usize) -> usize {
         .unwrap_or(1)
 }
 
-/// Largest nodes-per-axis that keeps `p^dims ≤ MAX_TOTAL_NODES`.
+/// Largest nodes-per-axis that keeps `p^dims ≤ MAX_TOTAL_NODES`: the rounded real root,
+/// corrected by a step at most. (Counting up from 1 took 4M steps in 1-D, milliseconds on
+/// every grid fit: 5–8 s of a 1000-iteration 1-D run at 1.3M points on the H100.)
 fn max_nodes_per_axis(dims: usize) -> usize {
-    let mut p = 1usize;
-    while (p + 1).pow(dims as u32) <= MAX_TOTAL_NODES {
+    let e = dims as u32;
+    let mut p = (MAX_TOTAL_NODES as f64).powf(1.0 / dims as f64).round() as usize;
+    while p.pow(e) > MAX_TOTAL_NODES {
+        p -= 1;
+    }
+    while (p + 1).pow(e) <= MAX_TOTAL_NODES {
         p += 1;
     }
     p
@@ -241,6 +247,15 @@ mod tests {
             }
         }
         m == 1
+    }
+
+    #[test]
+    fn max_nodes_per_axis_is_the_integer_root() {
+        for dims in 1..=3u32 {
+            let p = max_nodes_per_axis(dims as usize);
+            assert!(p.pow(dims) <= MAX_TOTAL_NODES && (p + 1).pow(dims) > MAX_TOTAL_NODES);
+        }
+        assert_eq!(max_nodes_per_axis(2), 2048);
     }
 
     #[test]
