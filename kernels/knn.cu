@@ -105,9 +105,49 @@ __device__ __forceinline__ void topk_insert(float (&v)[KR], int (&id)[KR], float
     }
 }
 
-// Merges one distance tile into the state. Nearly every candidate is rejected by one
-// compare with the warp's current K-th best (thr) and a ballot; the survivors are inserted
-// one at a time, each tightening thr.
+// Loads the warp's sorted list (slot 32 r + lane in v[r], id[r]) of query row q.
+template <int KR>
+__device__ __forceinline__ void load_list(const float* sd, const int* si, float (&v)[KR],
+                                          int (&id)[KR], int lane) {
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+        v[r] = sd[r * 32 + lane];
+        id[r] = si[r * 32 + lane];
+    }
+}
+
+template <int KR>
+__device__ __forceinline__ void store_list(float* sd, int* si, const float (&v)[KR],
+                                           const int (&id)[KR], int lane) {
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+        sd[r * 32 + lane] = v[r];
+        si[r * 32 + lane] = id[r];
+    }
+}
+
+// Offers the warp's 128 candidates (lane holds keys s[0..3] of candidates first + 4 lane + t)
+// to the list. Nearly every candidate is rejected by one compare with the warp's current
+// K-th best (thr) and a ballot; the survivors are inserted one at a time, each tightening thr.
+template <int KR>
+__device__ __forceinline__ void offer4(float (&v)[KR], int (&id)[KR], float& thr, const float (&s)[4],
+                                       int first, int lane) {
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+        unsigned pass = __ballot_sync(FULL_MASK, s[t] < thr);
+        while (pass) {
+            int src = __ffs(pass) - 1;
+            pass &= pass - 1;
+            float xv = __shfl_sync(FULL_MASK, s[t], src);
+            if (xv < thr) {
+                topk_insert<KR>(v, id, xv, first + src * 4 + t, lane);
+                thr = __shfl_sync(FULL_MASK, v[KR - 1], 31);
+            }
+        }
+    }
+}
+
+// Merges one distance tile into the state of its queries (columns of C: one warp per query).
 template <int KR>
 __device__ void select_tile(const float* __restrict__ C, int ldc, int r_valid, int q_count,
                             int q0, int ref0, const float* __restrict__ norms,
@@ -120,11 +160,7 @@ __device__ void select_tile(const float* __restrict__ C, int ldc, int r_valid, i
     int id[KR];
     float* sd = state_d + (long long)q * K;
     int* si = state_i + (long long)q * K;
-#pragma unroll
-    for (int r = 0; r < KR; ++r) {
-        v[r] = sd[r * 32 + lane];
-        id[r] = si[r * 32 + lane];
-    }
+    load_list<KR>(sd, si, v, id, lane);
     float thr = __shfl_sync(FULL_MASK, v[KR - 1], 31);
     const float* row = C + (long long)q * ldc;
     const float* nr = norms + ref0;
@@ -146,25 +182,61 @@ __device__ void select_tile(const float* __restrict__ C, int ldc, int r_valid, i
                 if (j >= r_valid || j == self) s[t] = KNN_INF;
             }
         }
+        offer4<KR>(v, id, thr, s, ref0 + base, lane);
+    }
+    store_list<KR>(sd, si, v, id, lane);
+}
+
+// The transposed merge, for the symmetric schedule: the tile's rows r (its references) are
+// the queries here, its columns (c_count of them, starting at point cand0) the candidates,
+// and the state rows are those of the rows. A block's KNN_WARPS warps take KNN_WARPS
+// consecutive rows; each step stages a KNN_SLAB-column by KNN_WARPS-row slab in shared
+// memory with 32-byte reads, then each warp offers its row's candidates 128 at a time. The
+// tile holds no query's own point (it is off the diagonal).
+#define KNN_SLAB 512
+template <int KR>
+__device__ void select_tile_t(const float* __restrict__ C, int ldc, int r_count, int c_count,
+                              int cand0, const float* __restrict__ norms,
+                              float* __restrict__ state_d, int* __restrict__ state_i) {
+    constexpr int K = 32 * KR;
+    __shared__ __align__(16) float slab[KNN_WARPS][KNN_SLAB + 4];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int r0 = blockIdx.x * KNN_WARPS;
+    const int r = r0 + w;
+    const bool active = r < r_count;
+    float v[KR];
+    int id[KR];
+    float* sd = state_d + (long long)r * K;
+    int* si = state_i + (long long)r * K;
+    if (active) load_list<KR>(sd, si, v, id, lane);
+    float thr = active ? __shfl_sync(FULL_MASK, v[KR - 1], 31) : 0.f;
+    // Thread t stages row r0 + t % KNN_WARPS of the columns t / KNN_WARPS + 32 j.
+    const int sr = threadIdx.x % KNN_WARPS, sc = threadIdx.x / KNN_WARPS;
+    const bool row_ok = r0 + sr < r_count;
+    for (int base = 0; base < c_count; base += KNN_SLAB) {
 #pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            unsigned pass = __ballot_sync(FULL_MASK, s[t] < thr);
-            while (pass) {
-                int src = __ffs(pass) - 1;
-                pass &= pass - 1;
-                float xv = __shfl_sync(FULL_MASK, s[t], src);
-                if (xv < thr) {
-                    topk_insert<KR>(v, id, xv, ref0 + base + src * 4 + t, lane);
-                    thr = __shfl_sync(FULL_MASK, v[KR - 1], 31);
+        for (int j = 0; j < KNN_SLAB / 32; ++j) {
+            int col = base + sc + 32 * j;
+            slab[sr][sc + 32 * j] =
+                (col < c_count && row_ok) ? C[(long long)col * ldc + r0 + sr] : 0.f;
+        }
+        __syncthreads();
+        if (active) {
+            for (int sub = 0; sub < KNN_SLAB && base + sub < c_count; sub += 128) {
+                const float4 c = reinterpret_cast<const float4*>(slab[w] + sub)[lane];
+                const float cs[4] = {c.x, c.y, c.z, c.w};
+                float s[4];
+#pragma unroll
+                for (int t = 0; t < 4; ++t) {
+                    int col = base + sub + lane * 4 + t;
+                    s[t] = col < c_count ? cs[t] + norms[cand0 + col] : KNN_INF;
                 }
+                offer4<KR>(v, id, thr, s, cand0 + base + sub, lane);
             }
         }
+        __syncthreads();
     }
-#pragma unroll
-    for (int r = 0; r < KR; ++r) {
-        sd[r * 32 + lane] = v[r];
-        si[r * 32 + lane] = id[r];
-    }
+    if (active) store_list<KR>(sd, si, v, id, lane);
 }
 
 // Recomputes the K candidates' distances exactly (differences and sums in double on the
@@ -222,6 +294,11 @@ __device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, 
         knn_select_##KR(const float* C, int ldc, int r_valid, int q_count, int q0, int ref0, \
                         const float* norms, float* state_d, int* state_i) {                   \
         select_tile<KR>(C, ldc, r_valid, q_count, q0, ref0, norms, state_d, state_i);         \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
+        knn_select_t_##KR(const float* C, int ldc, int r_count, int c_count, int cand0,      \
+                          const float* norms, float* state_d, int* state_i) {                 \
+        select_tile_t<KR>(C, ldc, r_count, c_count, cand0, norms, state_d, state_i);          \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
         knn_finish_##KR(const float* x, int d, int q0, int q_count, int k,                   \

@@ -12,6 +12,16 @@
 //! distances directly (in double, rounded once to f32), ranks them and keeps k: the result
 //! equals a brute-force f64 kNN except for distances tied in f32, provided the GEMM error
 //! (about 1e-7 × ‖x − mean‖²) reorders no more than the margin across the k-th neighbour.
+//!
+//! When every query's list fits in device memory (n × K × 8 bytes, 1.3 GB at n = 1.3M) the
+//! tiles are square and only those on and above the diagonal are computed, each merged by
+//! rows and by columns ([`run_tiled`]'s symmetric schedule): half the SGEMM.
+//!
+//! Measured alternatives that lost on the H100 (1M × 50, k = 90, 6.2 s rectangular): SGEMM
+//! and selection overlapped on two streams (6.2–6.7 s; cudarc's per-launch event tracking
+//! costs host time on ~10⁵ tiles); 3xTF32 on the tensor cores, one GEMM of inner dimension
+//! 3d (6.7 s: at d = 50 the GEMM is bound by writing the tile, not by arithmetic; cuBLAS
+//! reached 65 TFLOP/s in TF32 against 40 in SGEMM at 4096 × 2048 × 150).
 
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
@@ -53,19 +63,15 @@ pub struct Tiles {
 pub(crate) struct Stages {
     pub gemm: bool,
     pub select: bool,
-    /// SGEMM and selection on two streams with two distance tiles, so that the GEMM of one
-    /// tile runs while the previous one is being selected. Off by default: on the H100 it
-    /// gained nothing (1M × 50, k = 90: 6.25 s on one stream with 3968 × 2048 tiles, 6.70 s
-    /// overlapped at the same tiles, 6.16 s overlapped at 3968 × 4096), since cudarc's
-    /// per-launch event tracking in multi-stream mode costs host time on ~10^5 tiles and
-    /// puts the whole context into that mode while it runs.
-    pub overlap: bool,
+    /// The symmetric schedule of [`run_tiled`] when the tiles are square (or chosen
+    /// here) and every query's list fits in device memory.
+    pub symmetric: bool,
 }
 
 const ALL_STAGES: Stages = Stages {
     gemm: true,
     select: true,
-    overlap: false,
+    symmetric: true,
 };
 
 /// Length of the per-query candidate list for k neighbours.
@@ -154,33 +160,20 @@ fn fixed_bytes(n: usize, d: usize, k: usize, refs: usize) -> usize {
     n * d * 4 + n.div_ceil(refs) * refs * 4 + n * k * 8 + d * 8
 }
 
-/// Bytes of the distance tiles (`buffers` of them) and the selection state.
-fn tile_bytes(t: Tiles, list: usize, buffers: usize) -> usize {
-    buffers * t.queries * t.refs * 4 + t.queries * list * 8
+/// Bytes of the distance tile and the selection state of one query tile.
+fn tile_bytes(t: Tiles, list: usize) -> usize {
+    t.queries * t.refs * 4 + t.queries * list * 8
 }
 
-/// Tiles for n points: the `buffers` distance tiles together about 5/8 of the L2 cache (so
+/// Rectangular tiles for n points: the distance tile about 5/8 of the L2 cache (so
 /// that SGEMM writes them and the selection reads them back without a trip through HBM),
 /// shrunk to fit the free memory; an error when even the smallest tiles do not fit.
-fn choose_tiles(
-    gpu: &Gpu,
-    n: usize,
-    d: usize,
-    k: usize,
-    want: Option<Tiles>,
-    buffers: usize,
-) -> Result<Tiles> {
+fn choose_tiles(gpu: &Gpu, n: usize, d: usize, k: usize, want: Option<Tiles>) -> Result<Tiles> {
     let list = list_len(k);
-    let l2 = gpu
-        .device
-        .context
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
-        .ok()
-        .filter(|&b| b > 0)
-        .map_or(40 << 20, |b| b as usize);
+    let l2 = l2_bytes(gpu);
     let mut t = want.unwrap_or_else(|| {
         let refs = 2048;
-        let queries = ((l2 * 5 / 8) / (4 * refs * buffers) / REF_ALIGN * REF_ALIGN).max(REF_ALIGN);
+        let queries = ((l2 * 5 / 8) / (4 * refs) / REF_ALIGN * REF_ALIGN).max(REF_ALIGN);
         Tiles { queries, refs }
     });
     if t.queries == 0 || t.refs == 0 || t.refs % REF_ALIGN != 0 {
@@ -198,15 +191,15 @@ fn choose_tiles(
         refs: REF_ALIGN.min(t.refs),
     };
     let fixed = fixed_bytes(n, d, k, t.refs);
-    if fixed + tile_bytes(min, list, buffers) > budget {
+    if fixed + tile_bytes(min, list) > budget {
         return Err(GpuError::OutOfMemory {
             what: format!("exact kNN of {n} points × {d} dims, k = {k}"),
-            needed_mib: (fixed + tile_bytes(min, list, buffers) + SLACK) >> 20,
+            needed_mib: (fixed + tile_bytes(min, list) + SLACK) >> 20,
             free_mib: free >> 20,
         }
         .into());
     }
-    while fixed + tile_bytes(t, list, buffers) > budget {
+    while fixed + tile_bytes(t, list) > budget {
         if t.queries > min.queries {
             t.queries = (t.queries / 2).max(min.queries);
         } else {
@@ -214,6 +207,16 @@ fn choose_tiles(
         }
     }
     Ok(t)
+}
+
+/// The device's L2 cache size (40 MiB when the driver does not say).
+fn l2_bytes(gpu: &Gpu) -> usize {
+    gpu.device
+        .context
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+        .ok()
+        .filter(|&b| b > 0)
+        .map_or(40 << 20, |b| b as usize)
 }
 
 fn warps_config(warps: usize) -> LaunchConfig {
@@ -242,15 +245,55 @@ pub(crate) fn run(
             format!("{} floats on the device, n × d = {}", points.len(), n * d),
         ));
     }
-    let buffers = if stages.overlap { 2 } else { 1 };
-    let t = choose_tiles(gpu, n, d, k, tiles, buffers)?;
     let list = list_len(k);
     let kr = list / 32;
+    let square = tiles.is_none_or(|t| t.queries == t.refs);
+    if stages.symmetric && square {
+        if let Some(side) = symmetric_side(gpu, n, d, k, tiles)? {
+            let t = Tiles {
+                queries: side,
+                refs: side,
+            };
+            return Ok(run_tiled(
+                gpu, points, n, d, k, t, true, list, kr, stages, progress,
+            )?);
+        }
+    }
+    let t = choose_tiles(gpu, n, d, k, tiles)?;
     Ok(run_tiled(
-        gpu, points, n, d, k, t, list, kr, stages, progress,
+        gpu, points, n, d, k, t, false, list, kr, stages, progress,
     )?)
 }
 
+/// The side of the square tiles of the symmetric schedule (`want`'s, or about 5/8 of the L2
+/// cache), or `None` when every query's list does not fit in free memory with them.
+fn symmetric_side(
+    gpu: &Gpu,
+    n: usize,
+    d: usize,
+    k: usize,
+    want: Option<Tiles>,
+) -> Result<Option<usize>> {
+    let side = match want {
+        Some(t) => t.refs,
+        None => {
+            let l2 = l2_bytes(gpu);
+            let side =
+                (((l2 * 5 / 8 / 4) as f64).sqrt() as usize / REF_ALIGN * REF_ALIGN).max(REF_ALIGN);
+            side.min(n.div_ceil(REF_ALIGN) * REF_ALIGN)
+        }
+    };
+    let need = fixed_bytes(n, d, k, side) + side * side * 4 + n * list_len(k) * 8;
+    Ok((need + SLACK <= gpu.free_memory()?).then_some(side))
+}
+
+/// The tiled kNN. Rectangular schedule: per query tile, SGEMM and select over every
+/// reference tile, then finish; the lists of one query tile live at a time. Symmetric
+/// schedule (square tiles, every query's list resident): the distance matrix is symmetric,
+/// so row tile I computes only the tiles J ≥ I, each merged twice: into I's lists by rows
+/// (`knn_select`) and, off the diagonal, into J's lists by columns (`knn_select_t`). Half
+/// the SGEMM work, the same number of candidate compares; row tile I's lists are final once
+/// its row is done (rows before it have offered their columns), so it finishes there.
 #[allow(clippy::too_many_arguments)]
 fn run_tiled(
     gpu: &Gpu,
@@ -259,17 +302,16 @@ fn run_tiled(
     d: usize,
     k: usize,
     t: Tiles,
+    symmetric: bool,
     list: usize,
     kr: usize,
     stages: Stages,
     progress: &dyn Progress,
 ) -> std::result::Result<(CudaSlice<i32>, CudaSlice<f32>), GpuError> {
     let s = &gpu.stream;
-    // `sel` runs the selection; with overlap it is a second stream and cudarc's event
-    // tracking orders each distance tile's SGEMM (on `s`) and selection (on `sel`).
-    let sel = if stages.overlap { s.fork()? } else { s.clone() };
     let f_fill = gpu.function(KernelId::Knn, "knn_fill")?;
     let f_select = gpu.function(KernelId::Knn, &format!("knn_select_{kr}"))?;
+    let f_select_t = gpu.function(KernelId::Knn, &format!("knn_select_t_{kr}"))?;
     let f_finish = gpu.function(KernelId::Knn, &format!("knn_finish_{kr}"))?;
     let blas = CudaBlas::new(s.clone())?;
 
@@ -277,49 +319,47 @@ fn run_tiled(
     let d32 = d as i32;
     let Centred { xc, norms, .. } = centre_on_device(gpu, x, n, d, n.div_ceil(t.refs) * t.refs)?;
 
-    // Step 2: per query tile, SGEMM and select over every reference tile, then finish.
-    let mut c_tiles = Vec::new();
-    for _ in 0..if stages.overlap { 2 } else { 1 } {
-        c_tiles.push(s.alloc_zeros::<f32>(t.queries * t.refs)?);
-    }
-    let mut tile_no = 0usize;
-    let mut state_d = s.alloc_zeros::<f32>(t.queries * list)?;
-    let mut state_i = s.alloc_zeros::<i32>(t.queries * list)?;
+    // Step 2: SGEMM and select tile by tile, finishing each query tile.
+    let mut c_tile = s.alloc_zeros::<f32>(t.queries * t.refs)?;
+    let state_rows = if symmetric { n } else { t.queries };
+    let mut state_d = s.alloc_zeros::<f32>(state_rows * list)?;
+    let mut state_i = s.alloc_zeros::<i32>(state_rows * list)?;
+    let fill = |d: &mut CudaSlice<f32>, i: &mut CudaSlice<i32>, len: usize, value: f32| {
+        let len64 = len as i64;
+        let mut b = s.launch_builder(&f_fill);
+        b.arg(d).arg(i).arg(&len64).arg(&value);
+        // SAFETY: knn_fill contract: both buffers hold at least len entries.
+        unsafe { b.launch(gpu.config(len)) }.map(|_| ())
+    };
     // Poisoned (NaN, -1): an entry knn_finish missed shows downstream.
     let mut out_i = s.alloc_zeros::<i32>(n * k)?;
     let mut out_d = s.alloc_zeros::<f32>(n * k)?;
-    let (out_len, nan) = ((n * k) as i64, f32::NAN);
-    let mut b = s.launch_builder(&f_fill);
-    b.arg(&mut out_d).arg(&mut out_i).arg(&out_len).arg(&nan);
-    // SAFETY: knn_fill contract: both buffers hold n * k entries.
-    unsafe { b.launch(gpu.config(n * k)) }?;
+    fill(&mut out_d, &mut out_i, n * k, f32::NAN)?;
+    if symmetric {
+        fill(&mut state_d, &mut state_i, n * list, f32::INFINITY)?;
+    }
     let q_tiles = n.div_ceil(t.queries);
     progress.begin("knn", q_tiles as u64);
     let mut pending: Option<cudarc::driver::CudaEvent> = None;
-    let (ldc, k32, inf) = (t.refs as i32, k as i32, f32::INFINITY);
+    let (ldc, k32) = (t.refs as i32, k as i32);
     for q0 in (0..n).step_by(t.queries) {
         let q_count = t.queries.min(n - q0);
         let (q0_32, qc32) = (q0 as i32, q_count as i32);
-        let state_len = (q_count * list) as i64;
-        let mut b = sel.launch_builder(&f_fill);
-        b.arg(&mut state_d)
-            .arg(&mut state_i)
-            .arg(&state_len)
-            .arg(&inf);
-        // SAFETY: knn_fill contract: state_d/state_i hold t.queries * list >= count entries.
-        unsafe { b.launch(gpu.config(q_count * list)) }?;
+        let own = if symmetric { q0 * list } else { 0 };
+        if !symmetric {
+            fill(&mut state_d, &mut state_i, q_count * list, f32::INFINITY)?;
+        }
         let queries = xc.slice(q0 * d..(q0 + q_count) * d);
-        for ref0 in (0..n).step_by(t.refs) {
+        let first_ref = if symmetric { q0 } else { 0 };
+        for ref0 in (first_ref..n).step_by(t.refs) {
             let r_valid = t.refs.min(n - ref0);
-            let buffers = c_tiles.len();
-            let c_tile = &mut c_tiles[tile_no % buffers];
-            tile_no += 1;
+            let (r32, ref32) = (r_valid as i32, ref0 as i32);
             if stages.gemm {
                 let cfg = GemmConfig {
                     transa: cublasOperation_t::CUBLAS_OP_T,
                     transb: cublasOperation_t::CUBLAS_OP_N,
-                    m: r_valid as i32,
-                    n: q_count as i32,
+                    m: r32,
+                    n: qc32,
                     k: d32,
                     alpha: -2.0f32,
                     lda: d32,
@@ -331,32 +371,46 @@ fn run_tiled(
                 // SAFETY: column-major A = refs (d × r_valid, lda d), B = queries (d ×
                 // q_count, ldb d), C = c_tile (r_valid × q_count, ldc = t.refs >= r_valid,
                 // t.queries * t.refs floats): all within their allocations.
-                unsafe { blas.gemm(cfg, &refs, &queries, c_tile) }?;
+                unsafe { blas.gemm(cfg, &refs, &queries, &mut c_tile) }?;
             }
-            if stages.select {
-                let (r32, ref32) = (r_valid as i32, ref0 as i32);
-                let mut b = sel.launch_builder(&f_select);
-                b.arg(&*c_tile)
-                    .arg(&ldc)
-                    .arg(&r32)
-                    .arg(&qc32)
-                    .arg(&q0_32)
-                    .arg(&ref32);
-                b.arg(&norms).arg(&mut state_d).arg(&mut state_i);
-                // SAFETY: knn_select contract: C tile with ldc = t.refs (a multiple of 128),
-                // r_valid <= ldc; norms padded to a multiple of t.refs (zeros); state holds
-                // q_count * 32 * kr entries; one warp per query in blocks of KNN_WARPS.
-                unsafe { b.launch(warps_config(q_count)) }?;
+            if !stages.select {
+                continue;
+            }
+            let mut sd = state_d.slice_mut(own..own + q_count * list);
+            let mut si = state_i.slice_mut(own..own + q_count * list);
+            let mut b = s.launch_builder(&f_select);
+            b.arg(&c_tile)
+                .arg(&ldc)
+                .arg(&r32)
+                .arg(&qc32)
+                .arg(&q0_32)
+                .arg(&ref32);
+            b.arg(&norms).arg(&mut sd).arg(&mut si);
+            // SAFETY: knn_select contract: C tile with ldc = t.refs (a multiple of 128),
+            // r_valid <= ldc; norms padded to a multiple of t.refs (zeros); the state slices
+            // hold q_count * 32 * kr entries; one warp per query in blocks of KNN_WARPS.
+            unsafe { b.launch(warps_config(q_count)) }?;
+            if symmetric && ref0 != q0 {
+                let theirs = ref0 * list..(ref0 + r_valid) * list;
+                let mut sd = state_d.slice_mut(theirs.clone());
+                let mut si = state_i.slice_mut(theirs);
+                let mut b = s.launch_builder(&f_select_t);
+                b.arg(&c_tile).arg(&ldc).arg(&r32).arg(&qc32).arg(&q0_32);
+                b.arg(&norms).arg(&mut sd).arg(&mut si);
+                // SAFETY: knn_select_t contract: the same tile read by columns; the state
+                // slices hold r_valid * 32 * kr entries; blocks of KNN_WARPS rows.
+                unsafe { b.launch(warps_config(r_valid)) }?;
             }
         }
-        let mut b = sel.launch_builder(&f_finish);
+        let si = state_i.slice(own..own + q_count * list);
+        let mut b = s.launch_builder(&f_finish);
         b.arg(x).arg(&d32).arg(&q0_32).arg(&qc32).arg(&k32);
-        b.arg(&state_i).arg(&mut out_i).arg(&mut out_d);
+        b.arg(&si).arg(&mut out_i).arg(&mut out_d);
         // SAFETY: knn_finish contract: state indices are -1 or < n; out holds n*k entries
         // and rows q0 .. q0 + q_count < n; k <= 32 * kr.
         unsafe { b.launch(warps_config(q_count)) }?;
         // Report a tile once the GPU has finished it, keeping one tile queued ahead.
-        let done = sel.record_event(None)?;
+        let done = s.record_event(None)?;
         if let Some(prev) = pending.replace(done) {
             prev.synchronize()?;
             progress.advance(1);
@@ -367,8 +421,6 @@ fn run_tiled(
         progress.advance(1);
     }
     progress.end();
-    // The outputs were written on `sel`: the caller's stream waits for them.
-    s.join(&sel)?;
     Ok((out_i, out_d))
 }
 
@@ -572,6 +624,24 @@ mod tests {
                 Some(small),
             ),
             (
+                "clustered 1000x50 k90 square tiles (symmetric)",
+                clustered(&mut rng, 1000, 50, 8),
+                90,
+                Some(Tiles {
+                    queries: 256,
+                    refs: 256,
+                }),
+            ),
+            (
+                "uniform 1000x20 k7 square tiles (symmetric)",
+                uniform(&mut rng, 1000, 20),
+                7,
+                Some(Tiles {
+                    queries: 128,
+                    refs: 128,
+                }),
+            ),
+            (
                 "clustered 20000x50 k90",
                 clustered(&mut rng, 20_000, 50, 30),
                 90,
@@ -597,15 +667,19 @@ mod tests {
             let got = run_tiles(gpu, &p, k, tiles);
             check(&p, k, &got, label);
         }
-        // Two streams, two distance tiles (the overlapped path).
+        // Square tiles through the rectangular schedule (the cases above with square or
+        // chosen tiles took the symmetric one).
         let p = clustered(&mut rng, 3000, 50, 5);
         let x = gpu.stream.clone_htod(&p.data).unwrap();
-        let one = Stages {
-            gemm: true,
-            select: true,
-            overlap: true,
+        let rectangular = Stages {
+            symmetric: false,
+            ..ALL_STAGES
         };
-        let (idx, dist) = run(gpu, &x, p.n, p.d, 30, Some(small), one, &Silent).unwrap();
+        let square = Tiles {
+            queries: 384,
+            refs: 384,
+        };
+        let (idx, dist) = run(gpu, &x, p.n, p.d, 30, Some(square), rectangular, &Silent).unwrap();
         let got = Neighbors {
             n: p.n,
             k: 30,
@@ -618,7 +692,12 @@ mod tests {
                 .collect(),
             distances: gpu.stream.clone_dtoh(&dist).unwrap(),
         };
-        check(&p, 30, &got, "clustered 3000x50 k30 two streams");
+        check(
+            &p,
+            30,
+            &got,
+            "clustered 3000x50 k30 square tiles, rectangular schedule",
+        );
         // The host entry point, through the same path.
         let p = uniform(&mut rng, 500, 16);
         check(
@@ -710,40 +789,15 @@ mod tests {
             println!("sgemm {m}x{n}x{k}: {:.1} TFLOP/s", sgemm_rate(gpu, m, n, k));
         }
         let (d, k) = (50, 90);
-        // (tiles, overlap, also time SGEMM alone and selection alone)
+        // (tiles, symmetric schedule, also time SGEMM alone and selection alone)
         type Config = (Option<Tiles>, bool, bool);
+        let wide = Some(Tiles {
+            queries: 3968,
+            refs: 4096,
+        });
         let sizes: &[(usize, &[Config])] = &[
-            (70_000, &[(None, false, true)]),
-            (
-                1_000_000,
-                &[
-                    (None, false, true),
-                    (
-                        Some(Tiles {
-                            queries: 3968,
-                            refs: 4096,
-                        }),
-                        false,
-                        false,
-                    ),
-                    (
-                        Some(Tiles {
-                            queries: 7936,
-                            refs: 2048,
-                        }),
-                        false,
-                        false,
-                    ),
-                    (
-                        Some(Tiles {
-                            queries: 3968,
-                            refs: 4096,
-                        }),
-                        true,
-                        false,
-                    ),
-                ],
-            ),
+            (70_000, &[(None, true, true)]),
+            (1_000_000, &[(None, true, true), (wide, false, false)]),
         ];
         let mut table = Vec::new();
         let start = std::time::Instant::now();
@@ -751,17 +805,16 @@ mod tests {
             let mut rng = StdRng::seed_from_u64(rand::random());
             let host: Vec<f32> = (0..n * d).map(|_| rng.random::<f32>()).collect();
             let x = s.clone_htod(&host).unwrap();
-            for &(tiles, overlap, split) in configs {
+            for &(tiles, symmetric, split) in configs {
                 if start.elapsed().as_secs() > 170 {
                     println!("time budget spent: skipping {tiles:?} at n = {n}");
                     continue;
                 }
-                let t = choose_tiles(gpu, n, d, k, tiles, if overlap { 2 } else { 1 }).unwrap();
                 let time = |gemm: bool, select: bool| {
                     let stages = Stages {
                         gemm,
                         select,
-                        overlap,
+                        symmetric,
                     };
                     s.synchronize().unwrap();
                     let t0 = std::time::Instant::now();
@@ -774,8 +827,8 @@ mod tests {
                 let reps = if warm > 40.0 { 1 } else { 3 };
                 let full = median((0..reps).map(|_| time(true, true)).collect());
                 let mut line = format!(
-                    "n={n:>8} d={d} k={k} tiles {}x{} overlap {overlap}: full {full:.3} s (warm-up {warm:.3})",
-                    t.queries, t.refs
+                    "n={n:>8} d={d} k={k} tiles {tiles:?} symmetric {symmetric}: full {full:.3} s \
+                     (warm-up {warm:.3})"
                 );
                 if split {
                     let gemm = time(true, false);
@@ -783,7 +836,7 @@ mod tests {
                     let none = time(false, false);
                     let pairs = (n as f64).powi(2);
                     line += &format!(
-                        " | gemm-only {gemm:.3} s = {:.1} TFLOP/s | select-only {select:.3} s = \
+                        " | gemm-only {gemm:.3} s = {:.1} TFLOP/s (n² d) | select-only {select:.3} s = \
                          {:.2} TB/s of tile reads | prep+finish {none:.3} s",
                         2.0 * pairs * d as f64 / (gemm - none) / 1e12,
                         4.0 * pairs / (select - none) / 1e12,
