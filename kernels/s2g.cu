@@ -2,12 +2,12 @@
 // nodes with cubic Lagrange weights (Linderman et al. 2019; SG-t-SNE-Pi's s2g), with float
 // atomics. Grids are channel-major: channel c of node m at c * len + m.
 //
-// Argument contract (src/repulse/gpu.rs): y n*D floats; grid (1+D)*len floats, zeroed before
+// Argument contract (src/repulse/gpu.rs): y n*D floats; grid (1+D)*len reals, zeroed before
 // the launch, len = p^D; every point lies inside the grid's box (the grid was fitted to it).
 // Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels.rs: NVRTC sees one source).
 
 template <int D>
-__device__ void scatter(int n, GridGeom g, const float* __restrict__ y, float* __restrict__ grid) {
+__device__ void scatter(int n, GridGeom g, const float* __restrict__ y, real* __restrict__ grid) {
     long long len = 1;
     for (int a = 0; a < D; ++a) len *= g.p;
     GRID_STRIDE(i, n) {
@@ -26,9 +26,9 @@ __device__ void scatter(int n, GridGeom g, const float* __restrict__ y, float* _
     }
 }
 
-extern "C" __global__ void s2g_scatter_1d(int n, GridGeom g, const float* y, float* grid) { scatter<1>(n, g, y, grid); }
-extern "C" __global__ void s2g_scatter_2d(int n, GridGeom g, const float* y, float* grid) { scatter<2>(n, g, y, grid); }
-extern "C" __global__ void s2g_scatter_3d(int n, GridGeom g, const float* y, float* grid) { scatter<3>(n, g, y, grid); }
+extern "C" __global__ void s2g_scatter_1d(int n, GridGeom g, const float* y, real* grid) { scatter<1>(n, g, y, grid); }
+extern "C" __global__ void s2g_scatter_2d(int n, GridGeom g, const float* y, real* grid) { scatter<2>(n, g, y, grid); }
+extern "C" __global__ void s2g_scatter_3d(int n, GridGeom g, const float* y, real* grid) { scatter<3>(n, g, y, grid); }
 
 // Bounding box of y: lo/hi receive per-axis min/max as order-preserving uint keys
 // (initialised by the caller to 0xffffffff / 0), decoded on the host.
