@@ -5,8 +5,9 @@
 // where k_b is the (2p)^D circulant embedding of K folded onto [0,p)^D with sign -1 for each
 // odd axis on which the wrapped image was taken, times mu_b. Flat index m = sum_a m_a p^a.
 //
-// Argument contract (src/repulse/gpu.rs): len = p^D; complex arrays are float2 (re, im);
-// `in` C_in*len real (channel-major: charge 1, y^1..y^D), `x` C_in*len complex;
+// Argument contract (src/repulse/gpu.rs): len = p^D; complex arrays are complex_t (re, im;
+// float2, or double2 with --precision f64: repulse.cuh); `in` C_in*len real (channel-major:
+// charge 1, y^1..y^D), `x` C_in*len complex;
 // spectra 2*len complex per pattern (G1 then G2); `yhat` C_out*len complex with
 // C_out = 2 + D (psi, phi_0, phi_1..phi_D); `phi` C_out*len real.
 
@@ -23,20 +24,20 @@ __device__ inline int odd_sum(long long m, int p, int D, int pattern) {
 
 // x_c = mu_b . in_c for every input channel.
 extern "C" __global__ void g2g_modulate(long long len, int p, int D, int pattern, int channels,
-                                        const float* __restrict__ in, float2* __restrict__ x) {
+                                        const real* __restrict__ in, complex_t* __restrict__ x) {
     GRID_STRIDE(m, len) {
-        float s, c;
-        sincospif(-(float)odd_sum(m, p, D, pattern) / p, &s, &c);
+        real s, c;
+        sincospi(-(real)odd_sum(m, p, D, pattern) / p, &s, &c);
         for (int ch = 0; ch < channels; ++ch) {
-            float v = in[ch * len + m];
-            x[ch * len + m] = make_float2(v * c, v * s);
+            real v = in[ch * len + m];
+            x[ch * len + m] = make_complex(v * c, v * s);
         }
     }
 }
 
 // k_b for G1 = 1/(1+d^2) (slot 0) and G2 = G1^2 (slot 1), before their forward FFT.
 extern "C" __global__ void g2g_kernel(long long len, int p, int D, int pattern, float h,
-                                      float2* __restrict__ k) {
+                                      complex_t* __restrict__ k) {
     GRID_STRIDE(m, len) {
         int j[3] = {0, 0, 0};
         long long r = m;
@@ -64,24 +65,24 @@ extern "C" __global__ void g2g_kernel(long long len, int p, int D, int pattern, 
         }
         double s, c;
         sincospi(-(double)odd_sum(m, p, D, pattern) / p, &s, &c);
-        k[m] = make_float2((float)(g1 * c), (float)(g1 * s));
-        k[len + m] = make_float2((float)(g2 * c), (float)(g2 * s));
+        k[m] = make_complex((real)(g1 * c), (real)(g1 * s));
+        k[len + m] = make_complex((real)(g2 * c), (real)(g2 * s));
     }
 }
 
-__device__ inline float2 cmul(float2 a, float2 b) {
-    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+__device__ inline complex_t cmul(complex_t a, complex_t b) {
+    return make_complex(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
 // yhat: psi = K1 X0, phi_0 = K2 X0, phi_a = K2 X_a; scaled by 1/len for the inverse FFT.
-extern "C" __global__ void g2g_multiply(long long len, int D, const float2* __restrict__ xhat,
-                                        const float2* __restrict__ spectra,
-                                        float2* __restrict__ yhat) {
-    float scale = 1.f / (float)len;
+extern "C" __global__ void g2g_multiply(long long len, int D, const complex_t* __restrict__ xhat,
+                                        const complex_t* __restrict__ spectra,
+                                        complex_t* __restrict__ yhat) {
+    real scale = (real)1 / (real)len;
     GRID_STRIDE(m, len) {
-        float2 k1 = spectra[m], k2 = spectra[len + m];
+        complex_t k1 = spectra[m], k2 = spectra[len + m];
         k1.x *= scale; k1.y *= scale; k2.x *= scale; k2.y *= scale;
-        float2 x0 = xhat[m];
+        complex_t x0 = xhat[m];
         yhat[m] = cmul(k1, x0);
         yhat[len + m] = cmul(k2, x0);
         for (int a = 0; a < D; ++a) yhat[(2 + a) * len + m] = cmul(k2, xhat[(1 + a) * len + m]);
@@ -90,15 +91,15 @@ extern "C" __global__ void g2g_multiply(long long len, int D, const float2* __re
 
 // phi_c (=, or += when accumulate) Re(conj(mu_b) y_c) / 2^D for every output channel.
 extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int pattern, int channels,
-                                          int accumulate, const float2* __restrict__ y,
-                                          float* __restrict__ phi) {
-    float weight = 1.f / (float)(1 << D);
+                                          int accumulate, const complex_t* __restrict__ y,
+                                          real* __restrict__ phi) {
+    real weight = (real)1 / (real)(1 << D);
     GRID_STRIDE(m, len) {
-        float s, c;
-        sincospif((float)odd_sum(m, p, D, pattern) / p, &s, &c);
+        real s, c;
+        sincospi((real)odd_sum(m, p, D, pattern) / p, &s, &c);
         for (int ch = 0; ch < channels; ++ch) {
-            float2 v = y[ch * len + m];
-            float re = (v.x * c - v.y * s) * weight;
+            complex_t v = y[ch * len + m];
+            real re = (v.x * c - v.y * s) * weight;
             phi[ch * len + m] = accumulate ? phi[ch * len + m] + re : re;
         }
     }

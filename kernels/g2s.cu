@@ -4,14 +4,14 @@
 // computed from per-axis autocorrelations c_d of the weights as src/repulse/g2s.rs does
 // (subtracting w~_ii instead of 1 removes the interpolation error of the self term from Z).
 //
-// Argument contract (src/repulse/gpu.rs): y n*D floats; phi C*len floats channel-major with
-// C = 2 + D channels (psi, phi_0, phi_1..phi_D); out n*C floats point-major; z one double,
+// Argument contract (src/repulse/gpu.rs): y n*D floats; phi C*len reals channel-major with
+// C = 2 + D channels (psi, phi_0, phi_1..phi_D); out n*C reals point-major; z one double,
 // zeroed before the launch; blockDim.x a multiple of 32.
 // Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels.rs: NVRTC sees one source).
 
 template <int D>
-__device__ void gather(int n, GridGeom g, const float* __restrict__ y, const float* __restrict__ phi,
-                       float* __restrict__ out, double* z) {
+__device__ void gather(int n, GridGeom g, const float* __restrict__ y, const real* __restrict__ phi,
+                       real* __restrict__ out, double* z) {
     const int C = 2 + D;
     long long len = 1;
     for (int a = 0; a < D; ++a) len *= g.p;
@@ -19,7 +19,7 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y, const flo
     GRID_STRIDE(i, n) {
         float w[D][4];
         long long corner = locate<D>(y + i * D, g, w);
-        float acc[C];
+        real acc[C];
 #pragma unroll
         for (int ch = 0; ch < C; ++ch) acc[ch] = 0.f;
 #pragma unroll
@@ -41,7 +41,7 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y, const flo
                 for (int j = 0; j + d < 4; ++j) s += w[a][j] * w[a][j + d];
                 c[a][d] = d == 0 ? s : 2.f * s;
             }
-        float self_w = 0.f;
+        real self_w = 0;
 #pragma unroll
         for (int k = 0; k < (1 << (2 * D)); ++k) {
             float prod = 1.f, d2 = 0.f;
@@ -51,7 +51,7 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y, const flo
                 prod *= c[a][o];
                 d2 += (float)(o * o);
             }
-            self_w += prod / (1.f + g.h * g.h * d2);
+            self_w += (real)prod / ((real)1 + (real)g.h * (real)g.h * (real)d2);
         }
         acc[0] -= self_w;
         out[i * C] = acc[0];
@@ -61,6 +61,6 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y, const flo
     if (threadIdx.x == 0) atomicAdd(z, s);
 }
 
-extern "C" __global__ void g2s_gather_1d(int n, GridGeom g, const float* y, const float* phi, float* out, double* z) { gather<1>(n, g, y, phi, out, z); }
-extern "C" __global__ void g2s_gather_2d(int n, GridGeom g, const float* y, const float* phi, float* out, double* z) { gather<2>(n, g, y, phi, out, z); }
-extern "C" __global__ void g2s_gather_3d(int n, GridGeom g, const float* y, const float* phi, float* out, double* z) { gather<3>(n, g, y, phi, out, z); }
+extern "C" __global__ void g2s_gather_1d(int n, GridGeom g, const float* y, const real* phi, real* out, double* z) { gather<1>(n, g, y, phi, out, z); }
+extern "C" __global__ void g2s_gather_2d(int n, GridGeom g, const float* y, const real* phi, real* out, double* z) { gather<2>(n, g, y, phi, out, z); }
+extern "C" __global__ void g2s_gather_3d(int n, GridGeom g, const float* y, const real* phi, real* out, double* z) { gather<3>(n, g, y, phi, out, z); }

@@ -1,6 +1,25 @@
 // Shared by the repulsion kernels: the grid's geometry and the cubic Lagrange stencil,
 // identical to src/repulse/grid.rs (so the CPU and GPU paths agree to float rounding).
 
+// Precision of the grids, FFTs and potentials (`--precision`): double when NVRTC is given
+// -DREPULSE_F64 (src/gpu/real.rs), else float. Coordinates, stencil weights and forces stay
+// float: the weights' rounding (6e-8) is far below the interpolation error, while the
+// grids' sums over many points and the FFTs are where float loses digits.
+#ifdef REPULSE_F64
+typedef double real;
+typedef double2 complex_t;
+#else
+typedef float real;
+typedef float2 complex_t;
+#endif
+
+__device__ inline complex_t make_complex(real re, real im) {
+    complex_t z;
+    z.x = re;
+    z.y = im;
+    return z;
+}
+
 
 // Grid geometry passed by value: p nodes per axis, spacing h (and 1/h), origin and centre
 // per axis. Mirrors `GridGeom` in src/repulse/gpu.rs (#[repr(C)]).

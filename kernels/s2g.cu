@@ -12,7 +12,7 @@
 // s2g_scatter_sparse, s2g_scatter_dense.
 //
 // Argument contract (src/repulse/s2g_gpu.rs): y n*D floats, every point inside the grid's
-// box (the grid was fitted to it); grid (1+D)*len floats, zeroed, len = p^D; nt tiles per
+// box (the grid was fitted to it); grid (1+D)*len reals (repulse.cuh), zeroed, len = p^D; nt tiles per
 // axis, nt = ceil((p - 3) / T), ntiles = nt^D; bin, order n ints; counts ntiles ints, zeroed
 // before s2g_bin_count; starts ntiles + 1 ints, cursor ntiles ints; pieces 3 ints per piece
 // (tile, begin, end), room for n / piece + min(ntiles, n / dense_min) + 1 pieces; npieces one
@@ -45,7 +45,7 @@ __device__ inline int tile_of(const float* __restrict__ yi, const GridGeom& g, i
 // nodes per channel and `stride` nodes per axis (the grid, or a shared patch).
 template <int D>
 __device__ inline void spread(const float* __restrict__ yi, const GridGeom& g, const float w[D][4],
-                              long long corner, int stride, long long len, float* out) {
+                              long long corner, int stride, long long len, real* out) {
     float q[D];
 #pragma unroll
     for (int a = 0; a < D; ++a) q[a] = yi[a] - g.centre[a];
@@ -53,9 +53,9 @@ __device__ inline void spread(const float* __restrict__ yi, const GridGeom& g, c
     for (int k = 0; k < (1 << (2 * D)); ++k) {
         float wt;
         long long idx = stencil_node<D>(k, corner, stride, w, &wt);
-        atomicAdd(&out[idx], wt);
+        atomicAdd(&out[idx], (real)wt);
 #pragma unroll
-        for (int a = 0; a < D; ++a) atomicAdd(&out[(a + 1) * len + idx], wt * q[a]);
+        for (int a = 0; a < D; ++a) atomicAdd(&out[(a + 1) * len + idx], (real)(wt * q[a]));
     }
 }
 
@@ -153,7 +153,7 @@ extern "C" __global__ void s2g_bin_place(int n, const int* __restrict__ bin,
 template <int D>
 __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
                                const int* __restrict__ bin, const int* __restrict__ counts,
-                               int dense_min, float* __restrict__ grid) {
+                               int dense_min, real* __restrict__ grid) {
     long long len = 1;
     for (int a = 0; a < D; ++a) len *= g.p;
     GRID_STRIDE(i, n) {
@@ -176,8 +176,8 @@ __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
 template <int D>
 __device__ void scatter_dense(GridGeom g, int T, int nt, const float* __restrict__ y,
                               const int* __restrict__ order, const int* __restrict__ pieces,
-                              const int* __restrict__ npieces, float* __restrict__ grid) {
-    extern __shared__ float patch[];
+                              const int* __restrict__ npieces, real* __restrict__ grid) {
+    extern __shared__ real patch[];
     if ((int)blockIdx.x >= *npieces) return;
     const int tile = pieces[3 * blockIdx.x], begin = pieces[3 * blockIdx.x + 1],
               end = pieces[3 * blockIdx.x + 2];
@@ -189,7 +189,7 @@ __device__ void scatter_dense(GridGeom g, int T, int nt, const float* __restrict
         plen *= P;
         len *= g.p;
     }
-    for (int e = threadIdx.x; e < (1 + D) * plen; e += blockDim.x) patch[e] = 0.f;
+    for (int e = threadIdx.x; e < (1 + D) * plen; e += blockDim.x) patch[e] = 0;
     __syncthreads();
     for (int j = begin + threadIdx.x; j < end; j += blockDim.x) {
         const int i = order[j];
@@ -202,8 +202,8 @@ __device__ void scatter_dense(GridGeom g, int T, int nt, const float* __restrict
     }
     __syncthreads();
     for (int e = threadIdx.x; e < (1 + D) * plen; e += blockDim.x) {
-        float v = patch[e];
-        if (v == 0.f) continue;
+        real v = patch[e];
+        if (v == 0) continue;
         int ch = e / plen, m = e - ch * plen;
         long long node = 0, st = 1;
         bool inside = true;
@@ -224,13 +224,13 @@ __device__ void scatter_dense(GridGeom g, int T, int nt, const float* __restrict
     }                                                                                          \
     extern "C" __global__ void s2g_scatter_sparse_##D##d(int n, GridGeom g, const float* y,    \
                                                          const int* bin, const int* counts,    \
-                                                         int dense_min, float* grid) {         \
+                                                         int dense_min, real* grid) {          \
         scatter_sparse<D>(n, g, y, bin, counts, dense_min, grid);                              \
     }                                                                                          \
     extern "C" __global__ void s2g_scatter_dense_##D##d(GridGeom g, int T, int nt,             \
                                                         const float* y, const int* order,      \
                                                         const int* pieces, const int* npieces, \
-                                                        float* grid) {                         \
+                                                        real* grid) {                          \
         scatter_dense<D>(g, T, nt, y, order, pieces, npieces, grid);                           \
     }
 S2G_INSTANCES(1)

@@ -6,22 +6,24 @@ use std::time::Instant;
 
 use serde::{Serialize, Serializer};
 
-use crate::affinity::{self, Affinities, GraphParams, PerplexityParams};
+use crate::affinity::{self, Affinities, GraphParams};
 use crate::attract::gpu::HybGpu;
-use crate::backend::gpu::{optimize_device, DeviceP, DeviceRepulsion};
-use crate::backend::{cpu::CpuGradient, BackendKind};
+use crate::backend::gpu::{device_repulsion, optimize_device, DeviceP};
+use crate::backend::{cpu::CpuGradient, hybrid::optimize_hybrid, BackendKind};
 use crate::gpu::{Gpu, GpuError};
 use crate::init::{self, InitKind};
 use crate::io::Labels;
-use crate::knn::{self, Neighbors};
+use crate::knn::Neighbors;
 use crate::optim::{self, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::report::{InputInfo, Quality, Report, StageSeconds};
-use crate::repulse::exact_gpu::ExactRepulsionGpu;
-use crate::repulse::gpu::FftRepulsionGpu;
 use crate::repulse::{ExactRepulsion, FftRepulsion, GridSpec, Repulse};
 use crate::sparse::{Csb, Hyb};
-use crate::{prep, quality, Error, Points, Result};
+use crate::{quality, Error, Points, Result};
+
+mod prepare;
+
+use prepare::prepare_points;
 
 /// Above this many points `--knn auto` uses HNSW instead of the exact blocked GEMM.
 /// Measured on 2 cores at k = 90: exact takes 2.2 s at 70k and grows as n², HNSW took 52 s
@@ -61,6 +63,19 @@ pub enum RepulsionMethod {
     Exact,
 }
 
+/// Precision of the FFT repulsion's grids, FFTs and potentials (coordinates and forces are
+/// `f32` throughout). `f64` is the reference thesis's choice; it is meant for the hybrid
+/// backend, where the repulsion is hidden behind the CPU attraction. It also runs on the cpu
+/// and gpu backends, where it costs repulsion time on the critical path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Single precision (default): its rounding is far below the interpolation error.
+    F32,
+    /// Double precision.
+    F64,
+}
+
 /// Every parameter of a run. Defaults are DESIGN §1's.
 #[derive(Clone, Debug, Serialize)]
 pub struct EmbedParams {
@@ -80,6 +95,8 @@ pub struct EmbedParams {
     pub grid: Option<GridSpec>,
     /// Repulsion method (default fft).
     pub repulsion: RepulsionMethod,
+    /// Precision of the FFT repulsion's grids (default f32).
+    pub precision: Precision,
     /// Backend (default auto).
     pub backend: BackendKind,
     /// Seed of every random choice (default 0).
@@ -102,6 +119,7 @@ impl Default for EmbedParams {
             init: InitKind::Pca,
             grid: None,
             repulsion: RepulsionMethod::Fft,
+            precision: Precision::F32,
             backend: BackendKind::Auto,
             seed: 0,
             lambda: 1.0,
@@ -169,6 +187,13 @@ impl EmbedParams {
                 ));
             }
         }
+        if self.precision == Precision::F64 && self.repulsion == RepulsionMethod::Exact {
+            return Err(Error::param(
+                "precision",
+                "f64 applies to the FFT repulsion's grids; the exact repulsion already sums \
+                 in f64",
+            ));
+        }
         if self.optim.exaggeration_iters > self.optim.iters {
             return Err(Error::param(
                 "exaggeration-iters",
@@ -224,7 +249,6 @@ pub fn embed(
     let start = Instant::now();
     params.validate()?;
     let backend = params.backend.resolve()?;
-    let on_gpu = backend.kind == BackendKind::Gpu;
     let mut seconds = StageSeconds::default();
     let mut params = params.clone();
     params.grid = Some(
@@ -247,7 +271,9 @@ pub fn embed(
 
     // Stages 2–4: prepare, kNN, affinities.
     let prepared = match input {
-        Input::Points(points) => prepare_points(points, &params, on_gpu, &mut seconds, progress)?,
+        Input::Points(points) => {
+            prepare_points(points, &params, backend.kind, &mut seconds, progress)?
+        }
         Input::Graph(graph) => {
             let t = Instant::now();
             let gp = GraphParams {
@@ -299,10 +325,10 @@ pub fn embed(
         .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.exaggeration));
     params.learning_rate = Some(lr);
     params.optim.learning_rate = lr;
-    let (optimise, p_nnz) = if on_gpu {
+    let (optimise, p_nnz) = if backend.kind == BackendKind::Gpu {
         optimise_gpu(p, &mut y, &params, &mut seconds, progress)?
     } else {
-        optimise_cpu(p, &mut y, &params, &mut seconds, progress)?
+        optimise_host(p, &mut y, &params, backend.kind, &mut seconds, progress)?
     };
 
     // Quality measures.
@@ -334,135 +360,6 @@ pub fn embed(
     Ok(Embedding { y, dims, report })
 }
 
-/// Stages 2–4 in point mode: PCA, kNN, perplexity calibration and symmetrisation.
-fn prepare_points(
-    points: Points,
-    params: &EmbedParams,
-    on_gpu: bool,
-    seconds: &mut StageSeconds,
-    progress: &dyn Progress,
-) -> Result<Prepared> {
-    let k = params.k();
-    if points.n <= k {
-        return Err(Error::Data(format!(
-            "{} points are too few for perplexity {}: t-SNE needs more than k = {k} \
-             points (k = ⌈3·perplexity⌉); lower --perplexity",
-            points.n, params.perplexity
-        )));
-    }
-    let t = Instant::now();
-    let reduced = params.pca.is_some_and(|m| points.d > m);
-    let points = match params.pca {
-        Some(m) if reduced && on_gpu => prep::gpu::pca_gpu(Gpu::get()?, &points, m)?,
-        Some(m) if reduced => prep::pca(&points, m)?,
-        _ => points,
-    };
-    seconds.pca = t.elapsed().as_secs_f64();
-    let method = match params.knn {
-        KnnMethod::Auto if points.n <= AUTO_EXACT_MAX || on_gpu => KnnMethod::Exact,
-        KnnMethod::Auto => KnnMethod::Hnsw,
-        m => m,
-    };
-    let knn_method = Some(if method == KnnMethod::Hnsw {
-        "hnsw"
-    } else {
-        "exact"
-    });
-    if on_gpu {
-        let (p, nb) = gpu_affinities(&points, k, method, params, seconds, progress)?;
-        return Ok(Prepared {
-            p,
-            points: Some(points),
-            reduced,
-            neighbors: Some(nb),
-            knn_method,
-        });
-    }
-    let t = Instant::now();
-    let nb = match method {
-        KnnMethod::Hnsw => knn::hnsw(&points, k, params.seed, progress)?,
-        _ => knn::exact(&points, k, progress)?,
-    };
-    seconds.knn = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let pp = PerplexityParams {
-        perplexity: params.perplexity,
-        ..Default::default()
-    };
-    let cond = affinity::conditional_probabilities(&nb, &pp)?;
-    let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
-    let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
-    let p = affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond)?;
-    seconds.affinities = t.elapsed().as_secs_f64();
-    Ok(Prepared {
-        p: Affinity::Host(p),
-        points: Some(points),
-        reduced,
-        neighbors: Some(nb),
-        knn_method,
-    })
-}
-
-/// kNN (exact on the GPU, or HNSW on the CPU then uploaded) and affinities on the GPU: P
-/// is born in HYB on the device. The neighbours also come down, for the quality measure.
-fn gpu_affinities(
-    points: &Points,
-    k: usize,
-    method: KnnMethod,
-    params: &EmbedParams,
-    seconds: &mut StageSeconds,
-    progress: &dyn Progress,
-) -> Result<(Affinity, Neighbors)> {
-    let gpu = Gpu::get()?;
-    let s = &gpu.stream;
-    let up = |e| Error::from(GpuError::from(e));
-    let t = Instant::now();
-    let (indices, distances) = match method {
-        KnnMethod::Hnsw => {
-            let nb = knn::hnsw(points, k, params.seed, progress)?;
-            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-            (
-                s.clone_htod(&idx).map_err(up)?,
-                s.clone_htod(&nb.distances).map_err(up)?,
-            )
-        }
-        _ => {
-            let dev = s.clone_htod(&points.data).map_err(up)?;
-            knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
-        }
-    };
-    s.synchronize().map_err(up)?;
-    seconds.knn = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let (hyb, stats) = affinity::gpu::affinities_device(
-        gpu,
-        &indices,
-        &distances,
-        points.n,
-        k,
-        params.perplexity,
-    )?;
-    s.synchronize().map_err(up)?;
-    seconds.affinities = t.elapsed().as_secs_f64();
-    let nb = Neighbors {
-        n: points.n,
-        k,
-        indices: s
-            .clone_dtoh(&indices)
-            .map_err(up)?
-            .into_iter()
-            .map(|j| j as u32)
-            .collect(),
-        distances: s.clone_dtoh(&distances).map_err(up)?,
-    };
-    let p = DeviceP {
-        hyb,
-        p_log_p: stats.p_log_p,
-        nnz: stats.nnz,
-    };
-    Ok((Affinity::Device(Box::new(p)), nb))
-}
-
 /// Σ p ln p of a host P (the constant part of KL).
 fn p_log_p(p: &Affinities) -> f64 {
     p.data()
@@ -473,16 +370,18 @@ fn p_log_p(p: &Affinities) -> f64 {
         .sum()
 }
 
-/// Stages 5 and 7 on the CPU: CSB, then the host optimiser.
-fn optimise_cpu(
+/// Stages 5 and 7 with P and Y on the host: CSB, then the host optimiser, with the
+/// repulsion on the CPU (`cpu`) or on the GPU at the same time as the attraction (`hybrid`).
+fn optimise_host(
     p: Affinity,
     y: &mut [f32],
     params: &EmbedParams,
+    backend: BackendKind,
     seconds: &mut StageSeconds,
     progress: &dyn Progress,
 ) -> Result<(OptimReport, usize)> {
     let Affinity::Host(p) = p else {
-        unreachable!("the CPU path computes P on the host");
+        unreachable!("the cpu and hybrid paths compute P on the host");
     };
     let t = Instant::now();
     let plp = p_log_p(&p);
@@ -492,12 +391,43 @@ fn optimise_cpu(
     drop(p);
     seconds.layout = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let repulse: Box<dyn Repulse> = match params.repulsion {
-        RepulsionMethod::Fft => Box::new(FftRepulsion::new(grid_of(params))),
-        RepulsionMethod::Exact => Box::new(ExactRepulsion::new()),
+    let (dims, grid) = (params.dims, grid_of(params));
+    let report = if backend == BackendKind::Hybrid {
+        let gpu = Gpu::get()?;
+        let stream = gpu
+            .device
+            .context
+            .new_stream()
+            .map_err(|e| Error::from(GpuError::from(e)))?;
+        let repulse = device_repulsion(
+            gpu,
+            stream.clone(),
+            params.repulsion,
+            grid,
+            params.precision,
+        )?;
+        optimize_hybrid(
+            gpu,
+            stream,
+            csb,
+            repulse,
+            plp,
+            y,
+            dims,
+            &params.optim,
+            progress,
+        )?
+    } else {
+        let repulse: Box<dyn Repulse> = match (params.repulsion, params.precision) {
+            (RepulsionMethod::Fft, Precision::F32) => Box::new(FftRepulsion::new(grid)),
+            (RepulsionMethod::Fft, Precision::F64) => {
+                Box::new(FftRepulsion::<f64>::with_precision(grid))
+            }
+            (RepulsionMethod::Exact, _) => Box::new(ExactRepulsion::new()),
+        };
+        let mut gradient = CpuGradient::new(csb, repulse, plp);
+        optim::optimize(&mut gradient, y, dims, &params.optim, progress)?
     };
-    let mut gradient = CpuGradient::new(csb, repulse, plp);
-    let report = optim::optimize(&mut gradient, y, params.dims, &params.optim, progress)?;
     seconds.optimise = t.elapsed().as_secs_f64();
     Ok((report, nnz))
 }
@@ -523,12 +453,13 @@ fn optimise_gpu(
     };
     seconds.layout = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let mut repulse = match params.repulsion {
-        RepulsionMethod::Fft => {
-            DeviceRepulsion::Fft(Box::new(FftRepulsionGpu::new(gpu, grid_of(params))?))
-        }
-        RepulsionMethod::Exact => DeviceRepulsion::Exact(ExactRepulsionGpu::new(gpu)?),
-    };
+    let mut repulse = device_repulsion(
+        gpu,
+        gpu.stream.clone(),
+        params.repulsion,
+        grid_of(params),
+        params.precision,
+    )?;
     let up = |e| Error::from(GpuError::from(e));
     let mut y_dev = gpu.stream.clone_htod(&*y).map_err(up)?;
     let report = optimize_device(

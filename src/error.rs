@@ -26,9 +26,6 @@ pub enum Error {
     /// A GPU operation failed.
     #[error(transparent)]
     Gpu(Box<crate::gpu::GpuError>),
-    /// The backend exists in the interface but is not implemented yet.
-    #[error("backend `{0}` is not built yet; use --backend cpu")]
-    NotBuilt(&'static str),
 }
 
 /// Result with [`Error`] as the default error.

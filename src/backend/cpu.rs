@@ -2,6 +2,8 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use crate::attract::Attract;
 use crate::optim::{Gradient, GradientInfo};
 use crate::repulse::Repulse;
@@ -48,18 +50,30 @@ impl Gradient for CpuGradient {
         let t = Instant::now();
         let rep = self.repulse.repulse(y, dims, &mut self.f_rep)?;
         let repulse_seconds = t.elapsed().as_secs_f64();
-        for ((g, &a), &r) in grad.iter_mut().zip(&self.f_attr).zip(&self.f_rep) {
-            *g = exaggeration * a - r;
-        }
-        // KL(P‖Q) = Σ p ln p − Σ p ln w + ln Z  (Q = w / Z; DESIGN §2).
-        let kl = p_log_w.map(|plw| self.p_log_p - plw + rep.z.ln());
+        combine(grad, &self.f_attr, &self.f_rep, exaggeration);
         Ok(GradientInfo {
             z: rep.z,
-            kl,
+            kl: kl(self.p_log_p, p_log_w, rep.z),
             attract_seconds,
             repulse_seconds,
             repulse_split: rep.times,
             grid: rep.grid,
         })
     }
+}
+
+/// g = α F_attr − F_rep, in parallel over the pool.
+pub(crate) fn combine(grad: &mut [f32], f_attr: &[f32], f_rep: &[f32], exaggeration: f32) {
+    grad.par_chunks_mut(4096)
+        .zip(f_attr.par_chunks(4096).zip(f_rep.par_chunks(4096)))
+        .for_each(|(g, (a, r))| {
+            for ((g, &a), &r) in g.iter_mut().zip(a).zip(r) {
+                *g = exaggeration * a - r;
+            }
+        });
+}
+
+/// KL(P‖Q) = Σ p ln p − Σ p ln w + ln Z (Q = w / Z; DESIGN §2), when Σ p ln w was computed.
+pub(crate) fn kl(p_log_p: f64, p_log_w: Option<f64>, z: f64) -> Option<f64> {
+    p_log_w.map(|plw| p_log_p - plw + z.ln())
 }

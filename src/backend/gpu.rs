@@ -2,16 +2,19 @@
 //! device; per iteration only the repulsion grid's bounding box and Z (a few words) come
 //! back, and the KL's Σ p ln w every `kl_every` iterations.
 
-use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
+use std::sync::Arc;
+
+use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream};
 
 use crate::attract::gpu::HybGpu;
+use crate::embed::{Precision, RepulsionMethod};
 use crate::gpu::{Gpu, GpuError};
 use crate::optim::gpu::DeviceOptimizer;
 use crate::optim::{OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::exact_gpu::ExactRepulsionGpu;
-use crate::repulse::gpu::FftRepulsionGpu;
-use crate::repulse::Repulsion;
+use crate::repulse::gpu::{DeviceRepulse, FftRepulsionGpu};
+use crate::repulse::{GridSpec, Repulsion};
 use crate::Result;
 
 /// P resident on the device, with the constants the KL needs.
@@ -24,27 +27,27 @@ pub struct DeviceP {
     pub nnz: usize,
 }
 
-/// The repulsion methods that run on the device.
-pub enum DeviceRepulsion {
-    /// FFT-accelerated interpolation (boxed: its workspace handles dwarf the exact one).
-    Fft(Box<FftRepulsionGpu>),
-    /// Direct O(n²) sums.
-    Exact(ExactRepulsionGpu),
-}
+/// A repulsion method that runs on the device ([`device_repulsion`]).
+pub type DeviceRepulsion = Box<dyn DeviceRepulse>;
 
-impl DeviceRepulsion {
-    fn repulse(
-        &mut self,
-        y: &CudaSlice<f32>,
-        n: usize,
-        dims: usize,
-        force: &mut CudaSlice<f32>,
-    ) -> Result<Repulsion> {
-        match self {
-            DeviceRepulsion::Fft(r) => r.repulse_device(y, n, dims, force),
-            DeviceRepulsion::Exact(r) => r.repulse_device(y, n, dims, force),
+/// The device repulsion of `method` (the FFT one with `grid` in `precision`), its work on
+/// `stream`.
+pub fn device_repulsion(
+    gpu: &'static Gpu,
+    stream: Arc<CudaStream>,
+    method: RepulsionMethod,
+    grid: GridSpec,
+    precision: Precision,
+) -> Result<DeviceRepulsion> {
+    Ok(match (method, precision) {
+        (RepulsionMethod::Fft, Precision::F32) => {
+            Box::new(FftRepulsionGpu::<f32>::on_stream(gpu, stream, grid)?)
         }
-    }
+        (RepulsionMethod::Fft, Precision::F64) => {
+            Box::new(FftRepulsionGpu::<f64>::on_stream(gpu, stream, grid)?)
+        }
+        (RepulsionMethod::Exact, _) => Box::new(ExactRepulsionGpu::on_stream(gpu, stream)?),
+    })
 }
 
 /// Device buffers of one optimisation.
@@ -135,7 +138,7 @@ fn evaluate(
         attract.attract_device(y, dims, &mut buf.attr, None)?;
     }
     buf.events[1].record(s).map_err(up)?;
-    let rep = repulse.repulse(y, attract.n(), dims, &mut buf.rep)?;
+    let rep = repulse.repulse_device(y, attract.n(), dims, &mut buf.rep)?;
     let kl = if with_kl {
         let mut v = [0f64];
         s.memcpy_dtoh(&buf.kl, &mut v).map_err(up)?;

@@ -2,14 +2,15 @@
 //!
 //! - `cpu`: everything on the host with rayon; CSB attraction, CPU FFT repulsion.
 //! - `gpu`: everything resident on one CUDA device.
-//! - `hybrid`: CPU attraction overlapped with GPU repulsion (not built yet).
+//! - `hybrid`: CPU attraction overlapped with GPU repulsion, the update on the host.
 //! - `auto`: gpu when a device is usable, else cpu.
 
 pub mod cpu;
 pub mod gpu;
+pub mod hybrid;
 
 use crate::gpu::Gpu;
-use crate::{Error, Result};
+use crate::Result;
 
 /// The backend a user asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -42,8 +43,7 @@ impl BackendKind {
     }
 
     /// Resolves `auto` by probing for a GPU (gpu when usable, else cpu); an explicit
-    /// `gpu` or `hybrid` fails with the probe's reason when no device is usable, and
-    /// `hybrid` with [`Error::NotBuilt`] until it exists.
+    /// `gpu` or `hybrid` fails with the probe's reason when no device is usable.
     pub fn resolve(self) -> Result<Resolved> {
         let device = || Gpu::get().map(|g| g.device.name.clone());
         match self {
@@ -65,10 +65,10 @@ impl BackendKind {
                 kind: BackendKind::Gpu,
                 note: device()?,
             }),
-            BackendKind::Hybrid => {
-                device()?;
-                Err(Error::NotBuilt(self.name()))
-            }
+            BackendKind::Hybrid => Ok(Resolved {
+                kind: BackendKind::Hybrid,
+                note: device()?,
+            }),
         }
     }
 }

@@ -107,9 +107,15 @@ pub struct EmbedArgs {
     /// Repulsion: `fft` (interpolation on a grid) or `exact` (O(n²), for reference).
     #[arg(long, value_enum, default_value_t = RepulsionArg::Fft)]
     pub repulsion: RepulsionArg,
-    /// Where to compute: `auto` (GPU when usable, else CPU), `cpu`, `gpu`, `hybrid`.
+    /// Where to compute: `auto` (GPU when usable, else CPU), `cpu`, `gpu`, `hybrid` (CPU
+    /// attraction and GPU repulsion at the same time).
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
+    /// Precision of the FFT repulsion's grids: `f32`, or `f64` as the reference thesis did.
+    /// Meant for `--backend hybrid`, where the repulsion is hidden behind the CPU attraction;
+    /// on cpu and gpu f64 costs repulsion time.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F32)]
+    pub precision: PrecisionArg,
     /// Worker threads for the CPU stages (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -141,6 +147,12 @@ pub enum InitArg {
 pub enum RepulsionArg {
     Fft,
     Exact,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PrecisionArg {
+    F32,
+    F64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

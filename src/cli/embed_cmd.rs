@@ -6,13 +6,15 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sgtsne::backend::BackendKind;
-use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, RepulsionMethod};
+use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, Precision, RepulsionMethod};
 use sgtsne::init::InitKind;
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::optim::OptimParams;
 use sgtsne::repulse::GridSpec;
 
-use super::args::{AutoOr, BackendArg, EmbedArgs, InitArg, KnnArg, NoneOr, RepulsionArg};
+use super::args::{
+    AutoOr, BackendArg, EmbedArgs, InitArg, KnnArg, NoneOr, PrecisionArg, RepulsionArg,
+};
 use super::progress_bar::Bar;
 
 pub fn run(args: EmbedArgs) -> Result<()> {
@@ -148,6 +150,10 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             RepulsionArg::Fft => RepulsionMethod::Fft,
             RepulsionArg::Exact => RepulsionMethod::Exact,
         },
+        precision: match a.precision {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::F64 => Precision::F64,
+        },
         backend: match a.backend {
             BackendArg::Auto => BackendKind::Auto,
             BackendArg::Cpu => BackendKind::Cpu,
@@ -187,6 +193,16 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs) {
         "  load {:.2} s, pca {:.2} s, knn {:.2} s, affinities {:.2} s, optimise {:.2} s, write {:.2} s",
         s.load, s.pca, s.knn, s.affinities, s.optimise, s.write
     );
+    if let Some(o) = &r.optimise.overlap {
+        eprintln!(
+            "  per iteration (median): attraction {:.2} ms (CPU) and repulsion {:.2} ms (GPU) \
+             in {:.2} ms: overlap {:.0} %",
+            o.attract_median * 1e3,
+            o.repulse_median * 1e3,
+            o.wall_median * 1e3,
+            o.overlap * 100.0
+        );
+    }
     let mut line = format!("  KL {:.4}", r.optimise.final_kl);
     if let Some(acc) = r.quality.knn_accuracy_10 {
         line += &format!(", 10-NN accuracy {acc:.4}");

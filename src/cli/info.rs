@@ -22,6 +22,6 @@ pub fn run() -> Result<()> {
             "cpu"
         }
     };
-    println!("backends: cpu, gpu, hybrid (not built yet); auto picks {auto}");
+    println!("backends: cpu, gpu, hybrid (gpu and hybrid need the GPU); auto picks {auto}");
     Ok(())
 }

@@ -13,14 +13,17 @@ use super::kernels::KernelId;
 use super::GpuError;
 
 /// Options shared by every kernel: IEEE division and square root (the repulsion's 1e-3
-/// accuracy target needs them more than the speed of the approximate ones).
-fn options(arch: &'static str) -> CompileOptions {
+/// accuracy target needs them more than the speed of the approximate ones); `defines`
+/// (`-DNAME`) select a variant of a file, e.g. the repulsion's grids in double.
+fn options(arch: &'static str, defines: &[&str]) -> CompileOptions {
+    let mut options = vec!["--std=c++17".to_string()];
+    options.extend(defines.iter().map(|d| d.to_string()));
     CompileOptions {
         arch: Some(arch),
         prec_div: Some(true),
         prec_sqrt: Some(true),
         fmad: Some(true),
-        options: vec!["--std=c++17".into()],
+        options,
         ..Default::default()
     }
 }
@@ -38,19 +41,21 @@ pub fn arch_name(cc: (i32, i32)) -> &'static str {
     }
 }
 
-/// PTX of `id` for `arch`, from the cache or freshly compiled (then cached).
-pub fn ptx(id: KernelId, arch: &'static str) -> Result<Ptx, GpuError> {
-    ptx_cached_in(id, arch, cache_dir())
+/// PTX of `id` compiled with `defines` for `arch`, from the cache or freshly compiled (then
+/// cached).
+pub fn ptx(id: KernelId, defines: &[&str], arch: &'static str) -> Result<Ptx, GpuError> {
+    ptx_cached_in(id, defines, arch, cache_dir())
 }
 
 /// [`ptx`] with an explicit cache folder (`None`: no cache).
 fn ptx_cached_in(
     id: KernelId,
+    defines: &[&str],
     arch: &'static str,
     cache: Option<PathBuf>,
 ) -> Result<Ptx, GpuError> {
     let source = id.source();
-    let opts = options(arch);
+    let opts = options(arch, defines);
     let key = format!(
         "{:016x}",
         fnv1a(&[
@@ -123,8 +128,9 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 mod tests {
     use super::*;
 
-    /// Compiles every kernel file with NVRTC (no GPU needed, only libnvrtc): a kernel that
-    /// does not compile fails here, not on the device.
+    /// Compiles every kernel file with NVRTC (no GPU needed, only libnvrtc), and the
+    /// repulsion's files also with double grids: a kernel that does not compile fails here,
+    /// not on the device.
     #[test]
     fn every_kernel_compiles() {
         // SAFETY: only tries to dlopen libnvrtc.
@@ -133,12 +139,26 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        for id in KernelId::ALL {
-            if let Err(e) = ptx_cached_in(id, "sm_90", Some(dir.path().to_path_buf())) {
-                panic!("{e}");
+        let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
+        let variants = KernelId::ALL.into_iter().map(|id| (id, &[][..])).chain(
+            [
+                KernelId::S2g,
+                KernelId::G2g,
+                KernelId::G2s,
+                KernelId::Phi2force,
+            ]
+            .map(|id| (id, f64_defines)),
+        );
+        for (id, defines) in variants {
+            let cache = Some(dir.path().to_path_buf());
+            let ptx = ptx_cached_in(id, defines, "sm_90", cache.clone())
+                .unwrap_or_else(|e| panic!("{e}"));
+            // The double variant really computes in double.
+            if !defines.is_empty() {
+                assert!(ptx.to_src().contains(".f64"), "{} {defines:?}", id.file());
             }
             // The second call is served from the cache.
-            let again = ptx_cached_in(id, "sm_90", Some(dir.path().to_path_buf())).unwrap();
+            let again = ptx_cached_in(id, defines, "sm_90", cache).unwrap();
             assert!(again.to_src().contains(".entry"));
         }
     }

@@ -21,8 +21,11 @@ pub struct Gpu {
     /// The stream every stage launches on, in order.
     pub stream: Arc<CudaStream>,
     arch: &'static str,
-    modules: Mutex<HashMap<KernelId, Arc<CudaModule>>>,
+    modules: Mutex<HashMap<ModuleKey, Arc<CudaModule>>>,
 }
+
+/// A loaded module: its kernel file and the NVRTC defines it was compiled with.
+type ModuleKey = (KernelId, &'static [&'static str]);
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
 
@@ -53,13 +56,27 @@ impl Gpu {
         id: KernelId,
         name: &str,
     ) -> std::result::Result<CudaFunction, GpuError> {
+        self.function_with(id, &[], name)
+    }
+
+    /// The kernel `name` of file `id` compiled with the NVRTC `defines` (a variant of the
+    /// file, e.g. [`crate::gpu::real::DeviceReal::DEFINES`]), compiled and loaded on first use.
+    pub fn function_with(
+        &self,
+        id: KernelId,
+        defines: &'static [&'static str],
+        name: &str,
+    ) -> std::result::Result<CudaFunction, GpuError> {
         let module = {
             let mut modules = self.modules.lock().expect("module cache lock");
-            match modules.get(&id) {
+            match modules.get(&(id, defines)) {
                 Some(m) => m.clone(),
                 None => {
-                    let m = self.device.context.load_module(ptx(id, self.arch)?)?;
-                    modules.insert(id, m.clone());
+                    let m = self
+                        .device
+                        .context
+                        .load_module(ptx(id, defines, self.arch)?)?;
+                    modules.insert((id, defines), m.clone());
                     m
                 }
             }

@@ -4,7 +4,9 @@
 /// Prepended to every kernel file: shared device helpers.
 pub const COMMON: &str = include_str!("../../kernels/common.cuh");
 
-/// Prepended to the repulsion kernels after [`COMMON`]: grid geometry and stencil.
+/// Prepended to the repulsion kernels after [`COMMON`]: grid geometry, stencil and the
+/// grids' element type `real` (float, or double under [`crate::gpu::real::DeviceReal`]'s
+/// define).
 pub const REPULSE: &str = include_str!("../../kernels/repulse.cuh");
 
 /// One kernel source file (one pipeline stage).
@@ -78,7 +80,7 @@ impl KernelId {
     /// prepended rather than `#include`d).
     fn headers(self) -> &'static [&'static str] {
         match self {
-            KernelId::S2g | KernelId::G2s => &[REPULSE],
+            KernelId::S2g | KernelId::G2g | KernelId::G2s | KernelId::Phi2force => &[REPULSE],
             _ => &[],
         }
     }

@@ -8,6 +8,7 @@ pub mod compile;
 pub mod context;
 pub mod error;
 pub mod kernels;
+pub mod real;
 
 pub use context::Gpu;
 pub use error::GpuError;

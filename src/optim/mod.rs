@@ -36,6 +36,9 @@ pub struct OptimReport {
     pub update_seconds: f64,
     /// Grid nodes per axis at the last iteration (FFT repulsion only).
     pub final_grid: Option<usize>,
+    /// Per-iteration times and overlap of the attraction and the repulsion (hybrid only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<crate::report::Overlap>,
 }
 
 /// Runs `params.iters` steps from `y` (row-major n × dims, updated in place).

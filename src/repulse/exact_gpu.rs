@@ -1,10 +1,12 @@
 //! Exact O(n²) repulsion on the GPU (`kernels/exact.cu`): the reference for errors and for
 //! small n, as [`super::ExactRepulsion`] is on the CPU.
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
 
-use super::gpu::{check_device_args, on_host};
-use super::{Repulse, RepulseTimes, Repulsion};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+
+use super::gpu::{check_device_args, DeviceRepulse};
+use super::{RepulseTimes, Repulsion};
 use crate::gpu::context::BLOCK;
 use crate::gpu::kernels::KernelId;
 use crate::gpu::{Gpu, GpuError};
@@ -13,26 +15,20 @@ use crate::Result;
 /// Tiled direct sums; f64 accumulation per target.
 pub struct ExactRepulsionGpu {
     gpu: &'static Gpu,
+    stream: Arc<CudaStream>,
     z: CudaSlice<f64>,
 }
 
 impl ExactRepulsionGpu {
-    /// Exact repulsion on `gpu`.
+    /// Exact repulsion on `gpu`'s stream.
     pub fn new(gpu: &'static Gpu) -> Result<Self> {
-        let z = gpu.stream.alloc_zeros(1).map_err(GpuError::from)?;
-        Ok(ExactRepulsionGpu { gpu, z })
+        Self::on_stream(gpu, gpu.stream.clone())
     }
 
-    /// F_rep of the device-resident `y` (n × dims) into `force`, Z returned.
-    pub fn repulse_device(
-        &mut self,
-        y: &CudaSlice<f32>,
-        n: usize,
-        dims: usize,
-        force: &mut CudaSlice<f32>,
-    ) -> Result<Repulsion> {
-        check_device_args(n, dims, y.len(), force.len())?;
-        Ok(self.run(y, n, dims, force)?)
+    /// Exact repulsion whose work goes to `stream` (of `gpu`'s context).
+    pub fn on_stream(gpu: &'static Gpu, stream: Arc<CudaStream>) -> Result<Self> {
+        let z = stream.alloc_zeros(1).map_err(GpuError::from)?;
+        Ok(ExactRepulsionGpu { gpu, stream, z })
     }
 
     fn run(
@@ -43,7 +39,7 @@ impl ExactRepulsionGpu {
         force: &mut CudaSlice<f32>,
     ) -> std::result::Result<Repulsion, GpuError> {
         let gpu = self.gpu;
-        let s = &gpu.stream;
+        let s = &self.stream;
         let start = std::time::Instant::now();
         s.memset_zeros(&mut self.z)?;
         let sums = gpu.function(KernelId::Exact, &format!("exact_sums_{dims}d"))?;
@@ -77,20 +73,26 @@ impl ExactRepulsionGpu {
     }
 }
 
-impl Repulse for ExactRepulsionGpu {
-    /// Host-to-host form of [`ExactRepulsionGpu::repulse_device`], for tests against the CPU.
-    fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
-        let gpu = self.gpu;
-        on_host(gpu, y, dims, force, |y, n, f| {
-            self.repulse_device(y, n, dims, f)
-        })
+impl DeviceRepulse for ExactRepulsionGpu {
+    fn repulse_device(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> Result<Repulsion> {
+        check_device_args(n, dims, y.len(), force.len())?;
+        Ok(self.run(y, n, dims, force)?)
+    }
+    fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repulse::ExactRepulsion;
+    use crate::repulse::{ExactRepulsion, Repulse};
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     /// The GPU's direct sums equal the CPU's (both exact; only float rounding differs).

@@ -8,14 +8,18 @@
 //! (`__match_any_sync`); the dense tiles' atomics then land in shared memory, and each
 //! patch meets the grid once.
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::gpu::GridGeom;
 use crate::gpu::kernels::KernelId;
+use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
 
 /// Tile side in stencil corners per axis, for 1-D, 2-D, 3-D: patches of (T+3)^D nodes ×
-/// (1+D) channels of 8.2, 14.7 and 21.3 KB of shared memory.
+/// (1+D) channels of 8.2, 14.7 and 21.3 KB of shared memory in f32 (twice that in f64,
+/// within the 48 KB a block may take without opting in).
 const TILE: [usize; 3] = [1024, 32, 8];
 /// Points of one tile per block of the dense pass.
 const PIECE: usize = 2048;
@@ -40,16 +44,17 @@ pub(crate) struct BinnedScatter {
 }
 
 /// `buf` with room for at least `len` entries (its contents are not kept).
-fn grow(gpu: &Gpu, buf: &mut CudaSlice<i32>, len: usize) -> Result<(), GpuError> {
+fn grow(s: &Arc<CudaStream>, buf: &mut CudaSlice<i32>, len: usize) -> Result<(), GpuError> {
     if buf.len() < len {
-        *buf = gpu.stream.alloc_zeros(len)?;
+        *buf = s.alloc_zeros(len)?;
     }
     Ok(())
 }
 
 impl BinnedScatter {
-    pub(crate) fn new(gpu: &Gpu) -> Result<Self, GpuError> {
-        let one = || gpu.stream.alloc_zeros::<i32>(1);
+    /// Empty buffers on `stream`.
+    pub(crate) fn new(stream: &Arc<CudaStream>) -> Result<Self, GpuError> {
+        let one = || stream.alloc_zeros::<i32>(1);
         Ok(BinnedScatter {
             dense_min: DENSE_MIN,
             bin: one()?,
@@ -69,35 +74,37 @@ impl BinnedScatter {
     }
 
     /// Adds the charges of the n points `y` (n × dims, inside the grid `geom`) to `grid`
-    /// ((1 + dims) channels of p^dims nodes, zeroed by the caller).
-    pub(crate) fn run(
+    /// ((1 + dims) channels of p^dims nodes in `T`, zeroed by the caller), on stream `s`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run<T: DeviceReal>(
         &mut self,
         gpu: &Gpu,
+        s: &Arc<CudaStream>,
         y: &CudaSlice<f32>,
         n: usize,
         dims: usize,
         geom: &GridGeom,
-        grid: &mut CudaSlice<f32>,
+        grid: &mut CudaSlice<T>,
     ) -> Result<(), GpuError> {
-        let s = &gpu.stream;
+        let function = |name: &str| gpu.function_with(KernelId::S2g, T::DEFINES, name);
         let p = geom.p as usize;
         let t = TILE[dims - 1];
         let nt = (p - 3).div_ceil(t);
         let ntiles = nt.pow(dims as u32);
         let max_pieces = n / PIECE + ntiles.min(n / self.dense_min.max(1)) + 1;
-        grow(gpu, &mut self.bin, n)?;
-        grow(gpu, &mut self.order, n)?;
-        grow(gpu, &mut self.counts, ntiles)?;
-        grow(gpu, &mut self.starts, ntiles + 1)?;
-        grow(gpu, &mut self.cursor, ntiles)?;
-        grow(gpu, &mut self.pieces, 3 * max_pieces)?;
+        grow(s, &mut self.bin, n)?;
+        grow(s, &mut self.order, n)?;
+        grow(s, &mut self.counts, ntiles)?;
+        grow(s, &mut self.starts, ntiles + 1)?;
+        grow(s, &mut self.cursor, ntiles)?;
+        grow(s, &mut self.pieces, 3 * max_pieces)?;
         let mut counts = self.counts.slice_mut(0..ntiles);
         s.memset_zeros(&mut counts)?;
         let (n32, t32, nt32, nti32) = (n as i32, t as i32, nt as i32, ntiles as i32);
         let dense_min = self.dense_min.min(i32::MAX as usize) as i32;
         let piece = PIECE as i32;
 
-        let f = gpu.function(KernelId::S2g, &format!("s2g_bin_count_{dims}d"))?;
+        let f = function(&format!("s2g_bin_count_{dims}d"))?;
         let mut b = s.launch_builder(&f);
         b.arg(&n32).arg(geom).arg(&t32).arg(&nt32).arg(y);
         b.arg(&mut self.bin).arg(&mut self.counts);
@@ -105,7 +112,7 @@ impl BinnedScatter {
         // ntiles ints zeroed above; blocks of whole warps.
         unsafe { b.launch(gpu.config(n)) }?;
 
-        let f = gpu.function(KernelId::S2g, "s2g_bin_plan")?;
+        let f = function("s2g_bin_plan")?;
         let mut b = s.launch_builder(&f);
         b.arg(&nti32).arg(&self.counts).arg(&dense_min).arg(&piece);
         b.arg(&mut self.starts)
@@ -122,7 +129,7 @@ impl BinnedScatter {
             })
         }?;
 
-        let f = gpu.function(KernelId::S2g, "s2g_bin_place")?;
+        let f = function("s2g_bin_place")?;
         let mut b = s.launch_builder(&f);
         b.arg(&n32).arg(&self.bin).arg(&self.counts).arg(&dense_min);
         b.arg(&mut self.cursor).arg(&mut self.order);
@@ -130,7 +137,7 @@ impl BinnedScatter {
         // starts, order ≥ n ints; blocks of whole warps.
         unsafe { b.launch(gpu.config(n)) }?;
 
-        let f = gpu.function(KernelId::S2g, &format!("s2g_scatter_sparse_{dims}d"))?;
+        let f = function(&format!("s2g_scatter_sparse_{dims}d"))?;
         let mut b = s.launch_builder(&f);
         b.arg(&n32)
             .arg(geom)
@@ -138,11 +145,11 @@ impl BinnedScatter {
             .arg(&self.bin)
             .arg(&self.counts);
         b.arg(&dense_min).arg(&mut *grid);
-        // SAFETY: s2g.cu contract: grid (1+dims)·p^dims floats, bin and counts as above.
+        // SAFETY: s2g.cu contract: grid (1+dims)·p^dims reals, bin and counts as above.
         unsafe { b.launch(gpu.config(n)) }?;
 
-        let f = gpu.function(KernelId::S2g, &format!("s2g_scatter_dense_{dims}d"))?;
-        let patch = (1 + dims) * (t + 3).pow(dims as u32) * 4;
+        let f = function(&format!("s2g_scatter_dense_{dims}d"))?;
+        let patch = (1 + dims) * (t + 3).pow(dims as u32) * std::mem::size_of::<T>();
         let mut b = s.launch_builder(&f);
         b.arg(geom).arg(&t32).arg(&nt32).arg(y).arg(&self.order);
         b.arg(&self.pieces).arg(&self.npieces).arg(&mut *grid);

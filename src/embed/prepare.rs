@@ -1,0 +1,180 @@
+//! Stages 2–4 in point mode (DESIGN §1.2–1.4): PCA, kNN, perplexity calibration and
+//! symmetrisation, each placed on the host or the device by the backend.
+
+use std::time::Instant;
+
+use cudarc::driver::CudaSlice;
+
+use super::{Affinity, EmbedParams, KnnMethod, Prepared, AUTO_EXACT_MAX};
+use crate::affinity::{self, PerplexityParams};
+use crate::backend::gpu::DeviceP;
+use crate::backend::BackendKind;
+use crate::gpu::{Gpu, GpuError};
+use crate::knn::{self, Neighbors};
+use crate::progress::Progress;
+use crate::report::StageSeconds;
+use crate::{prep, Error, Points, Result};
+
+/// Stages 2–4 in point mode: PCA, kNN, perplexity calibration and symmetrisation.
+///
+/// Where they run: the cpu backend on the host; gpu and hybrid run PCA and kNN on the device
+/// (the kNN is the costly stage: 10.6 s on the H100 at 1.3M points, where the CPU's exact kNN
+/// grows as n² and HNSW took 52 s for 70k points on 2 cores). Only gpu keeps P on the
+/// device: hybrid needs P in CSR on the host for its CSB attraction, so its neighbours come
+/// down (they do anyway, for the quality measure) and its affinities are computed on the
+/// host, which builds CSR directly. Measured on the H100's 16-core host (benches/RESULTS.md):
+/// 0.43–0.55 s for MNIST 70k and 13.6 s at 1.3M, against 0.003 s and 0.045 s on the device;
+/// at scale, downloading the device's HYB and converting it to CSR would be cheaper.
+pub(super) fn prepare_points(
+    points: Points,
+    params: &EmbedParams,
+    backend: BackendKind,
+    seconds: &mut StageSeconds,
+    progress: &dyn Progress,
+) -> Result<Prepared> {
+    let k = params.k();
+    if points.n <= k {
+        return Err(Error::Data(format!(
+            "{} points are too few for perplexity {}: t-SNE needs more than k = {k} \
+             points (k = ⌈3·perplexity⌉); lower --perplexity",
+            points.n, params.perplexity
+        )));
+    }
+    let on_gpu = backend != BackendKind::Cpu;
+    let t = Instant::now();
+    let reduced = params.pca.is_some_and(|m| points.d > m);
+    let points = match params.pca {
+        Some(m) if reduced && on_gpu => prep::gpu::pca_gpu(Gpu::get()?, &points, m)?,
+        Some(m) if reduced => prep::pca(&points, m)?,
+        _ => points,
+    };
+    seconds.pca = t.elapsed().as_secs_f64();
+    let method = match params.knn {
+        KnnMethod::Auto if points.n <= AUTO_EXACT_MAX || on_gpu => KnnMethod::Exact,
+        KnnMethod::Auto => KnnMethod::Hnsw,
+        m => m,
+    };
+    let knn_method = Some(if method == KnnMethod::Hnsw {
+        "hnsw"
+    } else {
+        "exact"
+    });
+    let t = Instant::now();
+    let nb = if on_gpu {
+        let (indices, distances) = gpu_knn(&points, k, method, params, progress)?;
+        if backend == BackendKind::Gpu {
+            seconds.knn = t.elapsed().as_secs_f64();
+            let (p, nb) = gpu_affinities(&indices, &distances, points.n, k, params, seconds)?;
+            return Ok(Prepared {
+                p,
+                points: Some(points),
+                reduced,
+                neighbors: Some(nb),
+                knn_method,
+            });
+        }
+        download_neighbors(&indices, &distances, points.n, k)?
+    } else {
+        match method {
+            KnnMethod::Hnsw => knn::hnsw(&points, k, params.seed, progress)?,
+            _ => knn::exact(&points, k, progress)?,
+        }
+    };
+    seconds.knn = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let pp = PerplexityParams {
+        perplexity: params.perplexity,
+        ..Default::default()
+    };
+    let cond = affinity::conditional_probabilities(&nb, &pp)?;
+    let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
+    let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
+    let p = affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond)?;
+    seconds.affinities = t.elapsed().as_secs_f64();
+    Ok(Prepared {
+        p: Affinity::Host(p),
+        points: Some(points),
+        reduced,
+        neighbors: Some(nb),
+        knn_method,
+    })
+}
+
+/// kNN on the device: exact there, or HNSW on the CPU then uploaded. Returns the
+/// neighbours' indices and squared distances (n × k each), synchronised.
+fn gpu_knn(
+    points: &Points,
+    k: usize,
+    method: KnnMethod,
+    params: &EmbedParams,
+    progress: &dyn Progress,
+) -> Result<(CudaSlice<i32>, CudaSlice<f32>)> {
+    let gpu = Gpu::get()?;
+    let s = &gpu.stream;
+    let up = |e| Error::from(GpuError::from(e));
+    let (indices, distances) = match method {
+        KnnMethod::Hnsw => {
+            let nb = knn::hnsw(points, k, params.seed, progress)?;
+            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
+            (
+                s.clone_htod(&idx).map_err(up)?,
+                s.clone_htod(&nb.distances).map_err(up)?,
+            )
+        }
+        _ => {
+            let dev = s.clone_htod(&points.data).map_err(up)?;
+            knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
+        }
+    };
+    s.synchronize().map_err(up)?;
+    Ok((indices, distances))
+}
+
+/// Affinities on the GPU from device neighbours: P is born in HYB on the device. The
+/// neighbours also come down, for the quality measure.
+fn gpu_affinities(
+    indices: &CudaSlice<i32>,
+    distances: &CudaSlice<f32>,
+    n: usize,
+    k: usize,
+    params: &EmbedParams,
+    seconds: &mut StageSeconds,
+) -> Result<(Affinity, Neighbors)> {
+    let gpu = Gpu::get()?;
+    let t = Instant::now();
+    let (hyb, stats) =
+        affinity::gpu::affinities_device(gpu, indices, distances, n, k, params.perplexity)?;
+    gpu.stream
+        .synchronize()
+        .map_err(|e| Error::from(GpuError::from(e)))?;
+    seconds.affinities = t.elapsed().as_secs_f64();
+    let nb = download_neighbors(indices, distances, n, k)?;
+    let p = DeviceP {
+        hyb,
+        p_log_p: stats.p_log_p,
+        nnz: stats.nnz,
+    };
+    Ok((Affinity::Device(Box::new(p)), nb))
+}
+
+/// Device neighbours (n × k indices and squared distances) to the host.
+fn download_neighbors(
+    indices: &CudaSlice<i32>,
+    distances: &CudaSlice<f32>,
+    n: usize,
+    k: usize,
+) -> Result<Neighbors> {
+    let s = &Gpu::get()?.stream;
+    let up = |e| Error::from(GpuError::from(e));
+    Ok(Neighbors {
+        n,
+        k,
+        indices: s
+            .clone_dtoh(indices)
+            .map_err(up)?
+            .into_iter()
+            .map(|j| j as u32)
+            .collect(),
+        distances: s.clone_dtoh(distances).map_err(up)?,
+    })
+}
