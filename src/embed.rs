@@ -193,7 +193,7 @@ pub struct Embedding {
 }
 
 /// P where the optimisation will read it.
-enum Affinity {
+pub(crate) enum Affinity {
     /// Canonical CSR on the host.
     Host(Affinities),
     /// HYB on the device (boxed: the variants differ much in size).
@@ -201,8 +201,8 @@ enum Affinity {
 }
 
 /// What stages 2–4 produce.
-struct Prepared {
-    p: Affinity,
+pub(crate) struct Prepared {
+    pub(crate) p: Affinity,
     /// The points after PCA (point mode), for the PCA initialisation.
     points: Option<Points>,
     /// Whether `points` are PCA scores already (columns by decreasing variance).
@@ -272,17 +272,7 @@ pub fn embed(
     // Stage 6: initialise.
     let t = Instant::now();
     let dims = params.dims;
-    let mut y = match (&prepared.points, params.init) {
-        (Some(scores), InitKind::Pca) if prepared.reduced && scores.d >= dims => {
-            init::from_scores(scores, dims)
-        }
-        (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
-        (_, InitKind::Pca) => {
-            params.init = InitKind::Random;
-            init::random(n, dims, params.seed)
-        }
-        (_, InitKind::Random) => init::random(n, dims, params.seed),
-    };
+    let mut y = initialise(&prepared, &mut params, n)?;
     seconds.init = t.elapsed().as_secs_f64();
     let Prepared {
         p,
@@ -334,8 +324,29 @@ pub fn embed(
     Ok(Embedding { y, dims, report })
 }
 
+/// Stage 6: the initial Y of `n` points; a PCA initialisation without points to take it
+/// from falls back to random (and `params.init` says so).
+pub(crate) fn initialise(
+    prepared: &Prepared,
+    params: &mut EmbedParams,
+    n: usize,
+) -> Result<Vec<f32>> {
+    let dims = params.dims;
+    Ok(match (&prepared.points, params.init) {
+        (Some(scores), InitKind::Pca) if prepared.reduced && scores.d >= dims => {
+            init::from_scores(scores, dims)
+        }
+        (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
+        (_, InitKind::Pca) => {
+            params.init = InitKind::Random;
+            init::random(n, dims, params.seed)
+        }
+        (_, InitKind::Random) => init::random(n, dims, params.seed),
+    })
+}
+
 /// Stages 2–4 in point mode: PCA, kNN, perplexity calibration and symmetrisation.
-fn prepare_points(
+pub(crate) fn prepare_points(
     points: Points,
     params: &EmbedParams,
     on_gpu: bool,
@@ -464,7 +475,7 @@ fn gpu_affinities(
 }
 
 /// Σ p ln p of a host P (the constant part of KL).
-fn p_log_p(p: &Affinities) -> f64 {
+pub(crate) fn p_log_p(p: &Affinities) -> f64 {
     p.data()
         .iter()
         .map(|&v| v as f64)
