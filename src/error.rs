@@ -26,6 +26,9 @@ pub enum Error {
     /// A GPU operation failed.
     #[error(transparent)]
     Gpu(Box<crate::gpu::GpuError>),
+    /// A sweep configuration cannot be used.
+    #[error(transparent)]
+    SweepConfig(#[from] crate::sweep::ConfigError),
     /// The backend exists in the interface but is not implemented yet.
     #[error("backend `{0}` is not built yet; use --backend cpu")]
     NotBuilt(&'static str),

@@ -79,7 +79,7 @@ fn fft_friendly_below(n: usize) -> usize {
 }
 
 /// Largest nodes-per-axis that keeps `p^dims ≤ MAX_TOTAL_NODES`.
-fn max_nodes_per_axis(dims: usize) -> usize {
+pub fn max_nodes_per_axis(dims: usize) -> usize {
     let mut p = 1usize;
     while (p + 1).pow(dims as u32) <= MAX_TOTAL_NODES {
         p += 1;
