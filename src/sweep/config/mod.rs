@@ -32,7 +32,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+mod raw;
+
+use raw::{RawConfig, RawMeasure, RawSizes};
 
 use crate::backend::BackendKind;
 use crate::gen::MixtureParams;
@@ -114,79 +116,6 @@ pub struct SweepConfig {
     pub repeats: usize,
     /// Output directory, if the file names one.
     pub out_dir: Option<PathBuf>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    name: Option<String>,
-    dims: usize,
-    backend: String,
-    perplexity: Option<f64>,
-    seed: Option<u64>,
-    data: RawData,
-    grid: RawGrid,
-    optimise: RawOptimise,
-    measure: Option<RawMeasure>,
-    output: Option<RawOutput>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawData {
-    gen: Option<RawGen>,
-    file: Option<PathBuf>,
-    n: Vec<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGen {
-    n: usize,
-    dim: usize,
-    clusters: usize,
-    seed: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawSizes {
-    List(Vec<usize>),
-    Range {
-        from: usize,
-        to: usize,
-        count: usize,
-    },
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGrid {
-    fixed: Option<RawSizes>,
-    spacing: Option<Vec<f64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOptimise {
-    iters: usize,
-    exaggeration_iters: usize,
-    sample_every: usize,
-    trajectory: Option<String>,
-    reference_spacing: Option<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMeasure {
-    targets: Option<usize>,
-    repeats: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOutput {
-    dir: Option<PathBuf>,
 }
 
 impl SweepConfig {
