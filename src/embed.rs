@@ -23,7 +23,7 @@ use crate::{quality, Error, Points, Result};
 
 mod prepare;
 
-use prepare::prepare_points;
+pub(crate) use prepare::prepare_points;
 
 /// Above this many points `--knn auto` uses HNSW instead of the exact blocked GEMM.
 /// Measured on 2 cores at k = 90: exact takes 2.2 s at 70k and grows as n², HNSW took 52 s
@@ -218,7 +218,7 @@ pub struct Embedding {
 }
 
 /// P where the optimisation will read it.
-enum Affinity {
+pub(crate) enum Affinity {
     /// Canonical CSR on the host.
     Host(Affinities),
     /// HYB on the device (boxed: the variants differ much in size).
@@ -226,8 +226,8 @@ enum Affinity {
 }
 
 /// What stages 2–4 produce.
-struct Prepared {
-    p: Affinity,
+pub(crate) struct Prepared {
+    pub(crate) p: Affinity,
     /// The points after PCA (point mode), for the PCA initialisation.
     points: Option<Points>,
     /// Whether `points` are PCA scores already (columns by decreasing variance).
@@ -298,17 +298,7 @@ pub fn embed(
     // Stage 6: initialise.
     let t = Instant::now();
     let dims = params.dims;
-    let mut y = match (&prepared.points, params.init) {
-        (Some(scores), InitKind::Pca) if prepared.reduced && scores.d >= dims => {
-            init::from_scores(scores, dims)
-        }
-        (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
-        (_, InitKind::Pca) => {
-            params.init = InitKind::Random;
-            init::random(n, dims, params.seed)
-        }
-        (_, InitKind::Random) => init::random(n, dims, params.seed),
-    };
+    let mut y = initialise(&prepared, &mut params, n)?;
     seconds.init = t.elapsed().as_secs_f64();
     let Prepared {
         p,
@@ -360,8 +350,29 @@ pub fn embed(
     Ok(Embedding { y, dims, report })
 }
 
+/// Stage 6: the initial Y of `n` points; a PCA initialisation without points to take it
+/// from falls back to random (and `params.init` says so).
+pub(crate) fn initialise(
+    prepared: &Prepared,
+    params: &mut EmbedParams,
+    n: usize,
+) -> Result<Vec<f32>> {
+    let dims = params.dims;
+    Ok(match (&prepared.points, params.init) {
+        (Some(scores), InitKind::Pca) if prepared.reduced && scores.d >= dims => {
+            init::from_scores(scores, dims)
+        }
+        (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
+        (_, InitKind::Pca) => {
+            params.init = InitKind::Random;
+            init::random(n, dims, params.seed)
+        }
+        (_, InitKind::Random) => init::random(n, dims, params.seed),
+    })
+}
+
 /// Σ p ln p of a host P (the constant part of KL).
-fn p_log_p(p: &Affinities) -> f64 {
+pub(crate) fn p_log_p(p: &Affinities) -> f64 {
     p.data()
         .iter()
         .map(|&v| v as f64)

@@ -26,6 +26,9 @@ pub enum Error {
     /// A GPU operation failed.
     #[error(transparent)]
     Gpu(Box<crate::gpu::GpuError>),
+    /// A sweep configuration cannot be used.
+    #[error(transparent)]
+    SweepConfig(#[from] crate::sweep::ConfigError),
 }
 
 /// Result with [`Error`] as the default error.

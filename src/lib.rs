@@ -17,6 +17,7 @@
 //! | repulsion | [`repulse`] | Y → F_rep, Z |
 //! | optimise | [`optim`] | gradient descent with momentum and gains |
 //! | orchestration | [`backend`], [`embed`] | the whole run, with a [`report::Report`] |
+//! | grid-size sweeps | [`sweep`] | (n × grid) → error and time tables, heat maps |
 //!
 //! The library never reads argv and never prints: progress goes through
 //! [`progress::Progress`], results through return values.
@@ -40,6 +41,7 @@ pub mod quality;
 pub mod report;
 pub mod repulse;
 pub mod sparse;
+pub mod sweep;
 
 pub use error::{Error, Result};
 pub use points::Points;

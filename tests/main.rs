@@ -6,3 +6,5 @@ mod cli;
 mod e2e;
 /// The analytic gradient against finite differences of KL(P‖Q).
 mod gradient;
+/// The grid-size sweep: a tiny sweep's CSV and charts, configuration errors.
+mod sweep;

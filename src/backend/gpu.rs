@@ -10,7 +10,7 @@ use crate::attract::gpu::HybGpu;
 use crate::embed::{Precision, RepulsionMethod};
 use crate::gpu::{Gpu, GpuError};
 use crate::optim::gpu::DeviceOptimizer;
-use crate::optim::{OptimParams, OptimReport};
+use crate::optim::{Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::exact_gpu::ExactRepulsionGpu;
 use crate::repulse::gpu::{DeviceRepulse, FftRepulsionGpu};
@@ -69,6 +69,22 @@ pub fn optimize_device(
     params: &OptimParams,
     progress: &dyn Progress,
 ) -> Result<OptimReport> {
+    optimize_device_observed(gpu, p, repulse, y, dims, params, progress, None)
+}
+
+/// [`optimize_device`], showing the resident Y to `observer` after the steps it asks for
+/// (on the same stream, so it sees each step finished).
+#[allow(clippy::too_many_arguments)]
+pub fn optimize_device_observed(
+    gpu: &'static Gpu,
+    p: &DeviceP,
+    repulse: &mut DeviceRepulsion,
+    y: &mut CudaSlice<f32>,
+    dims: usize,
+    params: &OptimParams,
+    progress: &dyn Progress,
+    mut observer: Option<&mut dyn Observer<CudaSlice<f32>>>,
+) -> Result<OptimReport> {
     params.validate()?;
     let (attract, p_log_p) = (&p.hyb, p.p_log_p);
     let n = attract.n();
@@ -105,6 +121,9 @@ pub fn optimize_device(
         opt.step(gpu, y, &buf.attr, &buf.rep, phase, params)?;
         buf.events[3].record(s).map_err(GpuError::from)?;
         progress.advance(1);
+        if let Some(o) = observer.as_mut().filter(|o| o.wants(iter + 1)) {
+            o.observe(iter + 1, y)?;
+        }
     }
     let (rep, kl) = evaluate(gpu, attract, repulse, &mut buf, y, dims, true)?;
     if params.iters > 0 {

@@ -22,6 +22,25 @@ pub enum Command {
     Info,
     /// Generate a seeded Gaussian mixture with uneven cluster sizes (for scale tests).
     Gen(GenArgs),
+    /// Measure the repulsion's error and time over (n × grid size) from a TOML config and
+    /// write a CSV, heat maps and the error-model fit.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The sweep's configuration (TOML; see configs/sweep-2d.toml).
+    #[arg(long, value_name = "CONFIG.toml")]
+    pub config: PathBuf,
+    /// Output directory, created if missing [default: the config's output.dir, else .].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Worker threads for the CPU stages (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress lines on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -97,13 +116,18 @@ pub struct EmbedArgs {
     /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
     #[arg(long, value_enum, default_value_t = InitArg::Pca)]
     pub init: InitArg,
-    /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding) or nodes per
-    /// axis [default: auto in 1-D and 2-D, 50 in 3-D].
+    /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding), `fixed` (the
+    /// dimension's fixed default, chosen by the grid-size sweep) or nodes per axis
+    /// [default: auto in 1-D and 2-D, 50 in 3-D].
     #[arg(long)]
-    pub grid: Option<AutoOr<usize>>,
+    pub grid: Option<GridArg>,
     /// Grid spacing h of `--grid auto`, in embedding units.
     #[arg(long, value_name = "H")]
     pub grid_spacing: Option<f64>,
+    /// An adaptive grid whose spacing holds the relative repulsive-force error under E:
+    /// h = (E / C)^(1/4), C fitted per dimension from the grid-size sweeps.
+    #[arg(long, value_name = "E", conflicts_with_all = ["grid", "grid_spacing"])]
+    pub grid_error: Option<f64>,
     /// Repulsion: `fft` (interpolation on a grid) or `exact` (O(n²), for reference).
     #[arg(long, value_enum, default_value_t = RepulsionArg::Fft)]
     pub repulsion: RepulsionArg,
@@ -161,6 +185,27 @@ pub enum BackendArg {
     Cpu,
     Gpu,
     Hybrid,
+}
+
+/// The value of `--grid`.
+#[derive(Clone, Copy, Debug)]
+pub enum GridArg {
+    Auto,
+    Fixed,
+    Nodes(usize),
+}
+
+impl FromStr for GridArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(GridArg::Auto),
+            "fixed" => Ok(GridArg::Fixed),
+            _ => s.parse().map(GridArg::Nodes).map_err(|_| {
+                format!("expected `auto`, `fixed` or a number of nodes per axis, got `{s}`")
+            }),
+        }
+    }
 }
 
 /// `auto` or a value.

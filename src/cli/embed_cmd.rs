@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use sgtsne::backend::BackendKind;
 use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, Precision, RepulsionMethod};
 use sgtsne::init::InitKind;
@@ -13,7 +13,7 @@ use sgtsne::optim::OptimParams;
 use sgtsne::repulse::GridSpec;
 
 use super::args::{
-    AutoOr, BackendArg, EmbedArgs, InitArg, KnnArg, NoneOr, PrecisionArg, RepulsionArg,
+    AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, NoneOr, PrecisionArg, RepulsionArg,
 };
 use super::progress_bar::Bar;
 
@@ -31,16 +31,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         }
     }
 
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if threads == 0 {
-        anyhow::bail!("invalid parameter `threads`: must be at least 1");
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .context("cannot start the worker threads")?;
+    let (pool, _) = super::worker_pool(args.threads)?;
 
     let t = Instant::now();
     let (input, name, labels) = load(&args)?;
@@ -120,17 +111,20 @@ fn display_name(path: &Path) -> String {
 /// Maps the raw arguments onto the library's parameters.
 fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
     let defaults = EmbedParams::default();
-    let grid = match (a.grid, a.grid_spacing) {
-        (None, None) => None,
-        (Some(AutoOr::Auto), None) => Some(GridSpec::default_auto()),
-        (None | Some(AutoOr::Auto), Some(h)) => Some(GridSpec::Auto { h }),
-        (Some(AutoOr::Value(n)), None) => Some(GridSpec::Fixed(n)),
-        (Some(AutoOr::Value(_)), Some(_)) => {
-            anyhow::bail!("--grid-spacing applies to --grid auto only, not to a fixed --grid N")
+    let dims = a.dims as usize;
+    let grid = match (a.grid, a.grid_spacing, a.grid_error) {
+        (_, _, Some(e)) => Some(GridSpec::for_error(e, dims)?),
+        (None, None, None) => None,
+        (Some(GridArg::Auto), None, None) => Some(GridSpec::default_auto()),
+        (None | Some(GridArg::Auto), Some(h), None) => Some(GridSpec::Auto { h }),
+        (Some(GridArg::Fixed), None, None) => Some(GridSpec::default_fixed(dims)),
+        (Some(GridArg::Nodes(n)), None, None) => Some(GridSpec::Fixed(n)),
+        (Some(GridArg::Fixed | GridArg::Nodes(_)), Some(_), None) => {
+            anyhow::bail!("--grid-spacing applies to --grid auto only, not to a fixed grid")
         }
     };
     Ok(EmbedParams {
-        dims: a.dims as usize,
+        dims,
         perplexity: a.perplexity,
         knn: match a.knn {
             KnnArg::Auto => KnnMethod::Auto,

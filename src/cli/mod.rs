@@ -5,8 +5,9 @@ mod embed_cmd;
 mod gen_cmd;
 mod info;
 mod progress_bar;
+mod sweep_cmd;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 /// Dispatches a parsed command line.
 pub fn run(cli: args::Cli) -> Result<()> {
@@ -14,5 +15,20 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Embed(a) => embed_cmd::run(*a),
         args::Command::Info => info::run(),
         args::Command::Gen(a) => gen_cmd::run(a),
+        args::Command::Sweep(a) => sweep_cmd::run(a),
     }
+}
+
+/// The rayon pool of `--threads` (default: all cores) and its size.
+fn worker_pool(threads: Option<usize>) -> Result<(rayon::ThreadPool, usize)> {
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads == 0 {
+        anyhow::bail!("invalid parameter `threads`: must be at least 1");
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start the worker threads")?;
+    Ok((pool, threads))
 }

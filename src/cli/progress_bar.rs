@@ -1,8 +1,11 @@
-//! A terminal progress bar for the library's [`Progress`] callbacks; hidden when stderr is
-//! not a terminal or with `--quiet`.
+//! The library's [`Progress`] callbacks on stderr: a terminal progress bar ([`Bar`], hidden
+//! when stderr is not a terminal or with `--quiet`), or plain timestamped lines ([`Lines`],
+//! for long runs whose stderr is a log).
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sgtsne::progress::Progress;
@@ -58,4 +61,47 @@ impl Progress for Bar {
             bar.finish_and_clear();
         }
     }
+}
+
+/// One line per status message, prefixed with the elapsed time and the work done so far.
+pub struct Lines {
+    quiet: bool,
+    start: Instant,
+    done: AtomicU64,
+    total: AtomicU64,
+}
+
+impl Lines {
+    pub fn new(quiet: bool) -> Self {
+        Lines {
+            quiet,
+            start: Instant::now(),
+            done: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Progress for Lines {
+    fn begin(&self, _stage: &str, total: u64) {
+        self.total.store(total, Ordering::Relaxed);
+        self.done.store(0, Ordering::Relaxed);
+    }
+
+    fn advance(&self, delta: u64) {
+        self.done.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    fn status(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!(
+                "[{:>7.1} s {}/{}] {msg}",
+                self.start.elapsed().as_secs_f64(),
+                self.done.load(Ordering::Relaxed),
+                self.total.load(Ordering::Relaxed)
+            );
+        }
+    }
+
+    fn end(&self) {}
 }

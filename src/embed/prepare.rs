@@ -25,7 +25,7 @@ use crate::{prep, Error, Points, Result};
 /// host, which builds CSR directly. Measured on the H100's 16-core host (benches/RESULTS.md):
 /// 0.43–0.55 s for MNIST 70k and 13.6 s at 1.3M, against 0.003 s and 0.045 s on the device;
 /// at scale, downloading the device's HYB and converting it to CSR would be cheaper.
-pub(super) fn prepare_points(
+pub(crate) fn prepare_points(
     points: Points,
     params: &EmbedParams,
     backend: BackendKind,

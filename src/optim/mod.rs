@@ -41,6 +41,16 @@ pub struct OptimReport {
     pub overlap: Option<crate::report::Overlap>,
 }
 
+/// Looks at Y while it is optimised, e.g. to measure the repulsion's error there (the
+/// grid-size sweep, [`crate::sweep`]). `Y` is where the embedding lives: `[f32]` on the
+/// host, a device buffer on the GPU.
+pub trait Observer<Y: ?Sized> {
+    /// Whether to look at Y after `iter` steps (`1 ..= iters`).
+    fn wants(&self, iter: usize) -> bool;
+    /// Looks at Y after `iter` steps.
+    fn observe(&mut self, iter: usize, y: &Y) -> Result<()>;
+}
+
 /// Runs `params.iters` steps from `y` (row-major n × dims, updated in place).
 pub fn optimize(
     gradient: &mut dyn Gradient,
@@ -48,6 +58,18 @@ pub fn optimize(
     dims: usize,
     params: &OptimParams,
     progress: &dyn Progress,
+) -> Result<OptimReport> {
+    optimize_observed(gradient, y, dims, params, progress, None)
+}
+
+/// [`optimize`], showing Y to `observer` after the steps it asks for.
+pub fn optimize_observed(
+    gradient: &mut dyn Gradient,
+    y: &mut [f32],
+    dims: usize,
+    params: &OptimParams,
+    progress: &dyn Progress,
+    mut observer: Option<&mut dyn Observer<[f32]>>,
 ) -> Result<OptimReport> {
     params.validate()?;
     let len = y.len();
@@ -70,6 +92,9 @@ pub fn optimize(
         schedule::recentre(y, dims);
         report.update_seconds += t.elapsed().as_secs_f64();
         progress.advance(1);
+        if let Some(o) = observer.as_mut().filter(|o| o.wants(iter + 1)) {
+            o.observe(iter + 1, y)?;
+        }
     }
     let info = gradient.gradient(y, dims, 1.0, &mut grad, true)?;
     let kl = info.kl.unwrap_or(f64::NAN);

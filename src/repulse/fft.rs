@@ -193,6 +193,31 @@ pub(crate) mod tests {
         );
     }
 
+    /// `--grid-error E`: a smaller E gives a finer grid on the same embedding, and the
+    /// measured error stays under E (a spread-out layout, like a converged embedding).
+    #[test]
+    fn grid_error_picks_finer_grids_and_holds_the_error() {
+        for (dims, n, spread, targets) in [
+            (1, 3000, 200.0, [1e-2, 1e-3]),
+            (2, 3000, 40.0, [1e-2, 1e-3]),
+            (3, 1500, 15.0, [3e-2, 1e-2]),
+        ] {
+            let y = clusters(n, dims, 12, spread, 21 + dims as u64);
+            let mut nodes = Vec::new();
+            for e in targets {
+                let spec = GridSpec::for_error(e, dims).unwrap();
+                let mut rep = FftRepulsion::new(spec);
+                let (ef, _) = errors(&mut rep, &y, dims);
+                let mut f = vec![0.0f32; y.len()];
+                nodes.push(rep.repulse(&y, dims, &mut f).unwrap().grid.unwrap());
+                assert!(ef < e, "{dims}-D: E = {e:e}, measured {ef:e} ({spec:?})");
+            }
+            assert!(nodes[1] > nodes[0], "{dims}-D: {nodes:?}");
+        }
+        assert!(GridSpec::for_error(0.0, 2).is_err());
+        assert!(GridSpec::for_error(1e-3, 4).is_err());
+    }
+
     #[test]
     fn tiny_early_embedding() {
         let y: Vec<f32> = clusters(2000, 2, 4, 3.0, 5)

@@ -81,7 +81,7 @@ fn fft_friendly_below(n: usize) -> usize {
 /// Largest nodes-per-axis that keeps `p^dims ≤ MAX_TOTAL_NODES`: the rounded real root,
 /// corrected by a step at most. (Counting up from 1 took 4M steps in 1-D, milliseconds on
 /// every grid fit: 5–8 s of a 1000-iteration 1-D run at 1.3M points on the H100.)
-fn max_nodes_per_axis(dims: usize) -> usize {
+pub fn max_nodes_per_axis(dims: usize) -> usize {
     let e = dims as u32;
     let mut p = (MAX_TOTAL_NODES as f64).powf(1.0 / dims as f64).round() as usize;
     while p.pow(e) > MAX_TOTAL_NODES {

@@ -90,6 +90,12 @@ impl GridSpec {
     /// 15% more than 0.5 for a 3.4× smaller error. In 3-D a grid this fine is expensive
     /// (`2^s = 8` FFT patterns on `p³` nodes): `Auto { h: 0.7 }` (error ≈ 1e-2) or
     /// `Fixed(50)` are the affordable choices there.
+    ///
+    /// On real optimisations the grid-size sweep (`benches/sweeps/`, H100, mean of iterations
+    /// 400–1000) measured more: at h = 0.35, 3.1e-3 … 3.5e-3 on the 1.3M-point mixture at
+    /// every n from 50k, and 6.7e-3 on MNIST 70k; h = 0.25 gives 8.5e-4 and 1.9e-3 for 12 %
+    /// more repulsion time on the GPU at 1.3M, but about twice the G2G time on 2 CPU cores,
+    /// which keeps 0.35 the default for both.
     pub fn default_auto() -> Self {
         GridSpec::Auto { h: 0.35 }
     }
@@ -98,6 +104,13 @@ impl GridSpec {
     /// and 2-D; in 3-D a fixed 50 nodes per axis, the reference thesis's choice, because an
     /// adaptive grid at h = 0.35 reaches 160³ nodes × 8 parity patterns on a MNIST-sized
     /// embedding (seconds per iteration on a CPU).
+    ///
+    /// The grid-size sweep (`benches/sweeps/`) measured what that costs in accuracy: on the
+    /// 1.3M-point mixture a 48- or 64-node 3-D grid errs by 0.5 … 3 (relative force error,
+    /// mean of iterations 400–1000) at every n from 50k up, against 1.5e-2 … 5e-2 for 160
+    /// nodes or `Auto { h: 0.5 }`, which the GPU affords (13 ms per evaluation at 1.3M,
+    /// against 7 ms for 48 nodes). It stays the default for the CPU's sake; `--grid fixed` or
+    /// `--grid-error` choose the accurate grid.
     pub fn default_for(dims: usize) -> Self {
         if dims == 3 {
             GridSpec::Fixed(50)
@@ -105,7 +118,63 @@ impl GridSpec {
             GridSpec::default_auto()
         }
     }
+
+    /// The fixed grid for a `dims`-dimensional embedding (`--grid fixed`):
+    /// [`DEFAULT_FIXED_NODES`] per axis.
+    pub fn default_fixed(dims: usize) -> Self {
+        GridSpec::Fixed(DEFAULT_FIXED_NODES[dims.clamp(1, 3) - 1])
+    }
+
+    /// An adaptive grid whose spacing holds the relative repulsive-force error under `error`
+    /// (`--grid-error E`): cubic interpolation errs as `C·h⁴`, so `h = (E / C)^{1/4}` with
+    /// `C` = [`ERROR_CONSTANT`] for the dimension. The node count then follows the
+    /// embedding's extent, as for any [`GridSpec::Auto`] grid, up to the size cap
+    /// ([`grid::MAX_TOTAL_NODES`]) beyond which the spacing grows and the error is no longer
+    /// held (in 3-D from about 160 nodes per axis).
+    pub fn for_error(error: f64, dims: usize) -> Result<Self> {
+        if !(1..=3).contains(&dims) {
+            return Err(Error::param("dims", format!("{dims}; need 1, 2 or 3")));
+        }
+        if !(error > 0.0 && error < 1.0) {
+            return Err(Error::param(
+                "grid-error",
+                format!("{error}; need a relative error in (0, 1)"),
+            ));
+        }
+        Ok(GridSpec::Auto {
+            h: (error / ERROR_CONSTANT[dims - 1]).powf(0.25),
+        })
+    }
 }
+
+/// Nodes per axis of [`GridSpec::default_fixed`] in 1-D, 2-D and 3-D: the smallest fixed
+/// grid whose mean force error is ≤ 1e-3 at n = 1.3M (`benches/sweeps/`, H100, the mean of
+/// iterations 400, 550, …, 1000).
+///
+/// - 1-D: 1024 (8.0e-4; 512 gives 9.0e-3).
+/// - 2-D: 1152. The mean at 1.3M is set by the sample at iteration 400, just after early
+///   exaggeration, when a few outlying points stretch the bounding box to 320–365 (110–146
+///   later); so it varies between runs: 1024 gave 1.4e-3 in one and 6.8e-4 in another,
+///   1152 gave 4.4e-4 (and, scaled as h⁴, 8.5e-4 in the first). An adaptive grid reaches
+///   the same error for less: `Auto { h: 0.25 }` 8.5e-4 at 1.79 ms per evaluation, 1152
+///   nodes 2.08 ms.
+/// - 3-D: no grid under the node cap gets there; 160 nodes (the cap) give 5.2e-2 at 1.3M
+///   (1.4e-2 … 3e-2 at 50k–800k), and 1e-3 would need h ≈ 0.2 over an extent of 130, some
+///   650³ nodes. `--grid fixed` takes the cap.
+///
+/// Fixed grids suffer from those outliers because their spacing follows the box: on the
+/// mixture at 400k a 256-node 2-D grid errs 23 times more than at 200k. The adaptive
+/// default ([`GridSpec::default_auto`]) holds its error whatever n and the box.
+pub const DEFAULT_FIXED_NODES: [usize; 3] = [1024, 1152, 160];
+
+/// `C` of the error model `relative force error ≈ C·h⁴` in 1-D, 2-D and 3-D, used by
+/// [`GridSpec::for_error`]: the largest error/h⁴ measured by the grid-size sweeps
+/// (`benches/sweeps/`, rows with errors in 1e-3 … 2e-2, every n, iteration and grid),
+/// rounded up. 1-D 1.05 (median 0.55, free exponent 3.5); 2-D 0.62 on MNIST (median 0.50)
+/// and 0.37 on the 1.3M mixture (median 0.20, free exponent 3.4); 3-D 0.24 (median 0.09),
+/// where the measured grids are coarse (h ≥ 0.5) and the error falls only as h^1.9, so
+/// below E ≈ 1e-2 the 3-D rule is an extrapolation.
+pub const ERROR_CONSTANT: [f64; 3] = [1.1, 0.65, 0.25];
 
 /// A repulsion method: writes `F_rep` for the points `y` (row-major `n × dims`, `dims ∈ {1,2,3}`)
 /// into `force` (same shape) and returns `Z`.

@@ -22,7 +22,10 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+mod heatmap;
 mod style;
+
+pub use heatmap::{heatmap_png, HeatMap};
 
 use super::error::IoError;
 use super::labels::Labels;

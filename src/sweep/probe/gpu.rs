@@ -1,0 +1,83 @@
+//! The device [`Probe`]: tiled exact sums on the GPU, [`FftRepulsionGpu`] per grid timed with
+//! CUDA events; per sample only Y, the forces and a few sums come to the host.
+
+use cudarc::driver::CudaSlice;
+
+use super::{approximate_with, at_targets, Approximation, Probe};
+use crate::gpu::{Gpu, GpuError};
+use crate::repulse::exact_gpu::{exact_for_targets_gpu, exact_z_gpu};
+use crate::repulse::gpu::{DeviceRepulse, FftRepulsionGpu};
+use crate::repulse::{ExactTargets, GridSpec};
+use crate::{Error, Result};
+
+/// Measures on the device; one repulsion per grid, kept across samples.
+pub(crate) struct DeviceProbe {
+    gpu: &'static Gpu,
+    n: usize,
+    dims: usize,
+    repulsions: Vec<FftRepulsionGpu>,
+    force: CudaSlice<f32>,
+}
+
+impl DeviceProbe {
+    pub fn new(gpu: &'static Gpu, n: usize, dims: usize, grids: &[GridSpec]) -> Result<Self> {
+        let repulsions = grids
+            .iter()
+            .map(|&g| FftRepulsionGpu::new(gpu, g))
+            .collect::<Result<_>>()?;
+        let force = gpu
+            .stream
+            .alloc_zeros(n * dims)
+            .map_err(|e| Error::from(GpuError::from(e)))?;
+        Ok(DeviceProbe {
+            gpu,
+            n,
+            dims,
+            repulsions,
+            force,
+        })
+    }
+}
+
+impl Probe<CudaSlice<f32>> for DeviceProbe {
+    fn host_y(&mut self, y: &CudaSlice<f32>) -> Result<Vec<f32>> {
+        let mut host = vec![0f32; self.n * self.dims];
+        let view = y.slice(..host.len());
+        self.gpu
+            .stream
+            .memcpy_dtoh(&view, &mut host)
+            .map_err(|e| Error::from(GpuError::from(e)))?;
+        Ok(host)
+    }
+
+    fn exact(&mut self, y: &CudaSlice<f32>, targets: &[usize]) -> Result<(ExactTargets, f64)> {
+        let (gpu, n, dims) = (self.gpu, self.n, self.dims);
+        Ok((
+            exact_for_targets_gpu(gpu, y, n, dims, targets)?,
+            exact_z_gpu(gpu, y, n, dims)?,
+        ))
+    }
+
+    fn approximate(
+        &mut self,
+        k: usize,
+        y: &CudaSlice<f32>,
+        targets: &[usize],
+        repeats: usize,
+    ) -> Result<Approximation> {
+        let (gpu, n, dims) = (self.gpu, self.n, self.dims);
+        let rep = &mut self.repulsions[k];
+        approximate_with(
+            &mut self.force,
+            repeats,
+            |force| rep.repulse_device(y, n, dims, force),
+            |force| {
+                let host = gpu
+                    .stream
+                    .clone_dtoh(force)
+                    .map_err(|e| Error::from(GpuError::from(e)))?;
+                Ok(at_targets(&host, dims, targets))
+            },
+        )
+    }
+}
