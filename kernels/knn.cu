@@ -148,13 +148,14 @@ __device__ __forceinline__ void offer4(float (&v)[KR], int (&id)[KR], float& thr
 }
 
 // Merges one distance tile into the state of its queries (columns of C: one warp per query).
+// Block `block` takes queries KNN_WARPS * block + warp.
 template <int KR>
-__device__ void select_tile(const float* __restrict__ C, int ldc, int r_valid, int q_count,
-                            int q0, int ref0, const float* __restrict__ norms,
+__device__ void select_tile(int block, const float* __restrict__ C, int ldc, int r_valid,
+                            int q_count, int q0, int ref0, const float* __restrict__ norms,
                             float* __restrict__ state_d, int* __restrict__ state_i) {
     constexpr int K = 32 * KR;
     const int lane = threadIdx.x & 31;
-    const int q = (int)((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+    const int q = block * KNN_WARPS + (threadIdx.x >> 5);
     if (q >= q_count) return;  // whole warps only
     float v[KR];
     int id[KR];
@@ -195,13 +196,13 @@ __device__ void select_tile(const float* __restrict__ C, int ldc, int r_valid, i
 // tile holds no query's own point (it is off the diagonal).
 #define KNN_SLAB 512
 template <int KR>
-__device__ void select_tile_t(const float* __restrict__ C, int ldc, int r_count, int c_count,
-                              int cand0, const float* __restrict__ norms,
+__device__ void select_tile_t(int block, const float* __restrict__ C, int ldc, int r_count,
+                              int c_count, int cand0, const float* __restrict__ norms,
                               float* __restrict__ state_d, int* __restrict__ state_i) {
     constexpr int K = 32 * KR;
     __shared__ __align__(16) float slab[KNN_WARPS][KNN_SLAB + 4];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const int r0 = blockIdx.x * KNN_WARPS;
+    const int r0 = block * KNN_WARPS;
     const int r = r0 + w;
     const bool active = r < r_count;
     float v[KR];
@@ -293,12 +294,20 @@ __device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, 
     extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
         knn_select_##KR(const float* C, int ldc, int r_valid, int q_count, int q0, int ref0, \
                         const float* norms, float* state_d, int* state_i) {                   \
-        select_tile<KR>(C, ldc, r_valid, q_count, q0, ref0, norms, state_d, state_i);         \
+        select_tile<KR>(blockIdx.x, C, ldc, r_valid, q_count, q0, ref0, norms, state_d,      \
+                        state_i);                                                             \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
-        knn_select_t_##KR(const float* C, int ldc, int r_count, int c_count, int cand0,      \
-                          const float* norms, float* state_d, int* state_i) {                 \
-        select_tile_t<KR>(C, ldc, r_count, c_count, cand0, norms, state_d, state_i);          \
+        knn_select_both_##KR(const float* C, int ldc, int r_valid, int q_count, int q0,      \
+                             int ref0, const float* norms, float* state_d, int* state_i,     \
+                             float* ref_state_d, int* ref_state_i) {                          \
+        const int row_blocks = (q_count + KNN_WARPS - 1) / KNN_WARPS;                         \
+        if ((int)blockIdx.x < row_blocks)                                                     \
+            select_tile<KR>(blockIdx.x, C, ldc, r_valid, q_count, q0, ref0, norms, state_d,  \
+                            state_i);                                                         \
+        else                                                                                  \
+            select_tile_t<KR>(blockIdx.x - row_blocks, C, ldc, r_valid, q_count, q0, norms,  \
+                              ref_state_d, ref_state_i);                                      \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
         knn_finish_##KR(const float* x, int d, int q0, int q_count, int k,                   \
