@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Serialize, Serializer};
 
-use crate::affinity::{self, Affinities, GraphParams, PerplexityParams};
+use crate::affinity::{self, Affinities, GraphParams};
 use crate::attract::gpu::HybGpu;
 use crate::backend::gpu::{optimize_device, DeviceP, DeviceRepulsion};
 use crate::backend::{cpu::CpuGradient, BackendKind};
@@ -385,14 +385,7 @@ fn prepare_points(
     };
     seconds.knn = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let pp = PerplexityParams {
-        perplexity: params.perplexity,
-        ..Default::default()
-    };
-    let cond = affinity::conditional_probabilities(&nb, &pp)?;
-    let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
-    let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
-    let p = affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond)?;
+    let p = affinity::from_neighbors(&nb, params.perplexity)?;
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok(Prepared {
         p: Affinity::Host(p),
@@ -463,16 +456,6 @@ fn gpu_affinities(
     Ok((Affinity::Device(Box::new(p)), nb))
 }
 
-/// Σ p ln p of a host P (the constant part of KL).
-fn p_log_p(p: &Affinities) -> f64 {
-    p.data()
-        .iter()
-        .map(|&v| v as f64)
-        .filter(|&v| v > 0.0)
-        .map(|v| v * v.ln())
-        .sum()
-}
-
 /// Stages 5 and 7 on the CPU: CSB, then the host optimiser.
 fn optimise_cpu(
     p: Affinity,
@@ -485,7 +468,7 @@ fn optimise_cpu(
         unreachable!("the CPU path computes P on the host");
     };
     let t = Instant::now();
-    let plp = p_log_p(&p);
+    let plp = affinity::p_log_p(&p);
     let n = p.rows();
     let csb = Csb::from_csr(&p, Csb::default_beta(n, rayon::current_num_threads()))?;
     let nnz = p.nnz();
@@ -516,7 +499,7 @@ fn optimise_gpu(
     let p = match p {
         Affinity::Host(p) => Box::new(DeviceP {
             hyb: HybGpu::new(gpu, &Hyb::from_csr(&p, None)?)?,
-            p_log_p: p_log_p(&p),
+            p_log_p: affinity::p_log_p(&p),
             nnz: p.nnz(),
         }),
         Affinity::Device(p) => p,

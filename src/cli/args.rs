@@ -22,6 +22,27 @@ pub enum Command {
     Info,
     /// Generate a seeded Gaussian mixture with uneven cluster sizes (for scale tests).
     Gen(GenArgs),
+    /// Score an embedding of the points, by any tool: KL(P‖Q) with P as `embed` builds it
+    /// (exact kNN) and the exact Z.
+    Kl(KlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KlArgs {
+    /// The points that were embedded (.npy, .csv, .tsv, .fvecs), as `embed` reads them.
+    pub points: PathBuf,
+    /// Their embedding, n rows of 1–3 coordinates (.npy, .csv, .tsv).
+    pub embedding: PathBuf,
+    /// Perplexity u of P; k = ⌈3u⌉ neighbours.
+    #[arg(long, default_value_t = 30.0)]
+    pub perplexity: f64,
+    /// Reduce the points to this many principal components first when they have more
+    /// (`none`: never), as `embed` does.
+    #[arg(long, default_value = "50")]
+    pub pca: NoneOr<usize>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@ pub mod args;
 mod embed_cmd;
 mod gen_cmd;
 mod info;
+mod kl_cmd;
 mod progress_bar;
 
 use anyhow::Result;
@@ -14,5 +15,6 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Embed(a) => embed_cmd::run(*a),
         args::Command::Info => info::run(),
         args::Command::Gen(a) => gen_cmd::run(a),
+        args::Command::Kl(a) => kl_cmd::run(a),
     }
 }
