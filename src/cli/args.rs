@@ -115,6 +115,11 @@ pub struct EmbedArgs {
     /// keeps all features.
     #[arg(long, default_value = "50")]
     pub pca: NoneOr<usize>,
+    /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
+    /// points get close numbers: faster attraction and grid passes) or `input`. The output is
+    /// in input order either way.
+    #[arg(long, value_enum, default_value_t = OrderArg::Locality)]
+    pub order: OrderArg,
     /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
     #[arg(long, value_enum, default_value_t = InitArg::Pca)]
     pub init: InitArg,
@@ -150,6 +155,12 @@ pub enum KnnArg {
     Auto,
     Exact,
     Hnsw,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OrderArg {
+    Locality,
+    Input,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

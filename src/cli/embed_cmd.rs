@@ -6,13 +6,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sgtsne::backend::BackendKind;
-use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, RepulsionMethod};
+use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, PointOrder, RepulsionMethod};
 use sgtsne::init::InitKind;
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::optim::OptimParams;
 use sgtsne::repulse::GridSpec;
 
-use super::args::{AutoOr, BackendArg, EmbedArgs, InitArg, KnnArg, NoneOr, RepulsionArg};
+use super::args::{AutoOr, BackendArg, EmbedArgs, InitArg, KnnArg, NoneOr, OrderArg, RepulsionArg};
 use super::progress_bar::Bar;
 
 pub fn run(args: EmbedArgs) -> Result<()> {
@@ -138,6 +138,10 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         pca: match a.pca {
             NoneOr::None => None,
             NoneOr::Value(m) => Some(m),
+        },
+        order: match a.order {
+            OrderArg::Locality => PointOrder::Locality,
+            OrderArg::Input => PointOrder::Input,
         },
         init: match a.init {
             InitArg::Pca => InitKind::Pca,
