@@ -8,7 +8,8 @@
 #
 # The peers live in a throw-away venv, .dev/peers, made on first use: openTSNE and fitsne
 # from PyPI (fitsne builds against FFTW: `apt-get install libfftw3-dev` first).
-# TOOLS defaults to `sgtsne fitsne opentsne`.
+# TOOLS defaults to `sgtsne fitsne opentsne`. Elsewhere (the GPU host, no internet):
+# PEERS_PYTHON names a python that imports the peers, SGTSNE_BIN a carried binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 points=${1:-../shared/data/mnist/mnist70k_pca50_f32.npy}
@@ -17,17 +18,30 @@ out=${3:-target/peers}
 shift $(( $# < 3 ? $# : 3 ))
 tools=${*:-sgtsne fitsne opentsne}
 mkdir -p "$out"
-bin=target/release/sgtsne
+bin=${SGTSNE_BIN:-target/release/sgtsne}
 [ -x "$bin" ] || cargo build --release
 venv=.dev/peers
+python=${PEERS_PYTHON:-$venv/bin/python}
 needs_venv=false
 for tool in $tools; do [ "$tool" = sgtsne ] || needs_venv=true; done
-if $needs_venv && [ ! -x "$venv/bin/python" ]; then
+if $needs_venv && [ -z "${PEERS_PYTHON:-}" ] && [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q numpy scipy openTSNE cython setuptools wheel
   "$venv/bin/pip" install -q --no-build-isolation fitsne
 fi
 
+# /usr/bin/time -v, or where it is missing the two lines of it read below, from Python.
+timed() {
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -v "$@"
+  else
+    python3 -c 'import resource, subprocess, sys, time
+t = time.time(); rc = subprocess.call(sys.argv[1:]); w = time.time() - t
+print("\tElapsed (wall clock) time (h:mm:ss or m:ss): %d:%05.2f" % (w // 60, w % 60), file=sys.stderr)
+print("\tMaximum resident set size (kbytes): %d" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(rc)' "$@"
+  fi
+}
 seconds() { awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$1" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }'; }
 rss_gib() { awk -F': ' '/Maximum resident set size/ {printf "%.2f", $2/1048576}' "$1"; }
 
@@ -35,10 +49,10 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-9s %8s %9s %8s\n' tool wall_s peak_GiB KL
 for tool in $tools; do
   if [ "$tool" = sgtsne ]; then
-    /usr/bin/time -v "$bin" embed "$points" --threads "$threads" --backend cpu --quiet \
+    timed "$bin" embed "$points" --threads "$threads" --backend cpu --quiet \
       -o "$out/$tool.npy" --report "$out/$tool.json" 2> "$out/$tool.time"
   else
-    /usr/bin/time -v "$venv/bin/python" scripts/peers.py "$tool" "$points" "$out/$tool.npy" "$threads" \
+    timed "$python" scripts/peers.py "$tool" "$points" "$out/$tool.npy" "$threads" \
       > "$out/$tool.log" 2> "$out/$tool.time"
   fi
   kl=$("$bin" kl "$points" "$out/$tool.npy" --threads "$threads")
