@@ -303,6 +303,7 @@ pub fn embed(
         }
         (_, InitKind::Random) => init::random(n, dims, params.seed),
     };
+    prep::clear_vector_upper_state();
     seconds.init = t.elapsed().as_secs_f64();
     let Prepared {
         p,

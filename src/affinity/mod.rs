@@ -20,6 +20,8 @@ pub use graph::{graph_affinities, GraphParams};
 pub use perplexity::{conditional_probabilities, PerplexityParams};
 pub use symmetrize::symmetrize;
 
+use rayon::prelude::*;
+
 use crate::knn::Neighbors;
 
 /// Errors of the affinity stage.
@@ -56,9 +58,8 @@ pub fn from_neighbors(nb: &Neighbors, perplexity: f64) -> crate::Result<Affiniti
 /// $\sum_{ij} p_{ij} \ln p_{ij}$, the constant part of KL(P‖Q).
 pub fn p_log_p(p: &Affinities) -> f64 {
     p.data()
-        .iter()
-        .map(|&v| v as f64)
-        .filter(|&v| v > 0.0)
-        .map(|v| v * v.ln())
+        .par_iter()
+        .filter(|&&v| v > 0.0)
+        .map(|&v| v as f64 * v.ln() as f64)
         .sum()
 }
