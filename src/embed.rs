@@ -19,7 +19,7 @@ use crate::progress::Progress;
 use crate::report::{InputInfo, Quality, Report, StageSeconds};
 use crate::repulse::{ExactRepulsion, FftRepulsion, GridSpec, Repulse};
 use crate::sparse::{Csb, Hyb};
-use crate::{quality, Error, Points, Result};
+use crate::{prep, quality, Error, Points, Result};
 
 mod prepare;
 
@@ -76,6 +76,20 @@ pub enum Precision {
     F64,
 }
 
+/// How the pipeline numbers the points internally; the embedding comes out in input order
+/// either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PointOrder {
+    /// Renumber the points (after PCA, before the kNN) in the leaf order of a PCA tree, so
+    /// that close points get close numbers: P's non-zeros gather near the diagonal (fewer,
+    /// denser CSB blocks; nearby `y_j` reads in the GPU attraction) and consecutive points
+    /// spread onto and gather from nearby grid nodes (S2G, G2S). Graph inputs keep their order.
+    Locality,
+    /// Keep the input's order (the layout of the input file decides the locality).
+    Input,
+}
+
 /// Every parameter of a run. Defaults are DESIGN §1's.
 #[derive(Clone, Debug, Serialize)]
 pub struct EmbedParams {
@@ -87,6 +101,8 @@ pub struct EmbedParams {
     pub knn: KnnMethod,
     /// Reduce to this many principal components first when d is larger (default 50).
     pub pca: Option<usize>,
+    /// Internal numbering of the points (default locality).
+    pub order: PointOrder,
     /// Initialisation (default PCA; graphs always start random).
     pub init: InitKind,
     /// Repulsion grid; `None` = [`GridSpec::default_for`] the dimension (resolved in the
@@ -116,6 +132,7 @@ impl Default for EmbedParams {
             perplexity: 30.0,
             knn: KnnMethod::Auto,
             pca: Some(50),
+            order: PointOrder::Locality,
             init: InitKind::Pca,
             grid: None,
             repulsion: RepulsionMethod::Fft,
@@ -235,6 +252,8 @@ pub(crate) struct Prepared {
     /// The kNN graph (point mode), for the preservation measure.
     neighbors: Option<Neighbors>,
     knn_method: Option<&'static str>,
+    /// The internal numbering when it is not the input's: point `r` is input point `order[r]`.
+    order: Option<Vec<u32>>,
 }
 
 /// Runs the pipeline on `input` named `name`; `labels`, when given, feed the quality
@@ -291,6 +310,7 @@ pub fn embed(
                 reduced: false,
                 neighbors: None,
                 knn_method: None,
+                order: None,
             }
         }
     };
@@ -299,12 +319,14 @@ pub fn embed(
     let t = Instant::now();
     let dims = params.dims;
     let mut y = initialise(&prepared, &mut params, n)?;
+    prep::clear_vector_upper_state();
     seconds.init = t.elapsed().as_secs_f64();
     let Prepared {
         p,
         points,
         neighbors,
         knn_method,
+        order,
         ..
     } = prepared;
     drop(points);
@@ -321,15 +343,24 @@ pub fn embed(
         optimise_host(p, &mut y, &params, backend.kind, &mut seconds, progress)?
     };
 
-    // Quality measures.
+    // Quality measures, in the internal numbering; then Y back in input order.
     let t = Instant::now();
     let embedded = quality::embedding_neighbors(&y, dims, QUALITY_K);
+    let codes = labels.map(|l| match &order {
+        Some(order) => order.iter().map(|&i| l.codes[i as usize]).collect(),
+        None => l.codes.clone(),
+    });
     let quality = Quality {
-        knn_accuracy_10: labels.map(|l| quality::knn_accuracy(&embedded, QUALITY_K, &l.codes)),
+        knn_accuracy_10: codes
+            .as_ref()
+            .map(|c| quality::knn_accuracy(&embedded, QUALITY_K, c)),
         knn_preservation_10: neighbors
             .as_ref()
             .map(|nb| quality::knn_preservation(nb, &embedded, QUALITY_K)),
     };
+    if let Some(order) = &order {
+        y = crate::points::unpermute_rows(&y, order, dims);
+    }
     seconds.quality = t.elapsed().as_secs_f64();
     seconds.total = start.elapsed().as_secs_f64();
 
@@ -371,16 +402,6 @@ pub(crate) fn initialise(
     })
 }
 
-/// Σ p ln p of a host P (the constant part of KL).
-pub(crate) fn p_log_p(p: &Affinities) -> f64 {
-    p.data()
-        .iter()
-        .map(|&v| v as f64)
-        .filter(|&v| v > 0.0)
-        .map(|v| v * v.ln())
-        .sum()
-}
-
 /// Stages 5 and 7 with P and Y on the host: CSB, then the host optimiser, with the
 /// repulsion on the CPU (`cpu`) or on the GPU at the same time as the attraction (`hybrid`).
 fn optimise_host(
@@ -395,7 +416,7 @@ fn optimise_host(
         unreachable!("the cpu and hybrid paths compute P on the host");
     };
     let t = Instant::now();
-    let plp = p_log_p(&p);
+    let plp = affinity::p_log_p(&p);
     let n = p.rows();
     let csb = Csb::from_csr(&p, Csb::default_beta(n, rayon::current_num_threads()))?;
     let nnz = p.nnz();
@@ -457,7 +478,7 @@ fn optimise_gpu(
     let p = match p {
         Affinity::Host(p) => Box::new(DeviceP {
             hyb: HybGpu::new(gpu, &Hyb::from_csr(&p, None)?)?,
-            p_log_p: p_log_p(&p),
+            p_log_p: affinity::p_log_p(&p),
             nnz: p.nnz(),
         }),
         Affinity::Device(p) => p,

@@ -27,4 +27,40 @@ impl Points {
     pub fn row(&self, i: usize) -> &[f32] {
         &self.data[i * self.d..(i + 1) * self.d]
     }
+
+    /// The points renumbered: point `r` of the result is point `order[r]` of `self`.
+    /// `order` must be a permutation of `0..n`.
+    pub fn permuted(&self, order: &[u32]) -> Points {
+        debug_assert_eq!(order.len(), self.n);
+        let data = order
+            .iter()
+            .flat_map(|&i| self.row(i as usize).iter().copied())
+            .collect();
+        Points::new(self.n, self.d, data)
+    }
+}
+
+/// Rows (`width` values each) numbered by a permutation back in the original numbering: row
+/// `r` of `rows` goes to row `order[r]` (the inverse of [`Points::permuted`]).
+pub fn unpermute_rows<T: Copy + Default>(rows: &[T], order: &[u32], width: usize) -> Vec<T> {
+    let mut out = vec![T::default(); rows.len()];
+    for (row, &i) in rows.chunks_exact(width).zip(order) {
+        let i = i as usize;
+        out[i * width..(i + 1) * width].copy_from_slice(row);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permutation_round_trip() {
+        let p = Points::new(3, 2, vec![0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
+        let order = [2, 0, 1];
+        let q = p.permuted(&order);
+        assert_eq!(q.data, vec![2.0, 2.5, 0.0, 0.5, 1.0, 1.5]);
+        assert_eq!(unpermute_rows(&q.data, &order, 2), p.data);
+    }
 }

@@ -55,6 +55,8 @@ pub struct InputInfo {
 pub struct StageSeconds {
     pub load: f64,
     pub pca: f64,
+    /// Renumbering the points in a locality order ([`crate::embed::PointOrder`]).
+    pub order: f64,
     pub knn: f64,
     pub affinities: f64,
     pub layout: f64,

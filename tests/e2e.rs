@@ -1,6 +1,6 @@
-use sgtsne::embed::{embed, EmbedParams, Input};
+use sgtsne::embed::{embed, EmbedParams, Input, PointOrder};
 use sgtsne::progress::Silent;
-use sgtsne::{demo, io::Labels};
+use sgtsne::{demo, io::Labels, quality};
 
 fn digits() -> (Input, Labels) {
     (
@@ -30,6 +30,11 @@ fn digits_2d_separates_the_classes() {
     assert!(acc >= 0.95, "10-NN accuracy {acc}");
     assert!(out.y.iter().all(|v| v.is_finite()));
     assert_eq!(out.y.len(), 1797 * 2);
+    // The default locality order is internal: Y comes back in input order, where the input's
+    // labels give the accuracy the report measured in the internal order.
+    assert_eq!(r.params.order, PointOrder::Locality);
+    let nb = quality::embedding_neighbors(&out.y, 2, 10);
+    assert_eq!(quality::knn_accuracy(&nb, 10, &labels.codes), acc);
     // KL falls over the run and is reported every 50 iterations and at the end.
     let kl = &r.optimise.kl_history;
     assert_eq!(kl.len(), 1000 / 50 + 1);

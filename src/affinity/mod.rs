@@ -20,6 +20,10 @@ pub use graph::{graph_affinities, GraphParams};
 pub use perplexity::{conditional_probabilities, PerplexityParams};
 pub use symmetrize::symmetrize;
 
+use rayon::prelude::*;
+
+use crate::knn::Neighbors;
+
 /// Errors of the affinity stage.
 #[derive(Debug, thiserror::Error)]
 pub enum AffinityError {
@@ -37,3 +41,25 @@ pub enum AffinityError {
 /// The joint probabilities as a canonical CSR matrix (sorted column indices, no explicit
 /// zeros, no duplicates), symmetric, summing to 1.
 pub type Affinities = sprs::CsMatI<f32, u32, usize>;
+
+/// Point-mode P from the kNN graph: the perplexity-calibrated conditionals $p_{j|i}$ over each
+/// point's k neighbours, symmetrised (the CPU path of stage 4).
+pub fn from_neighbors(nb: &Neighbors, perplexity: f64) -> crate::Result<Affinities> {
+    let pp = PerplexityParams {
+        perplexity,
+        ..Default::default()
+    };
+    let cond = conditional_probabilities(nb, &pp)?;
+    let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
+    let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
+    Ok(symmetrize(nb.n, &indptr, &nb.indices, &cond)?)
+}
+
+/// $\sum_{ij} p_{ij} \ln p_{ij}$, the constant part of KL(P‖Q).
+pub fn p_log_p(p: &Affinities) -> f64 {
+    p.data()
+        .par_iter()
+        .filter(|&&v| v > 0.0)
+        .map(|&v| v as f64 * v.ln() as f64)
+        .sum()
+}

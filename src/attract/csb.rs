@@ -27,6 +27,10 @@ impl Attract for Csb {
     }
 }
 
+/// Independent partial sums per row: consecutive entries of a row add into different ones,
+/// so each waits on no other's add.
+const LANES: usize = 4;
+
 /// Monomorphised over the dimension D and whether Σ p ln w is accumulated.
 fn run<const D: usize, const KL: bool>(csb: &Csb, y: &[f32], force: &mut [f32]) -> f64 {
     let beta = csb.beta();
@@ -41,20 +45,57 @@ fn run<const D: usize, const KL: bool>(csb: &Csb, y: &[f32], force: &mut [f32]) 
             for blk in csb.blocks(b) {
                 let c0 = blk.col * beta;
                 let y_cols = &y[c0 * D..(c0 + beta).min(csb.n()) * D];
-                let mut block_kl = 0f32;
-                for (&c, &p) in blk.coords.iter().zip(blk.values) {
-                    let r = (c >> 16) as usize;
-                    let col = (c & 0xffff) as usize;
-                    let yi: &[f32; D] = y_rows[r * D..r * D + D].try_into().unwrap();
-                    let acc: &mut [f32; D] = (&mut out[r * D..r * D + D]).try_into().unwrap();
-                    let lw = pair::<D, KL>(p, yi, &y_cols[col * D..col * D + D], acc);
-                    if KL {
-                        block_kl += p * lw;
-                    }
-                }
-                kl += block_kl as f64;
+                kl += block::<D, KL>(blk.coords, blk.values, y_rows, y_cols, out) as f64;
             }
             kl
         })
         .sum()
+}
+
+/// One block's entries (sorted by local row), taken in runs of one row: the row's force is
+/// summed in registers, in [`LANES`] partial sums, and added to `out` once per run. (Adding
+/// every entry to `out` directly chains each entry's load and add on the previous one's store:
+/// about twice as slow.) Returns the block's Σ p ln w when `KL`.
+#[inline(always)]
+fn block<const D: usize, const KL: bool>(
+    coords: &[u32],
+    values: &[f32],
+    y_rows: &[f32],
+    y_cols: &[f32],
+    out: &mut [f32],
+) -> f32 {
+    let mut kl = 0f32;
+    let mut start = 0;
+    while start < coords.len() {
+        let r = (coords[start] >> 16) as usize;
+        let len = coords[start..]
+            .iter()
+            .position(|&c| (c >> 16) as usize != r)
+            .unwrap_or(coords.len() - start);
+        let (cs, vs) = (&coords[start..start + len], &values[start..start + len]);
+        let yi: &[f32; D] = y_rows[r * D..r * D + D].try_into().unwrap();
+        let mut acc = [[0f32; D]; LANES];
+        let mut entry = |lane: usize, c: u32, p: f32, acc: &mut [[f32; D]; LANES]| {
+            let col = (c & 0xffff) as usize;
+            let lw = pair::<D, KL>(p, yi, &y_cols[col * D..col * D + D], &mut acc[lane]);
+            if KL {
+                kl += p * lw;
+            }
+        };
+        let (c_chunks, v_chunks) = (cs.chunks_exact(LANES), vs.chunks_exact(LANES));
+        let (c_tail, v_tail) = (c_chunks.remainder(), v_chunks.remainder());
+        for (c4, v4) in c_chunks.zip(v_chunks) {
+            for lane in 0..LANES {
+                entry(lane, c4[lane], v4[lane], &mut acc);
+            }
+        }
+        for (lane, (&c, &p)) in c_tail.iter().zip(v_tail).enumerate() {
+            entry(lane, c, p, &mut acc);
+        }
+        for k in 0..D {
+            out[r * D + k] += acc.iter().map(|a| a[k]).sum::<f32>();
+        }
+        start += len;
+    }
+    kl
 }

@@ -25,6 +25,9 @@ pub enum Command {
     /// Measure the repulsion's error and time over (n × grid size) from a TOML config and
     /// write a CSV, heat maps and the error-model fit.
     Sweep(SweepArgs),
+    /// Score an embedding of the points, by any tool: KL(P‖Q) with P as `embed` builds it
+    /// (exact kNN) and the exact Z.
+    Kl(KlArgs),
 }
 
 #[derive(Debug, Args)]
@@ -41,6 +44,24 @@ pub struct SweepArgs {
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KlArgs {
+    /// The points that were embedded (.npy, .csv, .tsv, .fvecs), as `embed` reads them.
+    pub points: PathBuf,
+    /// Their embedding, n rows of 1–3 coordinates (.npy, .csv, .tsv).
+    pub embedding: PathBuf,
+    /// Perplexity u of P; k = ⌈3u⌉ neighbours.
+    #[arg(long, default_value_t = 30.0)]
+    pub perplexity: f64,
+    /// Reduce the points to this many principal components first when they have more
+    /// (`none`: never), as `embed` does.
+    #[arg(long, default_value = "50")]
+    pub pca: NoneOr<usize>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -113,6 +134,11 @@ pub struct EmbedArgs {
     /// keeps all features.
     #[arg(long, default_value = "50")]
     pub pca: NoneOr<usize>,
+    /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
+    /// points get close numbers: faster attraction and grid passes) or `input`. The output is
+    /// in input order either way.
+    #[arg(long, value_enum, default_value_t = OrderArg::Locality)]
+    pub order: OrderArg,
     /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
     #[arg(long, value_enum, default_value_t = InitArg::Pca)]
     pub init: InitArg,
@@ -159,6 +185,12 @@ pub enum KnnArg {
     Auto,
     Exact,
     Hnsw,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OrderArg {
+    Locality,
+    Input,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

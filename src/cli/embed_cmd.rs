@@ -6,14 +6,15 @@ use std::time::Instant;
 
 use anyhow::Result;
 use sgtsne::backend::BackendKind;
-use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, Precision, RepulsionMethod};
+use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, PointOrder, Precision, RepulsionMethod};
 use sgtsne::init::InitKind;
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::optim::OptimParams;
 use sgtsne::repulse::GridSpec;
 
 use super::args::{
-    AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, NoneOr, PrecisionArg, RepulsionArg,
+    AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, NoneOr, OrderArg, PrecisionArg,
+    RepulsionArg,
 };
 use super::progress_bar::Bar;
 
@@ -134,6 +135,10 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         pca: match a.pca {
             NoneOr::None => None,
             NoneOr::Value(m) => Some(m),
+        },
+        order: match a.order {
+            OrderArg::Locality => PointOrder::Locality,
+            OrderArg::Input => PointOrder::Input,
         },
         init: match a.init {
             InitArg::Pca => InitKind::Pca,

@@ -4,6 +4,7 @@ pub mod args;
 mod embed_cmd;
 mod gen_cmd;
 mod info;
+mod kl_cmd;
 mod progress_bar;
 mod sweep_cmd;
 
@@ -16,6 +17,7 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Info => info::run(),
         args::Command::Gen(a) => gen_cmd::run(a),
         args::Command::Sweep(a) => sweep_cmd::run(a),
+        args::Command::Kl(a) => kl_cmd::run(a),
     }
 }
 

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 
-use super::{Affinity, EmbedParams, KnnMethod, Prepared, AUTO_EXACT_MAX};
-use crate::affinity::{self, PerplexityParams};
+use super::{Affinity, EmbedParams, KnnMethod, PointOrder, Prepared, AUTO_EXACT_MAX};
+use crate::affinity;
 use crate::backend::gpu::DeviceP;
 use crate::backend::BackendKind;
 use crate::gpu::{Gpu, GpuError};
@@ -49,6 +49,15 @@ pub(crate) fn prepare_points(
         _ => points,
     };
     seconds.pca = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (points, order) = match params.order {
+        PointOrder::Locality => {
+            let order = knn::pca_tree_order(&points.data, points.n, points.d);
+            (points.permuted(&order), Some(order))
+        }
+        PointOrder::Input => (points, None),
+    };
+    seconds.order = t.elapsed().as_secs_f64();
     let method = match params.knn {
         KnnMethod::Auto if points.n <= AUTO_EXACT_MAX || on_gpu => KnnMethod::Exact,
         KnnMethod::Auto => KnnMethod::Hnsw,
@@ -71,6 +80,7 @@ pub(crate) fn prepare_points(
                 reduced,
                 neighbors: Some(nb),
                 knn_method,
+                order,
             });
         }
         download_neighbors(&indices, &distances, points.n, k)?
@@ -82,14 +92,7 @@ pub(crate) fn prepare_points(
     };
     seconds.knn = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let pp = PerplexityParams {
-        perplexity: params.perplexity,
-        ..Default::default()
-    };
-    let cond = affinity::conditional_probabilities(&nb, &pp)?;
-    let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
-    let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
-    let p = affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond)?;
+    let p = affinity::from_neighbors(&nb, params.perplexity)?;
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok(Prepared {
         p: Affinity::Host(p),
@@ -97,6 +100,7 @@ pub(crate) fn prepare_points(
         reduced,
         neighbors: Some(nb),
         knn_method,
+        order,
     })
 }
 

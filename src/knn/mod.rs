@@ -24,6 +24,7 @@ mod select;
 
 pub use exact::exact;
 pub use hnsw::{hnsw, hnsw_with, HnswParams, SqL2};
+pub use order::pca_tree_order;
 
 use crate::{Error, Points, Result};
 

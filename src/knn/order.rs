@@ -17,7 +17,7 @@ const POWER_ITERS: usize = 3;
 const PAR_MIN: usize = 8192;
 
 /// A permutation of `0..n`: `order[p]` is the point at position p. `data` is n × d row-major.
-pub(crate) fn pca_tree_order(data: &[f32], n: usize, d: usize) -> Vec<u32> {
+pub fn pca_tree_order(data: &[f32], n: usize, d: usize) -> Vec<u32> {
     let mut order: Vec<u32> = (0..n as u32).collect();
     if d > 0 {
         split(data, d, &mut order);

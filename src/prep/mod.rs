@@ -10,3 +10,20 @@ pub mod gpu;
 mod pca;
 
 pub use pca::{pca, Pca};
+
+/// Clears the upper halves of the vector registers (`vzeroupper`) on this thread and on every
+/// worker of the current rayon pool. The matrix products of the PCA (faer), which the PCA
+/// initialisation runs last before the optimisation, leave them dirty on x86-64; until they
+/// are cleared every legacy-SSE instruction waits on a merge with the stale upper state, and
+/// scalar `ln` calls ran up to 40 times slower (measured on MNIST: Σ p ln p over P took
+/// 1.2 s instead of 30 ms, the CSB layout stage 0.67 s instead of 0.10 s).
+pub(crate) fn clear_vector_upper_state() {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: AVX is present (checked above); vzeroupper only zeroes register halves that
+        // no live value of the compiled (baseline x86-64) code occupies.
+        let clear = || unsafe { std::arch::x86_64::_mm256_zeroupper() };
+        rayon::broadcast(|_| clear());
+        clear();
+    }
+}

@@ -6,14 +6,12 @@
 //! nothing large. The kernel spectra depend on the grid size and spacing; with
 //! [`GridSpec::Auto`] the spacing is fixed, so they are recomputed only when the node count
 //! changes size class. With [`GridSpec::Fixed`] the spacing follows the embedding's extent, so
-//! they are recomputed on every call (`2^s` extra FFTs, booked in `g2g`).
+//! they are recomputed whenever the spacing changes class (two extra FFTs, booked in `g2g`).
 
 use std::time::Instant;
 
-use rustfft::FftPlanner;
-
-use super::fftnd::Real;
-use super::g2g::{in_channels, out_channels, Convolver};
+use super::fftnd::{Planners, Real};
+use super::g2g::{channels, Convolver};
 use super::g2s::gather;
 use super::grid::Grid;
 use super::phi2force::phi2force;
@@ -26,7 +24,7 @@ use crate::Result;
 /// or `f64`.
 pub struct FftRepulsion<T: Real = f32> {
     spec: GridSpec,
-    planner: FftPlanner<T>,
+    planners: Planners<T>,
     conv: Option<Convolver<T>>,
     scatter: Scatter<T>,
     charges: Vec<T>,
@@ -46,7 +44,7 @@ impl<T: Real> FftRepulsion<T> {
     pub fn with_precision(grid: GridSpec) -> Self {
         FftRepulsion {
             spec: grid,
-            planner: FftPlanner::new(),
+            planners: Planners::default(),
             conv: None,
             scatter: Scatter::new(),
             charges: Vec::new(),
@@ -72,7 +70,7 @@ impl<T: Real> FftRepulsion<T> {
 
         // Step 1: S2G.
         let t = Instant::now();
-        self.charges.resize(in_channels(D) * len, zero);
+        self.charges.resize(channels(D) * len, zero);
         self.scatter.run::<D>(y, grid, &mut self.charges);
         let s2g = t.elapsed().as_secs_f64();
 
@@ -80,22 +78,22 @@ impl<T: Real> FftRepulsion<T> {
         let t = Instant::now();
         let conv = match self.conv.take() {
             Some(c) if c.fits(grid.p, D, grid.h) => c,
-            _ => Convolver::new(&mut self.planner, grid.p, D, grid.h),
+            _ => Convolver::new(&mut self.planners, grid.p, D, grid.h),
         };
         let conv = self.conv.insert(conv);
-        self.potentials.resize(out_channels(D) * len, zero);
-        conv.convolve(&self.charges, &mut self.potentials);
+        self.potentials.resize(channels(D) * len, zero);
+        let psi_sum = conv.convolve(&self.charges, &mut self.potentials);
         let g2g = t.elapsed().as_secs_f64();
 
         // Step 3: G2S.
         let t = Instant::now();
-        self.values.resize(n * (D + 2), zero);
-        gather::<T, D>(y, grid, &self.potentials, out_channels(D), &mut self.values);
+        self.values.resize(n * channels(D), zero);
+        let self_sum = gather::<T, D>(y, grid, &self.potentials, &mut self.values);
         let g2s = t.elapsed().as_secs_f64();
 
         // Step 4: Phi2Force.
         let t = Instant::now();
-        let z = phi2force::<T, D>(y, grid, &self.values, force)?;
+        let z = phi2force::<T, D>(y, grid, &self.values, (psi_sum, self_sum), force)?;
         let phi2force = t.elapsed().as_secs_f64();
 
         Ok(Repulsion {

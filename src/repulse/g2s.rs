@@ -7,8 +7,9 @@
 //! by up to a few percent on coarse grids. The textbook `Z = Σ ψ_i − n` leaves that error in
 //! every term of `Z`, and it dominates when the points are spread out (most `w_ij` small;
 //! measured: relative Z error 3e-2 → 3e-5 on a sparse 2-D layout at `h = 0.5`). So G2S
-//! subtracts each point's own `w̃_ii`, computed exactly from its stencil weights with `δ = a − b`
-//! folded per axis (`4^s` terms per point), and returns `ψ_i` without it.
+//! sums each point's own `w̃_ii`, computed exactly from its stencil weights with `δ = a − b`
+//! folded per axis (`4^s` terms per point), for Phi2Force to take out of `Σ ψ_i` (which G2G
+//! gives as one number: no `ψ` channel is interpolated).
 
 use rayon::prelude::*;
 
@@ -19,40 +20,43 @@ use super::s2g::{locate, node, strides};
 /// Points per parallel task.
 const CHUNK: usize = 1024;
 
-/// For each point of `y` (row-major `n × D`), writes `D + 2` values `ψ_i − w̃_ii, φ₀, φ₁ … φ_D`
-/// to `values` (row-major `n × (D+2)`), interpolated from `potentials`: the grid's nodes with
-/// `nch ≥ D + 2` interleaved channels `ψ, φ₀, φ₁ … φ_D, …`.
+/// For each point of `y` (row-major `n × D`), writes `D + 1` values `φ₀, φ₁ … φ_D` to
+/// `values` (row-major `n × (D+1)`), interpolated from `potentials`: the grid's nodes with
+/// `D + 1` interleaved channels. Returns `Σ_i w̃_ii`, the interpolated self terms to take out
+/// of `Z`.
 pub fn gather<T: Real, const D: usize>(
     y: &[f32],
     grid: &Grid,
     potentials: &[T],
-    nch: usize,
     values: &mut [T],
-) {
+) -> f64 {
     let n = y.len() / D;
-    assert!(nch >= D + 2, "potential channels");
+    let nch = D + 1;
     assert_eq!(potentials.len(), grid.len() * nch, "potential grid size");
-    assert_eq!(values.len(), n * (D + 2), "values size");
+    assert_eq!(values.len(), n * nch, "values size");
     let strides = strides::<D>(grid.p);
     let inv_h = 1.0 / grid.h;
     let kernel = self_kernel::<D>(grid.h);
     values
-        .par_chunks_mut(CHUNK * (D + 2))
+        .par_chunks_mut(CHUNK * nch)
         .zip(y.par_chunks(CHUNK * D))
-        .for_each(|(vals, ys)| {
-            for (v, row) in vals.chunks_exact_mut(D + 2).zip(ys.chunks_exact(D)) {
+        .map(|(vals, ys)| {
+            let mut own = 0.0;
+            for (v, row) in vals.chunks_exact_mut(nch).zip(ys.chunks_exact(D)) {
                 let (corner, w) = locate::<T, D>(row, grid, inv_h, &strides);
                 v.fill(T::zero());
                 for k in 0..1usize << (2 * D) {
                     let (idx, wt) = node::<T, D>(k, corner, &w, &strides);
-                    let at = &potentials[idx * nch..idx * nch + D + 2];
+                    let at = &potentials[idx * nch..(idx + 1) * nch];
                     for (acc, &pot) in v.iter_mut().zip(at) {
                         *acc = *acc + wt * pot;
                     }
                 }
-                v[0] = T::of(v[0].as_f64() - self_weight::<T, D>(&w, &kernel));
+                own += self_weight::<T, D>(&w, &kernel);
             }
-        });
+            own
+        })
+        .sum()
 }
 
 /// `G₁(h·|δ|)` for the `4^D` offsets `δ ∈ {0..3}^D` (base-4 digit `a` is `|δ_a|`).
@@ -92,13 +96,13 @@ mod tests {
     use crate::repulse::grid::lagrange4;
     use crate::repulse::GridSpec;
 
-    /// A potential that is a cubic polynomial of the node position is interpolated exactly
-    /// (channel 0 less the self term).
+    /// A potential that is a cubic polynomial of the node position is interpolated exactly,
+    /// and the self terms sum to those of the stencil weights.
     #[test]
     fn reproduces_cubic_potentials() {
         let y: Vec<f32> = vec![0.1, -2.3, 3.7, 1.25, -0.6, 0.0];
         let grid = Grid::fit(&y, 2, GridSpec::Auto { h: 0.4 }).unwrap();
-        let (p, nch) = (grid.p, 5);
+        let (p, nch) = (grid.p, 3);
         let f = |x: f64, z: f64, c: usize| 1.0 + c as f64 * x - 0.2 * x * x * z + 0.05 * z * z * z;
         let mut pot = vec![0.0f64; nch * grid.len()];
         for (j, node) in pot.chunks_mut(nch).enumerate() {
@@ -108,20 +112,25 @@ mod tests {
                 *v = f(x, z, c);
             }
         }
-        let mut vals = vec![0.0f64; 3 * 4];
-        gather::<f64, 2>(&y, &grid, &pot, nch, &mut vals);
+        let mut vals = vec![0.0f64; 3 * nch];
+        let own_sum = gather::<f64, 2>(&y, &grid, &pot, &mut vals);
         let kernel = self_kernel::<2>(grid.h);
+        let mut want_own = 0.0;
         for (i, row) in y.chunks(2).enumerate() {
             let w = std::array::from_fn(|a| {
                 let x = (row[a] as f64 - grid.origin[a]) / grid.h;
                 lagrange4(x - x.floor())
             });
-            let own = self_weight::<f64, 2>(&w, &kernel);
-            for c in 0..4 {
-                let want = f(row[0] as f64, row[1] as f64, c) - if c == 0 { own } else { 0.0 };
-                assert!((vals[i * 4 + c] - want).abs() < 1e-10, "{i} {c}");
+            want_own += self_weight::<f64, 2>(&w, &kernel);
+            for c in 0..nch {
+                let want = f(row[0] as f64, row[1] as f64, c);
+                assert!((vals[i * nch + c] - want).abs() < 1e-10, "{i} {c}");
             }
         }
+        assert!(
+            (own_sum - want_own).abs() < 1e-12,
+            "{own_sum} vs {want_own}"
+        );
     }
 
     /// The self weight is the kernel interpolated from the stencil: exact on a fine grid.

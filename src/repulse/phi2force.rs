@@ -7,8 +7,8 @@
 //! centre the charges were taken relative to (forces do not depend on it). The forces need no
 //! self correction: the self terms of `y_i φ₀` and `φ_k` are both `w̃²_ii y_i` and cancel.
 //!
-//! G2S has already removed each point's interpolated self term from `ψ_i` (see [`super::g2s`]),
-//! so here `Z = Σ_i ψ_i` directly.
+//! `Σ_i ψ_i` comes from G2G (one number, from the spectrum) and the interpolated self terms
+//! `Σ_i w̃_ii` from G2S (see [`super::g2s`]); `Z` is their difference.
 
 use rayon::prelude::*;
 
@@ -19,41 +19,37 @@ use crate::{Error, Result};
 /// Points per parallel task.
 const CHUNK: usize = 4096;
 
-/// Returns `Z` and writes `force` (row-major `n × D`) from `values` (`n × (D+2)`: ψ without the
-/// self term, φ₀, φ_k).
+/// Returns `Z = Σ_i ψ_i − Σ_i w̃_ii` (`psi_sum`, `self_sum`) and writes `force` (row-major
+/// `n × D`) from `values` (`n × (D+1)`: φ₀, φ_k).
 /// Fails if the interpolated `Z` is not positive (a grid far too coarse for the data).
 pub fn phi2force<T: Real, const D: usize>(
     y: &[f32],
     grid: &Grid,
     values: &[T],
+    (psi_sum, self_sum): (f64, f64),
     force: &mut [f32],
 ) -> Result<f64> {
-    let z: f64 = values
-        .par_chunks(CHUNK * (D + 2))
-        .map(|v| v.chunks_exact(D + 2).map(|r| r[0].as_f64()).sum::<f64>())
-        .sum();
+    let z = psi_sum - self_sum;
     if !(z > 0.0 && z.is_finite()) {
         return Err(Error::Data(format!(
             "repulsion: interpolated normalisation Z = {z} is not positive; use a finer grid"
         )));
     }
     let inv_z = 1.0 / z;
+    let nch = D + 1;
     force
         .par_chunks_mut(CHUNK * D)
-        .zip(
-            y.par_chunks(CHUNK * D)
-                .zip(values.par_chunks(CHUNK * (D + 2))),
-        )
+        .zip(y.par_chunks(CHUNK * D).zip(values.par_chunks(CHUNK * nch)))
         .for_each(|(f, (ys, vs))| {
             for ((fi, yi), vi) in f
                 .chunks_exact_mut(D)
                 .zip(ys.chunks_exact(D))
-                .zip(vs.chunks_exact(D + 2))
+                .zip(vs.chunks_exact(nch))
             {
-                let phi0 = vi[1].as_f64();
+                let phi0 = vi[0].as_f64();
                 for a in 0..D {
                     let q = yi[a] as f64 - grid.centre[a];
-                    fi[a] = ((q * phi0 - vi[2 + a].as_f64()) * inv_z) as f32;
+                    fi[a] = ((q * phi0 - vi[1 + a].as_f64()) * inv_z) as f32;
                 }
             }
         });
@@ -69,16 +65,15 @@ mod tests {
     fn combines_channels() {
         let y = [1.0f32, 2.0, 3.0, 5.0];
         let grid = Grid::fit(&y, 2, GridSpec::Auto { h: 1.0 }).unwrap();
-        // centre = (2, 3.5); Z = Σ ψ = 4.
-        let vals = [0.5f64, 2.0, 0.5, -1.0, 3.5, 1.0, 0.0, 3.0];
+        // centre = (2, 3.5); Z = Σ ψ − Σ w̃ = 6.5 − 2.5 = 4.
+        let vals = [2.0f64, 0.5, -1.0, 1.0, 0.0, 3.0];
         let mut f = [0.0f32; 4];
-        let z = phi2force::<f64, 2>(&y, &grid, &vals, &mut f).unwrap();
+        let z = phi2force::<f64, 2>(&y, &grid, &vals, (6.5, 2.5), &mut f).unwrap();
         assert_eq!(z, 4.0);
         let want = [(-2.0 - 0.5) / z, (-3.0 + 1.0) / z, 1.0 / z, (1.5 - 3.0) / z];
         for (g, w) in f.iter().zip(want) {
             assert!((*g as f64 - w).abs() < 1e-7, "{f:?}");
         }
-        let bad = [-0.1f64, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0];
-        assert!(phi2force::<f64, 2>(&y, &grid, &bad, &mut f).is_err());
+        assert!(phi2force::<f64, 2>(&y, &grid, &vals, (2.0, 2.05), &mut f).is_err());
     }
 }

@@ -1,7 +1,18 @@
 //! Compressed sparse blocks (Buluç, Fineman, Frigo, Gilbert, Leiserson 2009).
 
+use rayon::prelude::*;
+
 use super::SparseError;
 use crate::affinity::Affinities;
+
+/// One block row of a [`Csb`] under construction: its non-empty block columns, the end of
+/// each block's entries (relative to the row's first), and the entries.
+struct BlockRow {
+    cols: Vec<u32>,
+    ends: Vec<usize>,
+    coords: Vec<u32>,
+    values: Vec<f32>,
+}
 
 /// P split into β×β blocks with block-local 16-bit coordinates.
 ///
@@ -60,40 +71,61 @@ impl Csb {
         }
         let beta_log2 = beta.trailing_zeros();
         let n_block_rows = n.div_ceil(beta).max(1);
-        let n_block_cols = n_block_rows;
+        let indptr = p.indptr();
+        let indptr = indptr.to_proper();
+        let (indptr, indices, data) = (&indptr[..], p.indices(), p.data());
+        // Block rows are independent: each sorts its entries by block column (a counting
+        // sort, stable, so they stay in (row, col) order), in parallel; then they are joined.
+        let parts: Vec<BlockRow> = (0..n_block_rows)
+            .into_par_iter()
+            .map(|b| {
+                let rows = b * beta..((b + 1) * beta).min(n);
+                let span = indptr[rows.start]..indptr[rows.end];
+                let mut counts = vec![0usize; n_block_rows + 1];
+                for &j in &indices[span.clone()] {
+                    counts[(j as usize >> beta_log2) + 1] += 1;
+                }
+                for c in 1..counts.len() {
+                    counts[c] += counts[c - 1];
+                }
+                let cols: Vec<u32> = (0..n_block_rows)
+                    .filter(|&c| counts[c + 1] > counts[c])
+                    .map(|c| c as u32)
+                    .collect();
+                let ends: Vec<usize> = cols.iter().map(|&c| counts[c as usize + 1]).collect();
+                let mut coords = vec![0u32; span.len()];
+                let mut values = vec![0f32; span.len()];
+                let mut next = counts;
+                for i in rows.clone() {
+                    let local_row = ((i - rows.start) as u32) << 16;
+                    for e in indptr[i]..indptr[i + 1] {
+                        let j = indices[e] as usize;
+                        let at = &mut next[j >> beta_log2];
+                        coords[*at] = local_row | (j & (beta - 1)) as u32;
+                        values[*at] = data[e];
+                        *at += 1;
+                    }
+                }
+                BlockRow {
+                    cols,
+                    ends,
+                    coords,
+                    values,
+                }
+            })
+            .collect();
         let mut block_ptr = Vec::with_capacity(n_block_rows + 1);
         let mut block_cols = Vec::new();
         let mut entry_ptr = vec![0usize];
         let mut coords = Vec::with_capacity(p.nnz());
         let mut values = Vec::with_capacity(p.nnz());
         block_ptr.push(0);
-        // Per block column: the (row, col, value) entries of the current block row.
-        let mut buckets: Vec<Vec<(u32, f32)>> = vec![Vec::new(); n_block_cols];
-        for b in 0..n_block_rows {
-            let rows = b * beta..((b + 1) * beta).min(n);
-            for i in rows.clone() {
-                let row = p.outer_view(i).ok_or_else(|| SparseError::Invariant {
-                    what: format!("row {i} missing"),
-                })?;
-                let local_row = ((i - rows.start) as u32) << 16;
-                for (j, &v) in row.iter() {
-                    let local_col = (j & (beta - 1)) as u32;
-                    buckets[j >> beta_log2].push((local_row | local_col, v));
-                }
-            }
-            for (col, bucket) in buckets.iter_mut().enumerate() {
-                if bucket.is_empty() {
-                    continue;
-                }
-                // Rows were visited in order and CSR columns are sorted: (row, col) order.
-                block_cols.push(col as u32);
-                for &(c, v) in bucket.iter() {
-                    coords.push(c);
-                    values.push(v);
-                }
-                entry_ptr.push(coords.len());
-                bucket.clear();
-            }
+        for part in parts {
+            let base = coords.len();
+            block_cols.extend_from_slice(&part.cols);
+            entry_ptr.extend(part.ends.iter().map(|e| base + e));
+            coords.extend_from_slice(&part.coords);
+            values.extend_from_slice(&part.values);
             block_ptr.push(block_cols.len());
         }
         Ok(Csb {
@@ -175,6 +207,8 @@ mod tests {
             for b in 0..csb.n_block_rows() {
                 let r0 = csb.block_rows(b).start;
                 for blk in csb.blocks(b) {
+                    // Sorted by (row, col): the packed coordinates increase.
+                    assert!(blk.coords.windows(2).all(|w| w[0] < w[1]), "β={beta}");
                     for (&c, &v) in blk.coords.iter().zip(blk.values) {
                         let i = r0 + (c >> 16) as usize;
                         let j = blk.col * beta + (c & 0xffff) as usize;

@@ -11,6 +11,7 @@ use super::probe::cpu::HostProbe;
 use super::probe::gpu::DeviceProbe;
 use super::probe::{Plan, Recorder};
 use super::{grid_label, SweepRow};
+use crate::affinity;
 use crate::backend::cpu::CpuGradient;
 use crate::backend::gpu::{optimize_device_observed, DeviceRepulsion};
 use crate::backend::BackendKind;
@@ -110,7 +111,7 @@ pub fn run_sweep(cfg: &SweepConfig, progress: &dyn Progress) -> Result<Vec<Sweep
                     let csb =
                         Csb::from_csr(csr, Csb::default_beta(n, rayon::current_num_threads()))?;
                     let repulse = Box::new(FftRepulsion::new(*trajectory));
-                    let mut gradient = CpuGradient::new(csb, repulse, embed::p_log_p(csr));
+                    let mut gradient = CpuGradient::new(csb, repulse, affinity::p_log_p(csr));
                     let mut rec = Recorder::new(HostProbe::new(cfg.dims, grids), plan);
                     optimize_observed(
                         &mut gradient,
