@@ -32,7 +32,7 @@ fn digits_2d_separates_the_classes() {
     assert_eq!(out.y.len(), 1797 * 2);
     // The default locality order is internal: Y comes back in input order, where the input's
     // labels give the accuracy the report measured in the internal order.
-    assert_eq!(r.params.order, PointOrder::Locality);
+    assert_eq!(r.params.order, Some(PointOrder::Locality));
     let nb = quality::embedding_neighbors(&out.y, 2, 10);
     assert_eq!(quality::knn_accuracy(&nb, 10, &labels.codes), acc);
     // KL falls over the run and is reported every 50 iterations and at the end.

@@ -135,9 +135,9 @@ pub struct EmbedArgs {
     #[arg(long, default_value = "50")]
     pub pca: NoneOr<usize>,
     /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
-    /// points get close numbers: faster attraction and grid passes) or `input`. The output is
-    /// in input order either way.
-    #[arg(long, value_enum, default_value_t = OrderArg::Locality)]
+    /// points get close numbers: faster CPU attraction), `input`, or `auto` (locality on cpu
+    /// and hybrid, input on gpu). The output is in input order either way.
+    #[arg(long, value_enum, default_value_t = OrderArg::Auto)]
     pub order: OrderArg,
     /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
     #[arg(long, value_enum, default_value_t = InitArg::Pca)]
@@ -189,6 +189,7 @@ pub enum KnnArg {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OrderArg {
+    Auto,
     Locality,
     Input,
 }

@@ -137,8 +137,9 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             NoneOr::Value(m) => Some(m),
         },
         order: match a.order {
-            OrderArg::Locality => PointOrder::Locality,
-            OrderArg::Input => PointOrder::Input,
+            OrderArg::Auto => None,
+            OrderArg::Locality => Some(PointOrder::Locality),
+            OrderArg::Input => Some(PointOrder::Input),
         },
         init: match a.init {
             InitArg::Pca => InitKind::Pca,
