@@ -90,6 +90,16 @@ pub enum PointOrder {
     Input,
 }
 
+impl PointOrder {
+    /// The order `--order auto` takes on `backend` (see [`EmbedParams::order`]).
+    pub fn default_for(backend: BackendKind) -> Self {
+        match backend {
+            BackendKind::Gpu => PointOrder::Input,
+            _ => PointOrder::Locality,
+        }
+    }
+}
+
 /// Every parameter of a run. Defaults are DESIGN §1's.
 #[derive(Clone, Debug, Serialize)]
 pub struct EmbedParams {
@@ -101,7 +111,8 @@ pub struct EmbedParams {
     pub knn: KnnMethod,
     /// Reduce to this many principal components first when d is larger (default 50).
     pub pca: Option<usize>,
-    /// Internal numbering of the points; `None` = by backend (resolved in the report):
+    /// Internal numbering of the points; `None` = [`PointOrder::default_for`] the backend
+    /// (resolved in the report):
     /// [`PointOrder::Locality`] on cpu and hybrid, whose CSB attraction it speeds up (MNIST, 2
     /// cores), [`PointOrder::Input`] on gpu, where its host-side PCA tree cost more than it
     /// saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the optimisation; MNIST 70k:
@@ -279,10 +290,11 @@ pub fn embed(
             .grid
             .unwrap_or_else(|| GridSpec::default_for(params.dims)),
     );
-    params.order = Some(params.order.unwrap_or(match backend.kind {
-        BackendKind::Gpu => PointOrder::Input,
-        _ => PointOrder::Locality,
-    }));
+    params.order = Some(
+        params
+            .order
+            .unwrap_or_else(|| PointOrder::default_for(backend.kind)),
+    );
     let (info, n) = match &input {
         Input::Points(p) => (input_info(name, "points", p.n, p.d), p.n),
         Input::Graph(g) => (input_info(name, "graph", g.rows(), 0), g.rows()),

@@ -50,7 +50,10 @@ pub(crate) fn prepare_points(
     };
     seconds.pca = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let (points, order) = match params.order.unwrap_or(PointOrder::Locality) {
+    let resolved = params
+        .order
+        .unwrap_or_else(|| PointOrder::default_for(backend));
+    let (points, order) = match resolved {
         PointOrder::Locality => {
             let order = knn::pca_tree_order(&points.data, points.n, points.d);
             (points.permuted(&order), Some(order))
