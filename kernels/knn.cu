@@ -291,16 +291,12 @@ __device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, 
 }
 
 #define KNN_INSTANCES(KR)                                                                     \
+    /* Blocks below ceil(q_count / KNN_WARPS) merge the tile into the queries' lists by */    \
+    /* rows; any further blocks merge it into the references' lists by columns. */           \
     extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
         knn_select_##KR(const float* C, int ldc, int r_valid, int q_count, int q0, int ref0, \
-                        const float* norms, float* state_d, int* state_i) {                   \
-        select_tile<KR>(blockIdx.x, C, ldc, r_valid, q_count, q0, ref0, norms, state_d,      \
-                        state_i);                                                             \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
-        knn_select_both_##KR(const float* C, int ldc, int r_valid, int q_count, int q0,      \
-                             int ref0, const float* norms, float* state_d, int* state_i,     \
-                             float* ref_state_d, int* ref_state_i) {                          \
+                        const float* norms, float* state_d, int* state_i,                     \
+                        float* ref_state_d, int* ref_state_i) {                               \
         const int row_blocks = (q_count + KNN_WARPS - 1) / KNN_WARPS;                         \
         if ((int)blockIdx.x < row_blocks)                                                     \
             select_tile<KR>(blockIdx.x, C, ldc, r_valid, q_count, q0, ref0, norms, state_d,  \

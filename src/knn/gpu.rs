@@ -291,7 +291,7 @@ fn symmetric_side(
 /// reference tile, then finish; the lists of one query tile live at a time. Symmetric
 /// schedule (square tiles, every query's list resident): the distance matrix is symmetric,
 /// so row tile I computes only the tiles J ≥ I, each merged twice: into I's lists by rows
-/// and, off the diagonal, into J's lists by columns (`knn_select_both`, one launch for both
+/// and, off the diagonal, into J's lists by columns (`knn_select`, one launch for both
 /// so that their blocks share the GPU; each alone fills a third of the H100's warps). Half
 /// the SGEMM work, the same number of candidate compares; row tile I's lists are final once
 /// its row is done (rows before it have offered their columns), so it finishes there.
@@ -312,7 +312,6 @@ fn run_tiled(
     let s = &gpu.stream;
     let f_fill = gpu.function(KernelId::Knn, "knn_fill")?;
     let f_select = gpu.function(KernelId::Knn, &format!("knn_select_{kr}"))?;
-    let f_select_both = gpu.function(KernelId::Knn, &format!("knn_select_both_{kr}"))?;
     let f_finish = gpu.function(KernelId::Knn, &format!("knn_finish_{kr}"))?;
     let blas = CudaBlas::new(s.clone())?;
 
@@ -377,50 +376,34 @@ fn run_tiled(
             if !stages.select {
                 continue;
             }
-            let rows = own..own + q_count * list;
-            if symmetric && ref0 != q0 {
-                // Rows I's lists lie before J's (ref0 ≥ q0 + q_count): split the state there.
-                let at = ref0 * list;
-                let theirs = 0..r_valid * list;
-                let (mut d_mine, mut d_theirs) = state_d.split_at_mut(at);
-                let (mut i_mine, mut i_theirs) = state_i.split_at_mut(at);
-                let mut d_rows = d_mine.slice_mut(rows.clone());
-                let mut i_rows = i_mine.slice_mut(rows);
-                let mut d_cols = d_theirs.slice_mut(theirs.clone());
-                let mut i_cols = i_theirs.slice_mut(theirs);
-                let mut b = s.launch_builder(&f_select_both);
-                b.arg(&c_tile)
-                    .arg(&ldc)
-                    .arg(&r32)
-                    .arg(&qc32)
-                    .arg(&q0_32)
-                    .arg(&ref32)
-                    .arg(&norms);
-                b.arg(&mut d_rows)
-                    .arg(&mut i_rows)
-                    .arg(&mut d_cols)
-                    .arg(&mut i_cols);
-                // SAFETY: knn_select_both contract: knn_select's (below) for I's lists, and
-                // the same tile read by columns into J's lists (r_valid * 32 * kr entries);
-                // ceil(q_count / KNN_WARPS) row blocks, then ceil(r_valid / KNN_WARPS).
-                unsafe { b.launch(warps_config(q_count.div_ceil(WARPS) * WARPS + r_valid)) }?;
-            } else {
-                let mut sd = state_d.slice_mut(rows.clone());
-                let mut si = state_i.slice_mut(rows);
-                let mut b = s.launch_builder(&f_select);
-                b.arg(&c_tile)
-                    .arg(&ldc)
-                    .arg(&r32)
-                    .arg(&qc32)
-                    .arg(&q0_32)
-                    .arg(&ref32);
-                b.arg(&norms).arg(&mut sd).arg(&mut si);
-                // SAFETY: knn_select contract: C tile with ldc = t.refs (a multiple of 128),
-                // r_valid <= ldc; norms padded to a multiple of t.refs (zeros); the state
-                // slices hold q_count * 32 * kr entries; one warp per query in blocks of
-                // KNN_WARPS.
-                unsafe { b.launch(warps_config(q_count)) }?;
-            }
+            // Off the diagonal of the symmetric schedule the tile also goes by columns into
+            // J's lists, which lie after I's (ref0 ≥ q0 + q_count): split the state there.
+            let columns = if symmetric && ref0 != q0 { r_valid } else { 0 };
+            let rows_end = own + q_count * list;
+            let at = if columns > 0 { ref0 * list } else { rows_end };
+            let (mut d_mine, mut d_theirs) = state_d.split_at_mut(at);
+            let (mut i_mine, mut i_theirs) = state_i.split_at_mut(at);
+            let mut d_rows = d_mine.slice_mut(own..rows_end);
+            let mut i_rows = i_mine.slice_mut(own..rows_end);
+            let mut d_cols = d_theirs.slice_mut(0..columns * list);
+            let mut i_cols = i_theirs.slice_mut(0..columns * list);
+            let mut b = s.launch_builder(&f_select);
+            b.arg(&c_tile)
+                .arg(&ldc)
+                .arg(&r32)
+                .arg(&qc32)
+                .arg(&q0_32)
+                .arg(&ref32)
+                .arg(&norms);
+            b.arg(&mut d_rows)
+                .arg(&mut i_rows)
+                .arg(&mut d_cols)
+                .arg(&mut i_cols);
+            // SAFETY: knn_select contract: C tile with ldc = t.refs (a multiple of 128),
+            // r_valid <= ldc; norms padded to a multiple of t.refs (zeros); the row slices
+            // hold q_count * 32 * kr entries, the column slices `columns` * 32 * kr;
+            // ceil(q_count / KNN_WARPS) row blocks, then ceil(columns / KNN_WARPS).
+            unsafe { b.launch(warps_config(q_count.div_ceil(WARPS) * WARPS + columns)) }?;
         }
         let si = state_i.slice(own..own + q_count * list);
         let mut b = s.launch_builder(&f_finish);
