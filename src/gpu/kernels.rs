@@ -9,6 +9,9 @@ pub const COMMON: &str = include_str!("../../kernels/common.cuh");
 /// define).
 pub const REPULSE: &str = include_str!("../../kernels/repulse.cuh");
 
+/// Prepended to the kNN kernels after [`COMMON`]: the warp-held sorted top-K lists.
+pub const TOPK: &str = include_str!("../../kernels/topk.cuh");
+
 /// One kernel source file (one pipeline stage).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelId {
@@ -28,13 +31,15 @@ pub enum KernelId {
     Exact,
     /// Exact kNN: centring, top-k selection across SGEMM distance tiles, exact finish.
     Knn,
+    /// Exact kNN with TF32 tensor-core keys and the selection fused behind them.
+    KnnFused,
     /// Perplexity calibration and symmetrisation of P into HYB.
     Affinity,
 }
 
 impl KernelId {
     /// Every kernel file, for compile-all checks.
-    pub const ALL: [KernelId; 9] = [
+    pub const ALL: [KernelId; 10] = [
         KernelId::AttractHyb,
         KernelId::Optim,
         KernelId::S2g,
@@ -43,6 +48,7 @@ impl KernelId {
         KernelId::Phi2force,
         KernelId::Exact,
         KernelId::Knn,
+        KernelId::KnnFused,
         KernelId::Affinity,
     ];
 
@@ -57,6 +63,7 @@ impl KernelId {
             KernelId::Phi2force => "phi2force.cu",
             KernelId::Exact => "exact.cu",
             KernelId::Knn => "knn.cu",
+            KernelId::KnnFused => "knn_fused.cu",
             KernelId::Affinity => "affinity.cu",
         }
     }
@@ -72,6 +79,7 @@ impl KernelId {
             KernelId::Phi2force => include_str!("../../kernels/phi2force.cu"),
             KernelId::Exact => include_str!("../../kernels/exact.cu"),
             KernelId::Knn => include_str!("../../kernels/knn.cu"),
+            KernelId::KnnFused => include_str!("../../kernels/knn_fused.cu"),
             KernelId::Affinity => include_str!("../../kernels/affinity.cu"),
         }
     }
@@ -81,6 +89,7 @@ impl KernelId {
     fn headers(self) -> &'static [&'static str] {
         match self {
             KernelId::S2g | KernelId::G2g | KernelId::G2s | KernelId::Phi2force => &[REPULSE],
+            KernelId::Knn | KernelId::KnnFused => &[TOPK],
             _ => &[],
         }
     }

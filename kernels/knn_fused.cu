@@ -1,0 +1,421 @@
+// Exact k nearest neighbours in one pass, distances on the tensor cores and selection fused
+// behind them (DESIGN §1.3): no distance tile is ever written. At d = 50 the SGEMM path
+// (knn.cu) is bound by writing and re-reading its tiles, not by arithmetic; here each block
+// keeps FUSED_QUERIES queries for a whole sweep over the references, computes every
+// query x reference key in registers on the tensor cores, and lets through only the few
+// that can enter a query's list.
+//
+// Ranking key, as in knn.cu: s = ||r||^2 - 2 q.r on the centred points, here in 3xTF32
+// (Ootomo & Yokota 2022): each operand is split into a TF32 head and a TF32 tail (x = hi +
+// lo to 2^-22 |x|) and q.r = hi.hi + hi.lo + lo.hi, three mma.sync per product, which keeps
+// f32 accuracy (the dropped lo.lo and the splitting errors are below 2^-20 |q| |r|, the
+// f32 accumulation of an SGEMM about as large). One TF32 product alone would err by up to
+// 2^-9 |q| |r|: on clustered data far from the mean that admits most of a cluster.
+//
+// The accumulators start at ||r||^2 - T_q, T_q the query's current K-th best key, and the A
+// operand is -2 q, so a pair can enter the list exactly where the mma output is negative
+// (until the list is full, every pair):
+// one OR of the sign bits per lane rejects nearly every step. Survivors wait in a per-query
+// queue in shared memory, merged into the query's sorted list (global memory) once it holds
+// more than FUSED_MERGE entries, 32 at a time. The lists end holding the K best by this
+// key, as the SGEMM path's do, and knn.cu's knn_finish recomputes their distances in
+// double and keeps k.
+//
+// Argument contract (checked by src/knn/gpu/fused.rs):
+//   hi, lo: n_pad x dp floats, the centred points' TF32 heads and tails (knn_fused_split),
+//       zero columns up to dp (a multiple of 8, at most 64) and zero rows up to n_pad (a
+//       multiple of FUSED_QUERIES);
+//   sq: n_pad floats, ||x_i||^2 of the centred points, +inf past n;
+//   state_d, state_i: n x K entries, K = 32 kr (1 <= kr <= 8), sorted lists: (+inf, -1)
+//       before the first sweep (a second sweep starts from the lists' K-th best);
+//   block b of a launch takes queries FUSED_QUERIES * (block0 + b) + [0, FUSED_QUERIES);
+//   FUSED_WARPS * 32 threads, smem_bytes(dp, kr) bytes of dynamic shared memory; the
+//   kernel knn_fused_<dp / 8>.
+
+#define FUSED_WARPS 4
+#define FUSED_QUERIES (FUSED_WARPS * 32)  // 32 queries per warp: two m16 tiles
+#define FUSED_CHUNK 32                    // references per step: four n8 tiles
+#define FUSED_MERGE 8                     // a queue longer than this is merged after a step
+#define FUSED_QUEUE (FUSED_MERGE + FUSED_CHUNK)  // one step adds at most FUSED_CHUNK
+#define FUSED_STAGES 3                    // reference buffers: one in use, two in flight
+#define FUSED_SHARE 32768                 // query rows whose blocks start their sweep together
+
+// Shared memory layout (src/knn/gpu/fused.rs computes the same size):
+//   stage   FUSED_STAGES x 2 x FUSED_CHUNK x (dp + 4) floats  heads, then tails, of a
+//                                  step's references; rows 4 mod 8 words apart, so each
+//                                  ldmatrix phase hits 32 different banks
+//   sqs     FUSED_STAGES x FUSED_CHUNK floats  ||r||^2 of the step's references
+//   queue   FUSED_QUERIES x FUSED_QUEUE floats, then as many ints
+//   qcount, thr  FUSED_QUERIES ints / floats   queue lengths, K-th best keys
+//   scratch FUSED_WARPS x (4 K + 32) words     merge_queue's lists and batch
+
+// TF32 needs sm_80; older devices never launch these kernels (src/knn/fused.rs checks),
+// but the file must still compile for them.
+#if __CUDA_ARCH__ >= 800
+#define FUSED_TF32 1
+#endif
+
+__device__ __forceinline__ unsigned to_tf32(float x) {
+#ifdef FUSED_TF32
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+#else
+    return __float_as_uint(x);
+#endif
+}
+
+// c += a b for one m16 x n8 x k8 tile (PTX ISA, mma.m16n8k8 .tf32): with g = lane / 4 and
+// t = lane % 4, a holds A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b holds B[t][g], B[t+4][g];
+// c holds C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1].
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
+#ifdef FUSED_TF32
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    __trap();
+#endif
+}
+
+// Four 8 x 4 matrices of 32-bit words from shared memory (ldmatrix's 8 x 8 b16 matrices):
+// lane l gives the address of row l % 8 of matrix l / 8 and receives, of each matrix, the
+// word at row l / 4, column l % 4: the B fragment layout of mma_tf32.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+#ifdef FUSED_TF32
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#else
+    __trap();
+#endif
+}
+
+// 16 bytes global -> shared without a trip through registers (sm_80+).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+#ifdef FUSED_TF32
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+#else
+    *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#ifdef FUSED_TF32
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#ifdef FUSED_TF32
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+#endif
+}
+
+// Sorts the warp's 32 (key, index) pairs, one per lane, ascending by (key, index)
+// (bitonic network over shuffles).
+__device__ __forceinline__ void warp_sort32(float& key, int& idx, int lane) {
+#pragma unroll
+    for (int k = 2; k <= 32; k <<= 1) {
+#pragma unroll
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            const float ok = __shfl_xor_sync(FULL_MASK, key, j);
+            const int oi = __shfl_xor_sync(FULL_MASK, idx, j);
+            const bool other_first = ok < key || (ok == key && (unsigned)oi < (unsigned)idx);
+            const bool keep_min = ((lane & j) == 0) == ((lane & k) == 0);
+            if (other_first == keep_min) {
+                key = ok;
+                idx = oi;
+            }
+        }
+    }
+}
+
+// Merges a query's queue (cnt exact keys and indices in shared memory) into its sorted list
+// of K = 32 KR in global memory, 32 candidates at a time: the batch is sorted across the
+// warp, then every list entry and every candidate finds its rank in the merged order by a
+// binary search in the other (ties: the list's entry first) and moves there if the rank is
+// below K. scratch: 2 K keys, 2 K indices and 32 keys of the warp's shared memory. The
+// list's new K-th best goes to *thr_out. Called by a whole warp.
+__device__ void merge_queue(float* sd, int* si, const float* qd, const int* qi, int cnt, int kr,
+                            float* thr_out, float* scratch, int lane) {
+    const int K = 32 * kr;
+    float* ld = scratch;
+    float* nd = scratch + K;
+    int* li = reinterpret_cast<int*>(scratch + 2 * K);
+    int* ni = li + K;
+    float* bk = scratch + 4 * K;
+    for (int r = 0; r < kr; ++r) {
+        ld[r * 32 + lane] = sd[r * 32 + lane];
+        li[r * 32 + lane] = si[r * 32 + lane];
+    }
+    for (int base = 0; base < cnt; base += 32) {
+        const int c = base + lane;
+        float key = c < cnt ? qd[c] : KNN_INF;
+        int idx = c < cnt ? qi[c] : -1;
+        warp_sort32(key, idx, lane);
+        bk[lane] = key;
+        __syncwarp();
+        int lo = 0, hi = K;  // list entries <= key come first
+        while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            if (ld[mid] <= key) lo = mid + 1;
+            else hi = mid;
+        }
+        // Every entry reads its old slot before any writes its new one (nd is not ld).
+        for (int r = 0; r < kr; ++r) {
+            const int p = r * 32 + lane;
+            const float v = ld[p];
+            int blo = 0, bhi = 32;  // candidates < v come first
+            while (blo < bhi) {
+                const int mid = (blo + bhi) >> 1;
+                if (bk[mid] < v) blo = mid + 1;
+                else bhi = mid;
+            }
+            if (p + blo < K) {
+                nd[p + blo] = v;
+                ni[p + blo] = li[p];
+            }
+        }
+        if (lane + lo < K) {
+            nd[lane + lo] = key;
+            ni[lane + lo] = idx;
+        }
+        __syncwarp();
+        float* td = ld;
+        ld = nd;
+        nd = td;
+        int* ti = li;
+        li = ni;
+        ni = ti;
+    }
+    for (int r = 0; r < kr; ++r) {
+        sd[r * 32 + lane] = ld[r * 32 + lane];
+        si[r * 32 + lane] = li[r * 32 + lane];
+    }
+    if (lane == 0) *thr_out = ld[K - 1];
+    __syncwarp();
+}
+
+template <int KS>
+__device__ void fused_sweep(const float* __restrict__ hi, const float* __restrict__ lo, int n,
+                            const float* __restrict__ sq, int kr, float* __restrict__ state_d,
+                            int* __restrict__ state_i, int block0) {
+    constexpr int DP = 8 * KS, ST = DP + 4;
+    const int K = 32 * kr;
+    extern __shared__ __align__(16) unsigned char smem[];
+    float* stage = reinterpret_cast<float*>(smem);
+    float* sqs = stage + FUSED_STAGES * 2 * FUSED_CHUNK * ST;
+    float* queue_d = sqs + FUSED_STAGES * FUSED_CHUNK;
+    int* queue_i = reinterpret_cast<int*>(queue_d + FUSED_QUERIES * FUSED_QUEUE);
+    int* qcount = queue_i + FUSED_QUERIES * FUSED_QUEUE;
+    float* thr = reinterpret_cast<float*>(qcount + FUSED_QUERIES);
+    float* scratch = thr + FUSED_QUERIES + (threadIdx.x >> 5) * (4 * K + 32);
+
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const long long qbase = (long long)(block0 + blockIdx.x) * FUSED_QUERIES;
+
+    for (int r = tid; r < FUSED_QUERIES; r += blockDim.x) {
+        qcount[r] = 0;
+        // The list's K-th best (+inf while it is not full); rows past n take nothing.
+        thr[r] = qbase + r < n ? state_d[(qbase + r) * K + K - 1] : -KNN_INF;
+    }
+
+    // The warp's 32 queries as A fragments of -2 q (exact scaling), head and tail, held for
+    // the whole sweep; lane's rows are mt * 16 + h * 8 + g (mt, h in {0, 1}).
+    unsigned ah[2][KS][4], al[2][KS][4];
+    const int wq = w * 32;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const long long row = qbase + wq + mt * 16 + g + (u & 1) * 8;
+                const long long at = row * DP + ks * 8 + t + (u >> 1) * 4;
+                ah[mt][ks][u] = __float_as_uint(-2.f * hi[at]);
+                al[mt][ks][u] = __float_as_uint(-2.f * lo[at]);
+            }
+        }
+    }
+
+    // References in steps of FUSED_CHUNK, wrapping around from a start shared by the blocks
+    // that run together (FUSED_SHARE query rows, so they read each step from the L2 cache)
+    // and near the block's own rows (close to its queries when the points come in a
+    // locality order). A ring of FUSED_STAGES buffers filled with cp.async, two steps ahead.
+    const int steps = (n + FUSED_CHUNK - 1) / FUSED_CHUNK;
+    const int first = (int)((qbase / FUSED_SHARE * FUSED_SHARE / FUSED_CHUNK) % steps);
+    constexpr int PER_ROW = DP / 4, PIECES = FUSED_CHUNK * PER_ROW;  // 16-byte pieces
+    auto fetch = [&](int j) {  // step j of the sweep into buffer j % FUSED_STAGES
+        if (j < steps) {
+            int step = first + j;
+            if (step >= steps) step -= steps;
+            float* dst = stage + (j % FUSED_STAGES) * 2 * FUSED_CHUNK * ST;
+            const long long r0 = (long long)step * FUSED_CHUNK;
+            for (int e = tid; e < 2 * PIECES; e += FUSED_WARPS * 32) {
+                const int part = e >= PIECES, pe = e - part * PIECES;
+                const int r = pe / PER_ROW, c4 = pe - r * PER_ROW;
+                cp_async16(dst + (part * FUSED_CHUNK + r) * ST + c4 * 4,
+                           (part ? lo : hi) + r0 * DP + pe * 4);
+            }
+            if (tid < FUSED_CHUNK / 4)
+                cp_async16(sqs + (j % FUSED_STAGES) * FUSED_CHUNK + 4 * tid, sq + r0 + 4 * tid);
+        }
+        cp_async_commit();  // an empty group past the end keeps the counting uniform
+    };
+    fetch(0);
+    fetch(1);
+    cp_async_wait<1>();
+    __syncthreads();
+
+    float sink = 0.f;
+    for (int j = 0; j < steps; ++j) {
+        fetch(j + 2);
+        const bool more = j + 1 < steps;
+        int step = first + j;
+        if (step >= steps) step -= steps;
+        const int buf = j % FUSED_STAGES;
+        const float* sb = stage + buf * 2 * FUSED_CHUNK * ST;
+        const float* sqb = sqs + buf * FUSED_CHUNK;
+        const long long r0 = (long long)step * FUSED_CHUNK;
+
+        // A list that is not full yet (K-th best +inf) takes every key: its accumulators
+        // start from ||r||^2 alone and its bound is +inf; rows past n have bound -inf.
+        float tq[2][2], lim[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float th = thr[wq + mt * 16 + h * 8 + g];
+                const bool finite = fabsf(th) < KNN_INF;
+                tq[mt][h] = finite ? th : 0.f;
+                lim[mt][h] = finite ? 0.f : th;
+            }
+        float acc[2][4][4];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+            const float2 a2 = *reinterpret_cast<const float2*>(sqb + nt * 8 + 2 * t);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) acc[mt][nt][u] = (u & 1 ? a2.y : a2.x) - tq[mt][u >> 1];
+        }
+        const unsigned base_addr = (unsigned)__cvta_generic_to_shared(sb);
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+            // Matrix m = lane / 8 of an ldmatrix: n-tile 2 np + m / 2, k half m % 2.
+            const int m = lane >> 3;
+            unsigned bh[2][4], bl[2][4];
+#pragma unroll
+            for (int np = 0; np < 2; ++np) {
+                const int row = (np * 2 + (m >> 1)) * 8 + (lane & 7);
+                const unsigned at = base_addr + 4 * (row * ST + ks * 8 + (m & 1) * 4);
+                ldmatrix_x4(bh[np], at);
+                ldmatrix_x4(bl[np], at + 4 * FUSED_CHUNK * ST);
+            }
+            // Small terms first; eight independent accumulators between dependent mma.
+#pragma unroll
+            for (int term = 0; term < 3; ++term)
+#pragma unroll
+                for (int np = 0; np < 2; ++np)
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const unsigned(&aa)[4] = term == 1 ? al[mt][ks] : ah[mt][ks];
+                            const unsigned* bb = term == 0 ? bl[np] : bh[np];
+                            mma_tf32(acc[mt][2 * np + half], aa, bb[2 * half], bb[2 * half + 1]);
+                        }
+        }
+
+#ifdef FUSED_MMA_ONLY  // timing split (src/knn/gpu/fused.rs tests): products alone
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) sink += acc[mt][nt][u];
+        cp_async_wait<1>();
+        __syncthreads();
+        continue;
+#endif
+        // Which of the lane's 32 outputs are below the bound: a sign-bit OR over each (mt,
+        // nt) group of four says where to look, and only groups with a negative (or an open
+        // list) are examined. Key = output + T_q, into the query's queue (never the query
+        // itself). Most steps of most lanes end at the eight ORs.
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            const bool look = lim[mt][0] > 0.f || lim[mt][1] > 0.f;  // a list not yet full
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {
+                const unsigned any = __float_as_uint(acc[mt][nt][0]) | __float_as_uint(acc[mt][nt][1]) |
+                                     __float_as_uint(acc[mt][nt][2]) | __float_as_uint(acc[mt][nt][3]);
+                if ((any >> 31) || look) {
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const int ql = wq + mt * 16 + (u >> 1) * 8 + g;
+                        const long long r = r0 + nt * 8 + 2 * t + (u & 1);
+                        if (acc[mt][nt][u] < lim[mt][u >> 1] && r != qbase + ql) {
+                            const int s = atomicAdd(&qcount[ql], 1);
+                            queue_d[ql * FUSED_QUEUE + s] = acc[mt][nt][u] + tq[mt][u >> 1];
+                            queue_i[ql * FUSED_QUEUE + s] = (int)r;
+                        }
+                    }
+                }
+            }
+        }
+        __syncwarp();
+
+        // Merge the queues that could overflow at the next step (all of them at the end).
+        unsigned due = __ballot_sync(FULL_MASK, qcount[wq + lane] > (more ? FUSED_MERGE : 0));
+        while (due) {
+            const int ql = wq + __ffs(due) - 1;
+            due &= due - 1;
+            const long long q = qbase + ql;
+            merge_queue(state_d + q * K, state_i + q * K, queue_d + ql * FUSED_QUEUE,
+                        queue_i + ql * FUSED_QUEUE, qcount[ql], kr, thr + ql, scratch, lane);
+            if (lane == 0) qcount[ql] = 0;
+            __syncwarp();
+        }
+
+        cp_async_wait<1>();  // step j + 1 has landed
+        __syncthreads();
+    }
+    if (sink == 1.2345f) state_d[0] = sink;  // keeps FUSED_MMA_ONLY's products alive
+}
+
+// The centred points xc (n x d) split into TF32 heads and tails, padded with zero columns
+// up to dp and zero rows up to n_pad; sq = squared norms, +inf past n (never selected).
+extern "C" __global__ void knn_fused_split(const float* __restrict__ xc,
+                                           const float* __restrict__ norms, long long n, int d,
+                                           int dp, long long n_pad, float* __restrict__ hi,
+                                           float* __restrict__ lo, float* __restrict__ sq) {
+    GRID_STRIDE(e, n_pad * dp) {
+        const long long i = e / dp;
+        const int c = (int)(e - i * dp);
+        const float v = i < n && c < d ? xc[i * d + c] : 0.f;
+        const float h = __uint_as_float(to_tf32(v));
+        hi[e] = h;
+        lo[e] = __uint_as_float(to_tf32(v - h));
+        if (c == 0) sq[i] = i < n ? norms[i] : KNN_INF;
+    }
+}
+
+#define FUSED_INSTANCE(KS)                                                                   \
+    extern "C" __global__ void __launch_bounds__(FUSED_WARPS * 32)                          \
+        knn_fused_##KS(const float* hi, const float* lo, int n, const float* sq, int kr,     \
+                       float* state_d, int* state_i, int block0) {                           \
+        fused_sweep<KS>(hi, lo, n, sq, kr, state_d, state_i, block0);                        \
+    }
+FUSED_INSTANCE(1)
+FUSED_INSTANCE(2)
+FUSED_INSTANCE(3)
+FUSED_INSTANCE(4)
+FUSED_INSTANCE(5)
+FUSED_INSTANCE(6)
+FUSED_INSTANCE(7)
+FUSED_INSTANCE(8)
