@@ -1,6 +1,7 @@
 //! The GPU backend's optimisation: Y, the update, the gains and every force stay on the
 //! device; per iteration only the repulsion grid's bounding box and Z (a few words) come
-//! back, and the KL's Σ p ln w every `kl_every` iterations.
+//! back, and the KL's Σ p ln w every `kl_every` iterations, all read while the device
+//! works on queued work (see [`optimize_device_observed`]).
 
 use std::sync::Arc;
 
@@ -13,8 +14,8 @@ use crate::optim::gpu::DeviceOptimizer;
 use crate::optim::{Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::exact_gpu::ExactRepulsionGpu;
-use crate::repulse::gpu::{DeviceRepulse, FftRepulsionGpu};
-use crate::repulse::{GridSpec, Repulsion};
+use crate::repulse::gpu::{DeviceRepulse, FftRepulsionGpu, Pending};
+use crate::repulse::GridSpec;
 use crate::Result;
 
 /// P resident on the device, with the constants the KL needs.
@@ -55,8 +56,16 @@ struct Buffers {
     attr: CudaSlice<f32>,
     rep: CudaSlice<f32>,
     kl: CudaSlice<f64>,
-    /// Around the attraction and around the update, for timing.
-    events: [CudaEvent; 4],
+    /// Per iteration parity: around the attraction and around the update, for timing.
+    events: [[CudaEvent; 4]; 2],
+}
+
+/// An iteration whose repulsion and timings are read one iteration late, so that the host
+/// never waits for the device to drain (the next iteration is queued first).
+struct InFlight {
+    parity: usize,
+    repulsion: Pending,
+    timed_update: bool,
 }
 
 /// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place.
@@ -74,6 +83,12 @@ pub fn optimize_device(
 
 /// [`optimize_device`], showing the resident Y to `observer` after the steps it asks for
 /// (on the same stream, so it sees each step finished).
+///
+/// The host stays about one iteration ahead of the device: per iteration it queues the
+/// repulsion's bounding box, the attraction, the repulsion (waiting only for the box, while
+/// the device works on the attraction) and the update, then reads the previous iteration's
+/// Z and timings, which are done by then. Only the KL iterations (every `kl_every`) wait
+/// for their own results.
 #[allow(clippy::too_many_arguments)]
 pub fn optimize_device_observed(
     gpu: &'static Gpu,
@@ -96,68 +111,106 @@ pub fn optimize_device_observed(
             attr: s.alloc_zeros(n * dims)?,
             rep: s.alloc_zeros(n * dims)?,
             kl: s.alloc_zeros(1)?,
-            events: [ev()?, ev()?, ev()?, ev()?],
+            events: [[ev()?, ev()?, ev()?, ev()?], [ev()?, ev()?, ev()?, ev()?]],
         })
     };
     let mut buf = make()?;
     let mut opt = DeviceOptimizer::new(gpu, n, dims)?;
     let mut report = OptimReport::default();
+    let mut in_flight: Option<InFlight> = None;
     progress.begin("optimise", params.iters as u64);
-    for iter in 0..params.iters {
-        let phase = params.phase(iter);
-        let with_kl = params.kl_every > 0 && iter % params.kl_every == 0;
-        let (rep, kl) = evaluate(gpu, attract, repulse, &mut buf, y, dims, with_kl)?;
-        report.add_repulsion(&rep);
-        report.attract_seconds += elapsed(&buf.events[0], &buf.events[1])?;
-        if iter > 0 {
-            report.update_seconds += elapsed(&buf.events[2], &buf.events[3])?;
+    for iter in 0..=params.iters {
+        let last = iter == params.iters;
+        let parity = iter % 2;
+        let with_kl = last || (params.kl_every > 0 && iter % params.kl_every == 0);
+        let (repulsion, kl) = evaluate(gpu, attract, repulse, &mut buf, parity, y, dims, with_kl)?;
+        let repulsion = match kl {
+            Some(plw) => {
+                let rep = repulse.collect(repulsion)?;
+                let kl = p_log_p - plw + rep.z.ln();
+                report.kl_history.push((iter, kl));
+                progress.status(&format!("KL {kl:.4}"));
+                if last {
+                    report.final_kl = kl;
+                }
+                Pending::Done(rep)
+            }
+            None => repulsion,
+        };
+        if !last {
+            let e = &buf.events[parity];
+            e[2].record(s).map_err(GpuError::from)?;
+            opt.step(gpu, y, &buf.attr, &buf.rep, params.phase(iter), params)?;
+            e[3].record(s).map_err(GpuError::from)?;
         }
-        if let Some(plw) = kl {
-            let kl = p_log_p - plw + rep.z.ln();
-            report.kl_history.push((iter, kl));
-            progress.status(&format!("KL {kl:.4}"));
+        let done = in_flight.replace(InFlight {
+            parity,
+            repulsion,
+            timed_update: !last,
+        });
+        if let Some(done) = done {
+            account(repulse, &buf, done, &mut report)?;
         }
-        buf.events[2].record(s).map_err(GpuError::from)?;
-        opt.step(gpu, y, &buf.attr, &buf.rep, phase, params)?;
-        buf.events[3].record(s).map_err(GpuError::from)?;
-        progress.advance(1);
-        if let Some(o) = observer.as_mut().filter(|o| o.wants(iter + 1)) {
-            o.observe(iter + 1, y)?;
+        if !last {
+            progress.advance(1);
+            if let Some(o) = observer.as_mut().filter(|o| o.wants(iter + 1)) {
+                o.observe(iter + 1, y)?;
+            }
         }
     }
-    let (rep, kl) = evaluate(gpu, attract, repulse, &mut buf, y, dims, true)?;
-    if params.iters > 0 {
-        report.update_seconds += elapsed(&buf.events[2], &buf.events[3])?;
+    if let Some(done) = in_flight {
+        account(repulse, &buf, done, &mut report)?;
     }
-    let kl = p_log_p - kl.unwrap_or(f64::NAN) + rep.z.ln();
-    report.kl_history.push((params.iters, kl));
-    report.final_kl = kl;
-    report.final_grid = rep.grid;
     progress.end();
     Ok(report)
 }
 
-/// Attraction into `buf.attr` (with Σ p ln w when `with_kl`), repulsion into `buf.rep`.
+/// Adds a finished iteration's repulsion and attraction/update times to `report`.
+fn account(
+    repulse: &mut DeviceRepulsion,
+    buf: &Buffers,
+    done: InFlight,
+    report: &mut OptimReport,
+) -> Result<()> {
+    let rep = repulse.collect(done.repulsion)?;
+    report.add_repulsion(&rep);
+    let e = &buf.events[done.parity];
+    let up = |e| crate::Error::from(GpuError::from(e));
+    e[3].synchronize().map_err(up)?;
+    report.attract_seconds += elapsed(&e[0], &e[1])?;
+    if done.timed_update {
+        report.update_seconds += elapsed(&e[2], &e[3])?;
+    }
+    Ok(())
+}
+
+/// Queues the attraction into `buf.attr` (with Σ p ln w when `with_kl`, read back) and the
+/// repulsion into `buf.rep`, timed with `buf.events[parity]`.
+#[allow(clippy::too_many_arguments)]
 fn evaluate(
     gpu: &Gpu,
     attract: &HybGpu,
     repulse: &mut DeviceRepulsion,
     buf: &mut Buffers,
+    parity: usize,
     y: &CudaSlice<f32>,
     dims: usize,
     with_kl: bool,
-) -> Result<(Repulsion, Option<f64>)> {
+) -> Result<(Pending, Option<f64>)> {
     let s = &gpu.stream;
     let up = |e| crate::Error::from(GpuError::from(e));
-    buf.events[0].record(s).map_err(up)?;
+    let n = attract.n();
+    repulse.prefetch(y, n, dims)?;
+    let e = &buf.events[parity];
+    e[0].record(s).map_err(up)?;
     if with_kl {
         s.memset_zeros(&mut buf.kl).map_err(up)?;
         attract.attract_device(y, dims, &mut buf.attr, Some(&mut buf.kl))?;
     } else {
         attract.attract_device(y, dims, &mut buf.attr, None)?;
     }
-    buf.events[1].record(s).map_err(up)?;
-    let rep = repulse.repulse_device(y, attract.n(), dims, &mut buf.rep)?;
+    e[1].record(s).map_err(up)?;
+    let rep = repulse.enqueue(y, n, dims, &mut buf.rep)?;
     let kl = if with_kl {
         let mut v = [0f64];
         s.memcpy_dtoh(&buf.kl, &mut v).map_err(up)?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::gpu::{check_device_args, DeviceRepulse};
+use super::gpu::{check_device_args, DeviceRepulse, Pending};
 use super::{ExactTargets, RepulseTimes, Repulsion};
 use crate::gpu::context::BLOCK;
 use crate::gpu::kernels::KernelId;
@@ -166,15 +166,15 @@ impl ExactRepulsionGpu {
 }
 
 impl DeviceRepulse for ExactRepulsionGpu {
-    fn repulse_device(
+    fn enqueue(
         &mut self,
         y: &CudaSlice<f32>,
         n: usize,
         dims: usize,
         force: &mut CudaSlice<f32>,
-    ) -> Result<Repulsion> {
+    ) -> Result<Pending> {
         check_device_args(n, dims, y.len(), force.len())?;
-        Ok(self.run(y, n, dims, force)?)
+        Ok(Pending::Done(self.run(y, n, dims, force)?))
     }
     fn stream(&self) -> &Arc<CudaStream> {
         &self.stream

@@ -234,8 +234,19 @@ pub(crate) mod tests {
         let r1 = rep.repulse(&y, 3, &mut f).unwrap();
         let f1 = f.clone();
         let r2 = rep.repulse(&y, 3, &mut f).unwrap();
-        assert_eq!((r1.grid, r1.z), (Some(24), r2.z));
-        assert_eq!(f, f1);
+        // The same up to the order of rayon's parallel sums (which varies with the threads).
+        assert_eq!((r1.grid, r2.grid), (Some(24), Some(24)));
+        assert!(
+            (r1.z - r2.z).abs() <= 1e-12 * r1.z,
+            "Z {} vs {}",
+            r1.z,
+            r2.z
+        );
+        let scale = f1.iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(f
+            .iter()
+            .zip(&f1)
+            .all(|(a, b)| (a - b).abs() <= 1e-5 * scale));
         let y2 = clusters(500, 1, 3, 5.0, 9);
         let mut f2 = vec![0.0f32; 500];
         assert!(

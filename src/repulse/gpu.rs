@@ -6,7 +6,8 @@
 //! dedicated one (the hybrid backend's, so that its copies overlap the CPU's work).
 //!
 //! Per call the only host round trip is the bounding box (6 words, needed to place the
-//! grid) and Z (1 word). Plans and buffers are kept per grid size, kernel spectra per
+//! grid; [`DeviceRepulse::prefetch`] sends it ahead) and Z (1 word, read when the call is
+//! collected). Plans and buffers are kept per grid size, kernel spectra per
 //! (size, spacing): with `--grid auto` the spacing is fixed once the embedding has grown,
 //! so spectra and plans are rebuilt only when the size class changes.
 
@@ -14,7 +15,8 @@ use std::sync::Arc;
 
 use cudarc::cufft::{CudaFft, FftDirection};
 use cudarc::driver::{
-    sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr, PushKernelArg,
+    sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice,
+    PushKernelArg,
 };
 
 use super::s2g_gpu::BinnedScatter;
@@ -26,17 +28,63 @@ use crate::{Error, Result};
 
 /// A repulsion whose Y and forces live on the device: writes F_rep of `y` (n × dims) into
 /// `force` and returns Z, on the stream it was made for.
+///
+/// Besides the blocking [`DeviceRepulse::repulse_device`], an optimiser can keep the device
+/// busy across iterations: [`DeviceRepulse::prefetch`] before queueing other work on `y`
+/// (the attraction), [`DeviceRepulse::enqueue`] to queue the forces, and
+/// [`DeviceRepulse::collect`] the result later (after queueing the update), with at most
+/// two calls outstanding.
 pub trait DeviceRepulse: Send {
+    /// Queues F_rep of `y` into `force`; Z and the stage times come from
+    /// [`DeviceRepulse::collect`].
+    fn enqueue(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> Result<Pending>;
+
+    /// Z and the times of an [`DeviceRepulse::enqueue`]d call, waiting for it to finish.
+    fn collect(&mut self, pending: Pending) -> Result<Repulsion> {
+        match pending {
+            Pending::Done(rep) => Ok(rep),
+            Pending::Slot(_) => Err(Error::param(
+                "pending",
+                "a queued repulsion was collected by a method that did not queue it",
+            )),
+        }
+    }
+
+    /// Starts what [`DeviceRepulse::enqueue`] of the same `y` will need on the host (the FFT
+    /// repulsion's bounding box), so that it travels while the caller queues other work.
+    fn prefetch(&mut self, _y: &CudaSlice<f32>, _n: usize, _dims: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// F_rep of `y` into `force` and Z, once they are done.
     fn repulse_device(
         &mut self,
         y: &CudaSlice<f32>,
         n: usize,
         dims: usize,
         force: &mut CudaSlice<f32>,
-    ) -> Result<Repulsion>;
+    ) -> Result<Repulsion> {
+        let pending = self.enqueue(y, n, dims, force)?;
+        self.collect(pending)
+    }
 
     /// The stream its work goes to.
     fn stream(&self) -> &Arc<CudaStream>;
+}
+
+/// A repulsion queued by [`DeviceRepulse::enqueue`].
+#[derive(Debug)]
+pub enum Pending {
+    /// Already finished (methods that wait anyway).
+    Done(Repulsion),
+    /// Running in the repulsion's timing slot.
+    Slot(usize),
 }
 
 /// Grid geometry as the kernels take it (`GridGeom` in `kernels/repulse.cuh`).
@@ -94,9 +142,26 @@ pub struct FftRepulsionGpu<T: DeviceReal = f32> {
     pot: Option<CudaSlice<T>>,
     scatter: BinnedScatter,
     z: CudaSlice<f64>,
-    lo: CudaSlice<u32>,
-    hi: CudaSlice<u32>,
+    /// Per-axis order-preserving keys of the box: minima (3), then maxima (3).
+    bounds: CudaSlice<u32>,
+    bounds_host: PinnedHostSlice<u32>,
+    /// Recorded after the copy into `bounds_host`. (A pinned slice's own event is recorded
+    /// only when cudarc manages several streams, so it cannot be relied on here.)
+    bounds_ready: CudaEvent,
+    /// Whether `bounds_host` is on its way for the next call ([`DeviceRepulse::prefetch`]).
+    prefetched: bool,
+    /// Two calls in flight at most: each has its events, Z on the host and grid size.
+    slots: [Slot; 2],
+    next: usize,
+}
+
+/// One call's timing events (around S2G, G2G, G2S, Phi2Force), Z and grid.
+struct Slot {
     events: [CudaEvent; 5],
+    z_host: PinnedHostSlice<f64>,
+    /// Recorded after the copy into `z_host`.
+    z_ready: CudaEvent,
+    grid: usize,
 }
 
 /// Inverse of the order-preserving key of `kernels/s2g.cu`.
@@ -122,15 +187,26 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         let s = &stream;
         let ctx = &gpu.device.context;
         let ev = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+        let slot = || -> std::result::Result<Slot, GpuError> {
+            Ok(Slot {
+                events: [ev()?, ev()?, ev()?, ev()?, ev()?],
+                // SAFETY: read only after a copy into it has completed (z_ready).
+                z_host: unsafe { ctx.alloc_pinned_with_flags::<f64>(1, 0)? },
+                z_ready: ev()?,
+                grid: 0,
+            })
+        };
         let alloc = || -> std::result::Result<_, GpuError> {
             Ok((
                 s.alloc_zeros::<f64>(1)?,
-                s.alloc_zeros::<u32>(3)?,
-                s.alloc_zeros::<u32>(3)?,
-                [ev()?, ev()?, ev()?, ev()?, ev()?],
+                s.alloc_zeros::<u32>(6)?,
+                // SAFETY: read only after a copy into it has completed (bounds_ready).
+                unsafe { ctx.alloc_pinned_with_flags::<u32>(6, 0)? },
+                ev()?,
+                [slot()?, slot()?],
             ))
         };
-        let (z, lo, hi, events) = alloc()?;
+        let (z, bounds, bounds_host, bounds_ready, slots) = alloc()?;
         let scatter = BinnedScatter::new(&stream)?;
         Ok(FftRepulsionGpu {
             gpu,
@@ -140,37 +216,53 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             pot: None,
             scatter,
             z,
-            lo,
-            hi,
-            events,
+            bounds,
+            bounds_host,
+            bounds_ready,
+            prefetched: false,
+            slots,
+            next: 0,
         })
     }
 
-    /// Reduces the bounding box on the device and places the grid on the host.
-    fn fit_grid(&mut self, y: &CudaSlice<f32>, n: usize, dims: usize) -> Result<Grid> {
-        let gpu = self.gpu;
+    /// Queues the bounding box's reduction and its trip to the host.
+    fn send_bounds(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+    ) -> std::result::Result<(), GpuError> {
         let s = self.stream.clone();
-        let mut go = || -> std::result::Result<([u32; 3], [u32; 3]), GpuError> {
-            s.memcpy_htod(&[u32::MAX; 3], &mut self.lo)?;
-            s.memset_zeros(&mut self.hi)?;
-            let f = gpu.function_with(KernelId::S2g, T::DEFINES, &format!("s2g_bounds_{dims}d"))?;
-            let n32 = n as i32;
-            let mut b = s.launch_builder(&f);
-            b.arg(&n32).arg(y).arg(&mut self.lo).arg(&mut self.hi);
-            // SAFETY: s2g_bounds contract: y holds n·dims floats, lo/hi 3 words each.
-            unsafe { b.launch(gpu.config(n)) }?;
-            let mut lo = [0u32; 3];
-            let mut hi = [0u32; 3];
-            s.memcpy_dtoh(&self.lo, &mut lo)?;
-            s.memcpy_dtoh(&self.hi, &mut hi)?;
-            Ok((lo, hi))
-        };
-        let (lo, hi) = go()?;
+        s.memcpy_htod(&[u32::MAX, u32::MAX, u32::MAX, 0, 0, 0], &mut self.bounds)?;
+        let f =
+            self.gpu
+                .function_with(KernelId::S2g, T::DEFINES, &format!("s2g_bounds_{dims}d"))?;
+        let n32 = n as i32;
+        let (mut lo, mut hi) = self.bounds.split_at_mut(3);
+        let mut b = s.launch_builder(&f);
+        b.arg(&n32).arg(y).arg(&mut lo).arg(&mut hi);
+        // SAFETY: s2g_bounds contract: y holds n·dims floats, lo/hi 3 words each.
+        unsafe { b.launch(self.gpu.config(n)) }?;
+        s.memcpy_dtoh(&self.bounds, &mut self.bounds_host)?;
+        self.bounds_ready.record(&s)?;
+        self.prefetched = true;
+        Ok(())
+    }
+
+    /// Places the grid on the host from the bounding box reduced on the device (sent by
+    /// [`DeviceRepulse::prefetch`], or now).
+    fn fit_grid(&mut self, y: &CudaSlice<f32>, n: usize, dims: usize) -> Result<Grid> {
+        if !self.prefetched {
+            self.send_bounds(y, n, dims)?;
+        }
+        self.prefetched = false;
+        self.bounds_ready.synchronize().map_err(GpuError::from)?;
+        let keys = self.bounds_host.as_slice().map_err(GpuError::from)?;
         let mut lo64 = [0f64; 3];
         let mut hi64 = [0f64; 3];
         for a in 0..dims {
-            lo64[a] = key_to_f32(lo[a]) as f64;
-            hi64[a] = key_to_f32(hi[a]) as f64;
+            lo64[a] = key_to_f32(keys[a]) as f64;
+            hi64[a] = key_to_f32(keys[3 + a]) as f64;
             if !(lo64[a].is_finite() && hi64[a].is_finite()) {
                 return Err(Error::param("y", "an embedding coordinate is not finite"));
             }
@@ -220,6 +312,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         Ok(())
     }
 
+    /// Queues the four stages into timing slot `slot`, Z on its way to the slot's host copy.
     fn run(
         &mut self,
         y: &CudaSlice<f32>,
@@ -227,7 +320,8 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         dims: usize,
         grid: &Grid,
         force: &mut CudaSlice<f32>,
-    ) -> std::result::Result<Repulsion, GpuError> {
+        slot: usize,
+    ) -> std::result::Result<(), GpuError> {
         let gpu = self.gpu;
         let function = |id, name: &str| gpu.function_with(id, T::DEFINES, name);
         let stream = self.stream.clone();
@@ -270,12 +364,13 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             ws.spectra_h = Some(grid.h);
         }
 
-        self.events[0].record(s)?;
+        let events = &self.slots[slot].events;
+        events[0].record(s)?;
         // Step 1: S2G.
         s.memset_zeros(&mut ws.charges)?;
         self.scatter
             .run(gpu, s, y, n, dims, &geom, &mut ws.charges)?;
-        self.events[1].record(s)?;
+        events[1].record(s)?;
 
         // Step 2: G2G, one pass per parity pattern.
         let modulate = function(KernelId::G2g, "g2g_modulate")?;
@@ -318,7 +413,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             // SAFETY: g2g_demodulate contract: yout and phi hold (2+dims)·len values.
             unsafe { b.launch(cfg_grid) }?;
         }
-        self.events[2].record(s)?;
+        events[2].record(s)?;
 
         // Step 3: G2S (and Z).
         s.memset_zeros(&mut self.z)?;
@@ -332,7 +427,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             .arg(&mut self.z);
         // SAFETY: g2s_gather contract: phi (2+dims)·len, pot n·(2+dims), z one double.
         unsafe { b.launch(gpu.config(n)) }?;
-        self.events[3].record(s)?;
+        events[3].record(s)?;
 
         // Step 4: Phi2Force.
         let f = function(KernelId::Phi2force, &format!("phi2force_{dims}d"))?;
@@ -348,38 +443,63 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         b.arg(&mut *force);
         // SAFETY: phi2force contract: y and force n·dims, pot n·(2+dims), z one double.
         unsafe { b.launch(gpu.config(n)) }?;
-        self.events[4].record(s)?;
+        events[4].record(s)?;
 
-        let mut z = [0f64];
-        s.memcpy_dtoh(&self.z, &mut z)?;
+        let slot = &mut self.slots[slot];
+        s.memcpy_dtoh(&self.z, &mut slot.z_host)?;
+        slot.z_ready.record(s)?;
+        slot.grid = grid.p;
+        Ok(())
+    }
+
+    /// Z, stage times and grid of the call in `slot`, once it has finished.
+    fn collect_slot(&self, slot: usize) -> std::result::Result<Repulsion, GpuError> {
+        let slot = &self.slots[slot];
+        slot.z_ready.synchronize()?;
+        let z = slot.z_host.as_slice()?[0];
+        let e = &slot.events;
         let ms = |a: usize, b: usize| -> std::result::Result<f64, GpuError> {
-            Ok(self.events[a].elapsed_ms(&self.events[b])? as f64 / 1e3)
-        };
-        let times = RepulseTimes {
-            s2g: ms(0, 1)?,
-            g2g: ms(1, 2)?,
-            g2s: ms(2, 3)?,
-            phi2force: ms(3, 4)?,
+            Ok(e[a].elapsed_ms(&e[b])? as f64 / 1e3)
         };
         Ok(Repulsion {
-            z: z[0],
-            grid: Some(grid.p),
-            times,
+            z,
+            grid: Some(slot.grid),
+            times: RepulseTimes {
+                s2g: ms(0, 1)?,
+                g2g: ms(1, 2)?,
+                g2s: ms(2, 3)?,
+                phi2force: ms(3, 4)?,
+            },
         })
     }
 }
 
 impl<T: DeviceReal> DeviceRepulse for FftRepulsionGpu<T> {
-    fn repulse_device(
+    fn enqueue(
         &mut self,
         y: &CudaSlice<f32>,
         n: usize,
         dims: usize,
         force: &mut CudaSlice<f32>,
-    ) -> Result<Repulsion> {
+    ) -> Result<Pending> {
         check_device_args(n, dims, y.len(), force.len())?;
         let grid = self.fit_grid(y, n, dims)?;
-        Ok(self.run(y, n, dims, &grid, force)?)
+        let slot = self.next;
+        self.next ^= 1;
+        self.run(y, n, dims, &grid, force, slot)?;
+        Ok(Pending::Slot(slot))
+    }
+
+    fn collect(&mut self, pending: Pending) -> Result<Repulsion> {
+        match pending {
+            Pending::Done(rep) => Ok(rep),
+            Pending::Slot(slot) => Ok(self.collect_slot(slot)?),
+        }
+    }
+
+    fn prefetch(&mut self, y: &CudaSlice<f32>, n: usize, dims: usize) -> Result<()> {
+        check_device_args(n, dims, y.len(), n * dims)?;
+        Ok(self.send_bounds(y, n, dims)?)
     }
     fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
