@@ -3,6 +3,9 @@
 // Every lane of a warp, for the *_sync intrinsics.
 #define FULL_MASK 0xffffffffu
 
+// +infinity as a float (NVRTC has no math.h): empty list slots, distances never selected.
+#define KNN_INF __int_as_float(0x7f800000)
+
 // Sum of a double over a block (blockDim.x a multiple of 32, at most 1024); the result is
 // valid in thread 0. Used for Z and KL partial sums, which must be exact enough at
 // n = 10^6+ (float accumulation of 10^12 pair weights loses the low digits).

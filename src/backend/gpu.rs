@@ -172,13 +172,14 @@ fn account(
     done: InFlight,
     report: &mut OptimReport,
 ) -> Result<()> {
+    // The repulsion was queued after the attraction, so once it is collected the
+    // attraction's events are complete; the update's are waited for.
     let rep = repulse.collect(done.repulsion)?;
     report.add_repulsion(&rep);
     let e = &buf.events[done.parity];
-    let up = |e| crate::Error::from(GpuError::from(e));
-    e[3].synchronize().map_err(up)?;
     report.attract_seconds += elapsed(&e[0], &e[1])?;
     if done.timed_update {
+        e[3].synchronize().map_err(GpuError::from)?;
         report.update_seconds += elapsed(&e[2], &e[3])?;
     }
     Ok(())

@@ -9,9 +9,6 @@ pub const COMMON: &str = include_str!("../../kernels/common.cuh");
 /// define).
 pub const REPULSE: &str = include_str!("../../kernels/repulse.cuh");
 
-/// Prepended to the kNN kernels after [`COMMON`]: the warp-held sorted top-K lists.
-pub const TOPK: &str = include_str!("../../kernels/topk.cuh");
-
 /// One kernel source file (one pipeline stage).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelId {
@@ -89,7 +86,6 @@ impl KernelId {
     fn headers(self) -> &'static [&'static str] {
         match self {
             KernelId::S2g | KernelId::G2g | KernelId::G2s | KernelId::Phi2force => &[REPULSE],
-            KernelId::Knn | KernelId::KnnFused => &[TOPK],
             _ => &[],
         }
     }
