@@ -1,14 +1,21 @@
-//! Points from `.npy`: streamed in chunks into one row-major `f32` buffer.
+//! Points from `.npy`: streamed in chunks, each decoded on all cores, into one row-major
+//! `f32` buffer. (Decoding element by element on one thread took 0.7–1.0 s for a 260 MB
+//! file of 1.3M × 50 `f32`; the read itself is a fraction of that.)
 
 use std::io::Read;
 use std::path::Path;
 
-use super::{for_each_f64, Elem, Header};
+use rayon::prelude::*;
+
+use super::{for_each_f64, Elem, Header, Num};
 use crate::io::error::{to_f32, IoError, Place};
 use crate::Points;
 
-/// Elements decoded per chunk when streaming point data (4 MiB of `f8`).
-const CHUNK_ELEMS: usize = 1 << 19;
+/// Elements read per chunk when streaming point data (8 MiB of `f8`).
+const CHUNK_ELEMS: usize = 1 << 20;
+
+/// Elements one rayon task decodes.
+const TASK_ELEMS: usize = 1 << 15;
 
 /// Reads a 2-D (or 1-D, as n × 1) numeric array as row-major, finite `f32` points.
 fn read_points_from(mut r: impl Read, total: u64, path: &Path) -> Result<Points, IoError> {
@@ -26,27 +33,71 @@ fn read_points_from(mut r: impl Read, total: u64, path: &Path) -> Result<Points,
             format!("the array has shape {:?}", h.shape),
         ));
     }
-    let len = h.data_bytes(path)? / h.elem.size();
-    let mut data = vec![0f32; len];
-    let mut buf = vec![0u8; CHUNK_ELEMS.min(len) * h.elem.size()];
+    let size = h.elem.size();
+    let len = h.data_bytes(path)? / size;
+    // Values in storage order; Fortran order is transposed at the end.
+    let mut stored = vec![0f32; len];
+    let mut buf = vec![0u8; CHUNK_ELEMS.min(len) * size];
     let mut done = 0;
     while done < len {
         let m = CHUNK_ELEMS.min(len - done);
-        let chunk = &mut buf[..m * h.elem.size()];
+        let chunk = &mut buf[..m * size];
         r.read_exact(chunk).map_err(|e| IoError::read(path, e))?;
-        for_each_f64(num, big, chunk, |k, v| {
+        let first_bad = stored[done..done + m]
+            .par_chunks_mut(TASK_ELEMS)
+            .zip(chunk.par_chunks(TASK_ELEMS * size))
+            .enumerate()
+            .filter_map(|(t, (out, bytes))| {
+                decode(num, big, bytes, out).map(|k| t * TASK_ELEMS + k)
+            })
+            .min();
+        if let Some(k) = first_bad {
+            let mut v = 0.0;
+            for_each_f64(num, big, &chunk[k * size..(k + 1) * size], |_, x| {
+                v = x;
+                Ok::<(), IoError>(())
+            })?;
             let (row, col) = h.cell(done + k);
             let at = Place::Cell {
                 row: row + 1,
                 col: col + 1,
                 line: None,
             };
-            data[row * h.cols + col] = to_f32(v, path, at, None)?;
-            Ok::<(), IoError>(())
-        })?;
+            return Err(to_f32(v, path, at, None).expect_err("decode flagged it"));
+        }
         done += m;
     }
+    let data = if h.fortran && h.cols > 1 {
+        let mut data = vec![0f32; len];
+        data.par_chunks_mut(h.cols)
+            .enumerate()
+            .for_each(|(row, out)| {
+                for (col, x) in out.iter_mut().enumerate() {
+                    *x = stored[col * h.rows + row];
+                }
+            });
+        data
+    } else {
+        stored
+    };
     Ok(Points::new(h.rows, h.cols, data))
+}
+
+/// Decodes `bytes` into `out` as `f32`; the index of the first value that is not finite
+/// as an `f32` (not finite, or out of its range), if any.
+fn decode(num: Num, big: bool, bytes: &[u8], out: &mut [f32]) -> Option<usize> {
+    let mut bad = None;
+    for_each_f64(num, big, bytes, |k, v| {
+        let x = v as f32;
+        out[k] = x;
+        if !x.is_finite() {
+            bad = Some(k);
+            return Err(());
+        }
+        Ok(())
+    })
+    .err()
+    .and(bad)
 }
 
 /// Reads points from an `.npy` file (see the module doc for dtypes).
@@ -240,6 +291,28 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "x.npy: non-finite value -inf at row 2, column 1 (1-based)"
+        );
+        // Several chunks and tasks: the first bad value in storage order is named, not the
+        // first one a task happens to find.
+        let (n, d) = (CHUNK_ELEMS / 4 + 3, 5);
+        let mut vals = vec![1.0f32; n * d];
+        vals[CHUNK_ELEMS + 3 * TASK_ELEMS + 7] = f32::NAN;
+        vals[CHUNK_ELEMS + 5 * TASK_ELEMS] = f32::INFINITY;
+        vals[CHUNK_ELEMS + 3 * TASK_ELEMS + 2] = f32::NEG_INFINITY;
+        let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let e = read_points_npy_bytes(
+            &npy_file("<f4", false, &format!("({n}, {d})"), &data),
+            "x.npy",
+        )
+        .unwrap_err();
+        let k = CHUNK_ELEMS + 3 * TASK_ELEMS + 2;
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "x.npy: non-finite value -inf at row {}, column {} (1-based)",
+                k / d + 1,
+                k % d + 1
+            )
         );
         let data: Vec<u8> = [1e300f64].iter().flat_map(|v| v.to_le_bytes()).collect();
         let e = read_points_npy_bytes(&npy_file("<f8", false, "(1,)", &data), "x.npy").unwrap_err();
