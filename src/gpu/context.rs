@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use cudarc::nvrtc::Ptx;
 
-use super::compile::{arch_name, ptx};
+use super::compile::{arch_name, cubin};
 use super::kernels::KernelId;
 use super::{probe, Device, GpuError};
 use crate::{Error, Result};
@@ -75,7 +76,7 @@ impl Gpu {
                     let m = self
                         .device
                         .context
-                        .load_module(ptx(id, defines, self.arch)?)?;
+                        .load_module(Ptx::from_binary(cubin(id, defines, self.arch)?))?;
                     modules.insert((id, defines), m.clone());
                     m
                 }
@@ -93,6 +94,15 @@ impl Gpu {
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
         }
+    }
+
+    /// Streaming multiprocessors of the device.
+    pub fn multiprocessors(&self) -> std::result::Result<usize, GpuError> {
+        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        Ok(self
+            .device
+            .context
+            .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as usize)
     }
 
     /// Free device memory in bytes.
