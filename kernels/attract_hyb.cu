@@ -9,13 +9,29 @@
 //   kl (may be null): one double receiving sum p ln w.
 // The ELL kernel overwrites force; the COO kernel then adds with atomics.
 
+// Point j's coordinates; in 2-D one 8-byte load (the gathers of y_j are what the
+// attraction waits on: one request per neighbour instead of two).
 template <int D>
-__device__ inline float pair_force(const float* __restrict__ y, int i, int j, float p,
+__device__ inline void load_point(const float* __restrict__ y, int j, float out[D]) {
+    if constexpr (D == 2) {
+        float2 v = __ldg(reinterpret_cast<const float2*>(y) + j);
+        out[0] = v.x;
+        out[1] = v.y;
+    } else {
+#pragma unroll
+        for (int k = 0; k < D; ++k) out[k] = __ldg(y + (long long)j * D + k);
+    }
+}
+
+// Adds p w (y_i - y_j) to acc for the point yi = y_i; returns w.
+template <int D>
+__device__ inline float pair_force(const float yi[D], const float* __restrict__ y, int j, float p,
                                    float acc[D]) {
-    float d2 = 0.f, diff[D];
+    float yj[D], diff[D], d2 = 0.f;
+    load_point<D>(y, j, yj);
 #pragma unroll
     for (int k = 0; k < D; ++k) {
-        diff[k] = y[i * D + k] - y[j * D + k];
+        diff[k] = yi[k] - yj[k];
         d2 += diff[k] * diff[k];
     }
     float w = 1.f / (1.f + d2);
@@ -30,13 +46,15 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
                             float* __restrict__ force, double* kl) {
     double local_kl = 0.0;
     GRID_STRIDE(i, n) {
-        float acc[D];
+        float acc[D], yi[D];
+        load_point<D>(y, (int)i, yi);
 #pragma unroll
         for (int k = 0; k < D; ++k) acc[k] = 0.f;
+#pragma unroll 4
         for (int s = 0; s < K; ++s) {
             long long e = (long long)s * n + i;
             float p = ell_vals[e];
-            float w = pair_force<D>(y, (int)i, ell_cols[e], p, acc);
+            float w = pair_force<D>(yi, y, ell_cols[e], p, acc);
             if (kl && p > 0.f) local_kl += (double)(p * logf(w));
         }
 #pragma unroll
@@ -51,6 +69,11 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
 // COO entries are sorted by row (a hub's many reverse edges sit together), so each warp
 // first sums its 32 entries per row with a segmented shuffle reduction and only the first
 // lane of each row segment issues the atomics: one per row and warp instead of one per entry.
+// A warp takes COO_CHUNKS runs of 32 entries per step, their loads issued together (more
+// gathers in flight per thread), and loops over the entries with a grid sized to fill the
+// device once (src/attract/gpu.rs), not one block per 256 entries.
+#define COO_CHUNKS 2
+
 template <int D>
 __device__ void attract_coo(long long m, const int* __restrict__ rows,
                             const int* __restrict__ cols, const float* __restrict__ vals,
@@ -58,35 +81,54 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
     double local_kl = 0.0;
     const int lane = threadIdx.x & 31;
     const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
-    for (long long base = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * 32; base < m;
-         base += warps * 32) {
-        long long e = base + lane;
-        float acc[D];
+    const long long step = warps * 32 * COO_CHUNKS;
+    for (long long base = ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5) * 32 * COO_CHUNKS;
+         base < m; base += step) {
+        int i[COO_CHUNKS], j[COO_CHUNKS];
+        float p[COO_CHUNKS], yi[COO_CHUNKS][D], yj[COO_CHUNKS][D];
 #pragma unroll
-        for (int k = 0; k < D; ++k) acc[k] = 0.f;
-        int i = -1;
-        if (e < m) {
-            i = rows[e];
-            float w = pair_force<D>(y, i, cols[e], vals[e], acc);
-            if (kl) local_kl += (double)(vals[e] * logf(w));
+        for (int c = 0; c < COO_CHUNKS; ++c) {
+            long long e = base + c * 32 + lane;
+            bool in = e < m;
+            i[c] = in ? rows[e] : -1;
+            j[c] = in ? cols[e] : 0;
+            p[c] = in ? vals[e] : 0.f;
         }
-        // Segmented reduction towards the first lane of each row: rows are sorted, so a
-        // lane `off` places further holding the same row means every lane between does too.
 #pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            int other = __shfl_down_sync(FULL_MASK, i, off);
-            bool same = lane + off < 32 && other == i;
+        for (int c = 0; c < COO_CHUNKS; ++c) {
+            load_point<D>(y, max(i[c], 0), yi[c]);
+            load_point<D>(y, j[c], yj[c]);
+        }
+#pragma unroll
+        for (int c = 0; c < COO_CHUNKS; ++c) {
+            float acc[D], d2 = 0.f;
 #pragma unroll
             for (int k = 0; k < D; ++k) {
-                float v = __shfl_down_sync(FULL_MASK, acc[k], off);
-                if (same) acc[k] += v;
+                acc[k] = yi[c][k] - yj[c][k];
+                d2 += acc[k] * acc[k];
             }
-        }
-        int prev = __shfl_up_sync(FULL_MASK, i, 1);
-        bool head = i >= 0 && (lane == 0 || prev != i);
-        if (head) {
+            float w = 1.f / (1.f + d2);
+            if (kl && i[c] >= 0) local_kl += (double)(p[c] * logf(w));
 #pragma unroll
-            for (int k = 0; k < D; ++k) atomicAdd(&force[i * D + k], acc[k]);
+            for (int k = 0; k < D; ++k) acc[k] *= p[c] * w;
+            // Segmented reduction towards the first lane of each row: rows are sorted, so a
+            // lane `off` places further holding the same row means every lane between does.
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                int other = __shfl_down_sync(FULL_MASK, i[c], off);
+                bool same = lane + off < 32 && other == i[c];
+#pragma unroll
+                for (int k = 0; k < D; ++k) {
+                    float v = __shfl_down_sync(FULL_MASK, acc[k], off);
+                    if (same) acc[k] += v;
+                }
+            }
+            int prev = __shfl_up_sync(FULL_MASK, i[c], 1);
+            bool head = i[c] >= 0 && (lane == 0 || prev != i[c]);
+            if (head) {
+#pragma unroll
+                for (int k = 0; k < D; ++k) atomicAdd(&force[i[c] * D + k], acc[k]);
+            }
         }
     }
     if (kl) {
@@ -95,17 +137,19 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
     }
 }
 
-#define ATTRACT_INSTANCES(D)                                                                   \
-    extern "C" __global__ void attract_ell_##D##d(int n, int K, const int* ell_cols,           \
+// Both kernels wait on gathers: occupancy hides them, so their registers are capped for
+// MIN_BLOCKS blocks of 256 threads per SM (8 = the full 2048 threads; 3-D would spill there).
+#define ATTRACT_INSTANCES(D, MIN_BLOCKS)                                                       \
+    extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) attract_ell_##D##d(int n, int K, const int* ell_cols,           \
                                                   const float* ell_vals, const float* y,       \
                                                   float* force, double* kl) {                  \
         attract_ell<D>(n, K, ell_cols, ell_vals, y, force, kl);                                \
     }                                                                                          \
-    extern "C" __global__ void attract_coo_##D##d(long long m, const int* rows, const int* cols, \
+    extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) attract_coo_##D##d(long long m, const int* rows, const int* cols, \
                                                   const float* vals, const float* y,           \
                                                   float* force, double* kl) {                  \
         attract_coo<D>(m, rows, cols, vals, y, force, kl);                                     \
     }
-ATTRACT_INSTANCES(1)
-ATTRACT_INSTANCES(2)
-ATTRACT_INSTANCES(3)
+ATTRACT_INSTANCES(1, 8)
+ATTRACT_INSTANCES(2, 8)
+ATTRACT_INSTANCES(3, 6)

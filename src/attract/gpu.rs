@@ -8,6 +8,12 @@ use crate::gpu::{Gpu, GpuError};
 use crate::sparse::Hyb;
 use crate::Result;
 
+// The kernels' `__launch_bounds__` are for the blocks of `Gpu::config`.
+const _: () = assert!(crate::gpu::context::BLOCK == 256);
+
+/// Runs of 32 COO entries a warp of `attract_coo` takes per step (`COO_CHUNKS` there).
+const COO_CHUNKS: usize = 2;
+
 /// P in HYB, resident on the device.
 pub struct HybGpu {
     gpu: &'static Gpu,
@@ -114,8 +120,12 @@ impl HybGpu {
                 .arg(&self.coo_cols)
                 .arg(&self.coo_vals);
             b.arg(y).arg(&mut *force).arg(&kl_ptr);
+            // One wave: every SM full (8 blocks of 256 threads, the kernel's launch bounds),
+            // each warp looping over runs of COO_CHUNKS × 32 entries.
+            let mut cfg = gpu.config(self.coo_len.div_ceil(COO_CHUNKS));
+            cfg.grid_dim.0 = cfg.grid_dim.0.min(8 * gpu.multiprocessors()? as u32);
             // SAFETY: argument contract of attract_coo; m entries were uploaded.
-            unsafe { b.launch(gpu.config(self.coo_len)) }?;
+            unsafe { b.launch(cfg) }?;
         }
         Ok(())
     }
@@ -153,14 +163,22 @@ mod tests {
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     /// HYB on the GPU equals CSR on the CPU, forces and Σ p ln w, in 1-D, 2-D and 3-D, with
-    /// rows both shorter and longer than the ELL width (so the COO part is exercised).
+    /// rows both shorter and longer than the ELL width (so the COO part is exercised), and
+    /// with a width of 2 that sends most entries to COO: 2.5M of them at 200k rows, enough
+    /// for every warp of the COO kernel's one-wave grid to loop several times.
     #[test]
     fn hyb_gpu_equals_csr() {
         let Some(gpu) = crate::gpu::for_test() else {
             return;
         };
         let mut rng = StdRng::seed_from_u64(rand::random());
-        for (n, dims) in [(5000, 1), (20_000, 2), (7000, 3)] {
+        for (n, dims, width) in [
+            (5000, 1, None),
+            (20_000, 2, None),
+            (7000, 3, None),
+            (200_000, 2, Some(2)),
+            (30_000, 3, Some(2)),
+        ] {
             let mut t = sprs::TriMatI::<f32, u32>::new((n, n));
             for i in 0..n {
                 let len = if i % 97 == 0 {
@@ -178,7 +196,7 @@ mod tests {
                 }
             }
             let p: Affinities = t.to_csr();
-            let hyb = Hyb::from_csr(&p, None).unwrap();
+            let hyb = Hyb::from_csr(&p, width).unwrap();
             assert!(!hyb.coo_vals.is_empty(), "test must exercise the COO part");
             let dev = HybGpu::new(gpu, &hyb).unwrap();
             let y: Vec<f32> = (0..n * dims)
@@ -196,7 +214,7 @@ mod tests {
             let norm: f64 = want.iter().map(|a| (*a as f64).powi(2)).sum();
             assert!(
                 (err / norm).sqrt() < 1e-5,
-                "n={n} dims={dims}: rel err {}",
+                "n={n} dims={dims} width={width:?}: rel err {}",
                 (err / norm).sqrt()
             );
             assert!(
