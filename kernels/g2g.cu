@@ -4,12 +4,16 @@
 //     Phi += (1/2^D) Re( conj(mu_b) . IFFT( FFT(k_b) . FFT(mu_b . V) ) ),
 // where k_b is the (2p)^D circulant embedding of K folded onto [0,p)^D with sign -1 for each
 // odd axis on which the wrapped image was taken, times mu_b. Flat index m = sum_a m_a p^a.
+// All 2^D patterns go through each step at once (one launch, one batched FFT), so a call
+// costs five launches however many patterns there are: the grids are small (10^5 nodes at
+// 1.3M points) and per-pattern launches left the device mostly waiting between them.
 //
-// Argument contract (src/repulse/gpu.rs): len = p^D; complex arrays are complex_t (re, im;
-// float2, or double2 with --precision f64: repulse.cuh); `in` C_in*len real (channel-major:
-// charge 1, y^1..y^D), `x` C_in*len complex;
-// spectra 2*len complex per pattern (G1 then G2); `yhat` C_out*len complex with
-// C_out = 2 + D (psi, phi_0, phi_1..phi_D); `phi` C_out*len real.
+// Argument contract (src/repulse/gpu.rs): len = p^D; P = 2^D patterns; complex arrays are
+// complex_t (re, im; float2, or double2 with --precision f64: repulse.cuh), pattern-major:
+// channel c of pattern b at (b * C + c) * len. `in` C_in*len real (channel-major: charge 1,
+// y^1..y^D), `x` P*C_in*len complex; spectra P*2*len complex (per pattern G1 then G2);
+// `yhat` P*C_out*len complex with C_out = 2 + D (psi, phi_0, phi_1..phi_D); `phi` C_out*len
+// real.
 
 // sum over odd axes of m_a, for the modulation exponent.
 __device__ inline int odd_sum(long long m, int p, int D, int pattern) {
@@ -22,51 +26,74 @@ __device__ inline int odd_sum(long long m, int p, int D, int pattern) {
     return s;
 }
 
-// x_c = mu_b . in_c for every input channel.
-extern "C" __global__ void g2g_modulate(long long len, int p, int D, int pattern, int channels,
+// Per-axis node indices of flat index m.
+__device__ inline void node_of(long long m, int p, int D, int j[3]) {
+    j[0] = j[1] = j[2] = 0;
+    for (int a = 0; a < D; ++a) {
+        j[a] = (int)(m % p);
+        m /= p;
+    }
+}
+
+// Sum of the node's indices on the odd axes of `pattern`, for the modulation exponent.
+__device__ inline int odd_sum(const int j[3], int D, int pattern) {
+    int s = 0;
+    for (int a = 0; a < D; ++a)
+        if (pattern >> a & 1) s += j[a];
+    return s;
+}
+
+// x_{b,c} = mu_b . in_c for every pattern b and input channel c.
+extern "C" __global__ void g2g_modulate(long long len, int p, int D, int channels,
                                         const real* __restrict__ in, complex_t* __restrict__ x) {
     GRID_STRIDE(m, len) {
-        real s, c;
-        sincospi(-(real)odd_sum(m, p, D, pattern) / p, &s, &c);
-        for (int ch = 0; ch < channels; ++ch) {
-            real v = in[ch * len + m];
-            x[ch * len + m] = make_complex(v * c, v * s);
+        int j[3];
+        node_of(m, p, D, j);
+        real v[4];
+        for (int ch = 0; ch < channels; ++ch) v[ch] = in[ch * len + m];
+        for (int b = 0; b < (1 << D); ++b) {
+            real s, c;
+            sincospi(-(real)odd_sum(j, D, b) / p, &s, &c);
+            for (int ch = 0; ch < channels; ++ch)
+                x[(b * channels + ch) * len + m] = make_complex(v[ch] * c, v[ch] * s);
         }
     }
 }
 
-// k_b for G1 = 1/(1+d^2) (slot 0) and G2 = G1^2 (slot 1), before their forward FFT.
-extern "C" __global__ void g2g_kernel(long long len, int p, int D, int pattern, float h,
+// k_b for G1 = 1/(1+d^2) (slot 2b) and G2 = G1^2 (slot 2b + 1) of every pattern b, before
+// their forward FFT.
+extern "C" __global__ void g2g_kernel(long long len, int p, int D, float h,
                                       complex_t* __restrict__ k) {
     GRID_STRIDE(m, len) {
-        int j[3] = {0, 0, 0};
-        long long r = m;
-        for (int a = 0; a < D; ++a) { j[a] = (int)(r % p); r /= p; }
-        double g1 = 0.0, g2 = 0.0;
-        // Images e in {0,1}^D: axis a at distance j_a (e_a = 0) or p - j_a (e_a = 1, only
-        // for j_a != 0: the embedding's entry at index p is zero).
-        for (int e = 0; e < (1 << D); ++e) {
-            double d2 = 0.0;
-            int sign = 1;
-            bool zero = false;
-            for (int a = 0; a < D; ++a) {
-                int da = j[a];
-                if (e >> a & 1) {
-                    if (j[a] == 0) zero = true;
-                    da = p - j[a];
-                    if (pattern >> a & 1) sign = -sign;
+        int j[3];
+        node_of(m, p, D, j);
+        for (int pattern = 0; pattern < (1 << D); ++pattern) {
+            double g1 = 0.0, g2 = 0.0;
+            // Images e in {0,1}^D: axis a at distance j_a (e_a = 0) or p - j_a (e_a = 1, only
+            // for j_a != 0: the embedding's entry at index p is zero).
+            for (int e = 0; e < (1 << D); ++e) {
+                double d2 = 0.0;
+                int sign = 1;
+                bool zero = false;
+                for (int a = 0; a < D; ++a) {
+                    int da = j[a];
+                    if (e >> a & 1) {
+                        if (j[a] == 0) zero = true;
+                        da = p - j[a];
+                        if (pattern >> a & 1) sign = -sign;
+                    }
+                    d2 += (double)da * da;
                 }
-                d2 += (double)da * da;
+                if (zero) continue;
+                double w = 1.0 / (1.0 + d2 * (double)h * (double)h);
+                g1 += sign * w;
+                g2 += sign * w * w;
             }
-            if (zero) continue;
-            double w = 1.0 / (1.0 + d2 * (double)h * (double)h);
-            g1 += sign * w;
-            g2 += sign * w * w;
+            double s, c;
+            sincospi(-(double)odd_sum(j, D, pattern) / p, &s, &c);
+            k[2 * pattern * len + m] = make_complex((real)(g1 * c), (real)(g1 * s));
+            k[(2 * pattern + 1) * len + m] = make_complex((real)(g2 * c), (real)(g2 * s));
         }
-        double s, c;
-        sincospi(-(double)odd_sum(m, p, D, pattern) / p, &s, &c);
-        k[m] = make_complex((real)(g1 * c), (real)(g1 * s));
-        k[len + m] = make_complex((real)(g2 * c), (real)(g2 * s));
     }
 }
 
@@ -74,33 +101,43 @@ __device__ inline complex_t cmul(complex_t a, complex_t b) {
     return make_complex(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
-// yhat: psi = K1 X0, phi_0 = K2 X0, phi_a = K2 X_a; scaled by 1/len for the inverse FFT.
+// yhat_b: psi = K1 X0, phi_0 = K2 X0, phi_a = K2 X_a for every pattern b; scaled by 1/len
+// for the inverse FFT.
 extern "C" __global__ void g2g_multiply(long long len, int D, const complex_t* __restrict__ xhat,
                                         const complex_t* __restrict__ spectra,
                                         complex_t* __restrict__ yhat) {
     real scale = (real)1 / (real)len;
+    const int c_in = 1 + D, c_out = 2 + D;
     GRID_STRIDE(m, len) {
-        complex_t k1 = spectra[m], k2 = spectra[len + m];
-        k1.x *= scale; k1.y *= scale; k2.x *= scale; k2.y *= scale;
-        complex_t x0 = xhat[m];
-        yhat[m] = cmul(k1, x0);
-        yhat[len + m] = cmul(k2, x0);
-        for (int a = 0; a < D; ++a) yhat[(2 + a) * len + m] = cmul(k2, xhat[(1 + a) * len + m]);
+        for (int b = 0; b < (1 << D); ++b) {
+            const complex_t* xb = xhat + (long long)b * c_in * len;
+            complex_t* yb = yhat + (long long)b * c_out * len;
+            complex_t k1 = spectra[2 * b * len + m], k2 = spectra[(2 * b + 1) * len + m];
+            k1.x *= scale; k1.y *= scale; k2.x *= scale; k2.y *= scale;
+            complex_t x0 = xb[m];
+            yb[m] = cmul(k1, x0);
+            yb[len + m] = cmul(k2, x0);
+            for (int a = 0; a < D; ++a) yb[(2 + a) * len + m] = cmul(k2, xb[(1 + a) * len + m]);
+        }
     }
 }
 
-// phi_c (=, or += when accumulate) Re(conj(mu_b) y_c) / 2^D for every output channel.
-extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int pattern, int channels,
-                                          int accumulate, const complex_t* __restrict__ y,
-                                          real* __restrict__ phi) {
+// phi_c = sum_b Re(conj(mu_b) y_{b,c}) / 2^D for every output channel.
+extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int channels,
+                                          const complex_t* __restrict__ y, real* __restrict__ phi) {
     real weight = (real)1 / (real)(1 << D);
     GRID_STRIDE(m, len) {
-        real s, c;
-        sincospi((real)odd_sum(m, p, D, pattern) / p, &s, &c);
-        for (int ch = 0; ch < channels; ++ch) {
-            complex_t v = y[ch * len + m];
-            real re = (v.x * c - v.y * s) * weight;
-            phi[ch * len + m] = accumulate ? phi[ch * len + m] + re : re;
+        int j[3];
+        node_of(m, p, D, j);
+        real acc[5] = {0, 0, 0, 0, 0};
+        for (int b = 0; b < (1 << D); ++b) {
+            real s, c;
+            sincospi((real)odd_sum(j, D, b) / p, &s, &c);
+            for (int ch = 0; ch < channels; ++ch) {
+                complex_t v = y[(b * channels + ch) * len + m];
+                acc[ch] += v.x * c - v.y * s;
+            }
         }
+        for (int ch = 0; ch < channels; ++ch) phi[ch * len + m] = acc[ch] * weight;
     }
 }

@@ -7,6 +7,7 @@
 pub mod compile;
 pub mod context;
 pub mod error;
+pub mod fft;
 pub mod kernels;
 pub mod real;
 

@@ -9,9 +9,10 @@
 //! the repulsion is hidden behind the CPU attraction, so double comes nearly free there.
 
 use cudarc::cufft::result::CufftError;
-use cudarc::cufft::sys::{cufftType, double2, float2};
-use cudarc::cufft::{CudaFft, FftDirection};
-use cudarc::driver::{DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use cudarc::cufft::sys::{cufftHandle, cufftType, double2, float2};
+use cudarc::cufft::{result, FftDirection};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
 /// A grid element type the repulsion kernels are compiled for.
 pub trait DeviceReal: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Unpin + 'static {
@@ -22,16 +23,17 @@ pub trait DeviceReal: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Unpin 
     /// The cuFFT complex-to-complex transform of this precision.
     const C2C: cufftType;
 
-    /// Runs `fft` (a plan of type [`DeviceReal::C2C`]) from `src` into `dst`.
-    fn exec<S, D>(
-        fft: &CudaFft,
-        src: &mut S,
-        dst: &mut D,
+    /// Runs `plan` (of type [`DeviceReal::C2C`]) from `input` into `output`.
+    ///
+    /// # Safety
+    /// `plan` is live, of this type, with a work area and stream set; `input` and `output`
+    /// hold the values it transforms.
+    unsafe fn exec(
+        plan: cufftHandle,
+        input: CUdeviceptr,
+        output: CUdeviceptr,
         direction: FftDirection,
-    ) -> Result<(), CufftError>
-    where
-        S: DevicePtrMut<Self::Complex>,
-        D: DevicePtrMut<Self::Complex>;
+    ) -> Result<(), CufftError>;
 }
 
 /// One [`DeviceReal`] impl: the type, its complex type, define, transform and the cudarc
@@ -43,17 +45,14 @@ macro_rules! device_real {
             const DEFINES: &'static [&'static str] = $defines;
             const C2C: cufftType = cufftType::$c2c;
 
-            fn exec<S, D>(
-                fft: &CudaFft,
-                src: &mut S,
-                dst: &mut D,
+            unsafe fn exec(
+                plan: cufftHandle,
+                input: CUdeviceptr,
+                output: CUdeviceptr,
                 direction: FftDirection,
-            ) -> Result<(), CufftError>
-            where
-                S: DevicePtrMut<$complex>,
-                D: DevicePtrMut<$complex>,
-            {
-                fft.$exec(src, dst, direction)
+            ) -> Result<(), CufftError> {
+                // SAFETY: the caller's contract.
+                unsafe { result::$exec(plan, input as _, output as _, direction as i32) }
             }
         }
     };

@@ -36,6 +36,11 @@ pub struct OptimReport {
     pub update_seconds: f64,
     /// Grid nodes per axis at the last iteration (FFT repulsion only).
     pub final_grid: Option<usize>,
+    /// Times the grid size changed from one iteration to the next.
+    pub grid_changes: usize,
+    /// Host seconds the repulsion spent preparing new grid sizes, outside its stage times
+    /// ([`crate::repulse::Repulsion::replan_seconds`]; GPU only).
+    pub replan_seconds: f64,
     /// Per-iteration times and overlap of the attraction and the repulsion (hybrid only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overlap: Option<crate::report::Overlap>,
@@ -100,7 +105,7 @@ pub fn optimize_observed(
     let kl = info.kl.unwrap_or(f64::NAN);
     report.kl_history.push((params.iters, kl));
     report.final_kl = kl;
-    report.final_grid = info.grid;
+    report.set_grid(info.grid);
     progress.end();
     Ok(report)
 }
@@ -110,7 +115,15 @@ impl OptimReport {
         self.attract_seconds += info.attract_seconds;
         self.repulse_seconds += info.repulse_seconds;
         self.add_split(&info.repulse_split);
-        self.final_grid = info.grid;
+        self.set_grid(info.grid);
+    }
+
+    /// Records the grid of the latest evaluation, counting size changes.
+    fn set_grid(&mut self, grid: Option<usize>) {
+        if self.final_grid.is_some() && grid != self.final_grid {
+            self.grid_changes += 1;
+        }
+        self.final_grid = grid;
     }
 
     /// Adds one repulsion's times (its seconds are the sum of its sub-stages).
@@ -118,7 +131,8 @@ impl OptimReport {
         let t = &rep.times;
         self.repulse_seconds += t.s2g + t.g2g + t.g2s + t.phi2force;
         self.add_split(t);
-        self.final_grid = rep.grid;
+        self.replan_seconds += rep.replan_seconds;
+        self.set_grid(rep.grid);
     }
 
     fn add_split(&mut self, t: &RepulseTimes) {

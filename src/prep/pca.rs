@@ -71,7 +71,7 @@ pub(crate) fn validate(points: &Points, m: usize) -> Result<()> {
     if n == 0 {
         return Err(Error::Data("PCA of zero points".into()));
     }
-    if points.data.iter().any(|x| !x.is_finite()) {
+    if points.data.par_iter().any(|x| !x.is_finite()) {
         return Err(Error::Data("PCA input holds non-finite values".into()));
     }
     Ok(())

@@ -151,6 +151,7 @@ impl Repulse for ExactRepulsion {
                 g2g: start.elapsed().as_secs_f64(),
                 ..RepulseTimes::default()
             },
+            replan_seconds: 0.0,
         })
     }
 }

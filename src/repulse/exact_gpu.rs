@@ -161,6 +161,7 @@ impl ExactRepulsionGpu {
                 g2g: start.elapsed().as_secs_f64(),
                 ..Default::default()
             },
+            replan_seconds: 0.0,
         })
     }
 }

@@ -105,6 +105,7 @@ impl<T: Real> FftRepulsion<T> {
                 g2s,
                 phi2force,
             },
+            replan_seconds: 0.0,
         })
     }
 }

@@ -7,20 +7,24 @@
 //!
 //! Per call the only host round trip is the bounding box (6 words, needed to place the
 //! grid; [`DeviceRepulse::prefetch`] sends it ahead) and Z (1 word, read when the call is
-//! collected). Plans and buffers are kept per grid size, kernel spectra per
-//! (size, spacing): with `--grid auto` the spacing is fixed once the embedding has grown,
-//! so spectra and plans are rebuilt only when the size class changes.
+//! collected). FFT plans are made once per grid size and kept ([`GridFft`]: no work area
+//! of their own, so making one neither allocates nor synchronises); buffers follow the
+//! current size, and the kernel spectra are recomputed when the size or the spacing
+//! changes (with `--grid auto` the spacing is fixed once the embedding has grown).
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::sync::Arc;
 
-use cudarc::cufft::{CudaFft, FftDirection};
+use cudarc::cufft::FftDirection;
 use cudarc::driver::{
     sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice,
     PushKernelArg,
 };
 
+use super::grid::max_nodes_per_axis;
 use super::s2g_gpu::BinnedScatter;
 use super::{Grid, GridSpec, Repulse, RepulseTimes, Repulsion};
+use crate::gpu::fft::GridFft;
 use crate::gpu::kernels::KernelId;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
@@ -113,23 +117,49 @@ impl GridGeom {
     }
 }
 
-/// Buffers and plans for one (dims, p), in precision `T`.
+/// Buffers of the current grid, in precision `T`, with room for `capacity` nodes per grid:
+/// a grid of fewer nodes uses their prefixes, so most size changes allocate nothing.
+/// (Stream-ordered frees return memory to the driver at the next synchronisation, and
+/// allocating it again cost up to 0.4 s over a 1.3M-point run's 70 size changes.)
 struct Workspace<T: DeviceReal> {
     dims: usize,
-    p: usize,
-    /// Spacing the spectra were computed for.
-    spectra_h: Option<f64>,
+    capacity: usize,
+    /// The grid the spectra are for: nodes per axis and spacing.
+    spectra_for: Option<(usize, f64)>,
     charges: CudaSlice<T>,
-    x: CudaSlice<T::Complex>,
-    xhat: CudaSlice<T::Complex>,
-    yhat: CudaSlice<T::Complex>,
-    yout: CudaSlice<T::Complex>,
+    /// Ping-pong buffers of 2^dims · (2 + dims) grids, every pattern at once
+    /// (`kernels/g2g.cu`): modulated charges in `ping`, their FFTs in `pong`, the products
+    /// with the spectra back in `ping`, the potentials' inverse FFTs in `pong`.
+    ping: CudaSlice<T::Complex>,
+    pong: CudaSlice<T::Complex>,
     phi: CudaSlice<T>,
-    kbuf: CudaSlice<T::Complex>,
+    /// The kernels' FFTs, 2 grids per pattern.
     spectra: CudaSlice<T::Complex>,
-    fft_in: CudaFft,
-    fft_kernel: CudaFft,
-    fft_out: CudaFft,
+}
+
+impl<T: DeviceReal> Workspace<T> {
+    /// Buffers for grids of up to `len` nodes in `dims` dimensions, on `stream`.
+    fn new(s: &Arc<CudaStream>, dims: usize, len: usize) -> std::result::Result<Self, GpuError> {
+        let (c_in, c_out, patterns) = (1 + dims, 2 + dims, 1 << dims);
+        Ok(Workspace {
+            dims,
+            capacity: len,
+            spectra_for: None,
+            charges: s.alloc_zeros(c_in * len)?,
+            ping: s.alloc_zeros(patterns * c_out * len)?,
+            pong: s.alloc_zeros(patterns * c_out * len)?,
+            phi: s.alloc_zeros(c_out * len)?,
+            spectra: s.alloc_zeros(patterns * 2 * len)?,
+        })
+    }
+}
+
+/// The two FFT plans of one (dims, p): forward over the 2^dims · (1 + dims) modulated
+/// charge grids (also used for the 2^dims · 2 kernel grids), inverse over the
+/// 2^dims · (2 + dims) potential grids.
+struct Plans {
+    forward: GridFft,
+    inverse: GridFft,
 }
 
 /// The GPU twin of [`super::FftRepulsion`]: grids in `T` (`f32` by default, `f64` for
@@ -138,7 +168,13 @@ pub struct FftRepulsionGpu<T: DeviceReal = f32> {
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
     spec: GridSpec,
+    /// Buffers of the current grid size.
     ws: Option<Workspace<T>>,
+    /// FFT plans of every (dims, p) used so far: the adaptive grid steps back and forth
+    /// between neighbouring sizes, and a plan without a work area costs little to keep.
+    plans: HashMap<(usize, usize), Plans>,
+    /// The plans' shared work area ([`GridFft`]), grown to the largest need.
+    fft_work: CudaSlice<u8>,
     pot: Option<CudaSlice<T>>,
     scatter: BinnedScatter,
     z: CudaSlice<f64>,
@@ -162,6 +198,8 @@ struct Slot {
     /// Recorded after the copy into `z_host`.
     z_ready: CudaEvent,
     grid: usize,
+    /// Host seconds spent preparing the grid size (see [`Repulsion::replan_seconds`]).
+    replan: f64,
 }
 
 /// Inverse of the order-preserving key of `kernels/s2g.cu`.
@@ -194,6 +232,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
                 z_host: unsafe { ctx.alloc_pinned_with_flags::<f64>(1, 0)? },
                 z_ready: ev()?,
                 grid: 0,
+                replan: 0.0,
             })
         };
         let alloc = || -> std::result::Result<_, GpuError> {
@@ -207,12 +246,15 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             ))
         };
         let (z, bounds, bounds_host, bounds_ready, slots) = alloc()?;
+        let fft_work = s.alloc_zeros::<u8>(1).map_err(GpuError::from)?;
         let scatter = BinnedScatter::new(&stream)?;
         Ok(FftRepulsionGpu {
             gpu,
             stream,
             spec,
             ws: None,
+            plans: HashMap::new(),
+            fft_work,
             pot: None,
             scatter,
             z,
@@ -270,45 +312,30 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         Grid::fit_box(lo64, hi64, dims, self.spec)
     }
 
+    /// Makes room for a grid of (`dims`, `p`) in the buffers and its plans ready (made
+    /// now if this size is new), with a work area large enough for them.
     fn workspace(&mut self, dims: usize, p: usize) -> std::result::Result<(), GpuError> {
-        if matches!(&self.ws, Some(w) if w.dims == dims && w.p == p) {
-            return Ok(());
-        }
-        self.ws = None; // free the old buffers before allocating the new ones
-        let s = &self.stream;
         let len = p.pow(dims as u32);
-        let (c_in, c_out) = (1 + dims, 2 + dims);
-        let shape = vec![p as i32; dims];
-        let plan = |batch: usize| {
-            CudaFft::plan_many(
-                &shape,
-                None,
-                1,
-                len as i32,
-                None,
-                1,
-                len as i32,
-                T::C2C,
-                batch as i32,
-                s.clone(),
-            )
-        };
-        self.ws = Some(Workspace {
-            dims,
-            p,
-            spectra_h: None,
-            charges: s.alloc_zeros(c_in * len)?,
-            x: s.alloc_zeros(c_in * len)?,
-            xhat: s.alloc_zeros(c_in * len)?,
-            yhat: s.alloc_zeros(c_out * len)?,
-            yout: s.alloc_zeros(c_out * len)?,
-            phi: s.alloc_zeros(c_out * len)?,
-            kbuf: s.alloc_zeros(2 * len)?,
-            spectra: s.alloc_zeros((1 << dims) * 2 * len)?,
-            fft_in: plan(c_in)?,
-            fft_kernel: plan(2)?,
-            fft_out: plan(c_out)?,
-        });
+        if !matches!(&self.ws, Some(w) if w.dims == dims && w.capacity >= len) {
+            self.ws = None; // free the old buffers before allocating the new ones
+                            // Room for two more size classes (≈ 12.5 % per axis each) as the embedding grows.
+            let room = ((p as f64 * 1.27).ceil() as usize).pow(dims as u32);
+            let room = room.min(max_nodes_per_axis(dims).pow(dims as u32)).max(len);
+            self.ws = Some(Workspace::new(&self.stream, dims, room)?);
+        }
+        if let Entry::Vacant(slot) = self.plans.entry((dims, p)) {
+            let shape = vec![p; dims];
+            let patterns = 1 << dims;
+            slot.insert(Plans {
+                forward: GridFft::new(&shape, patterns * (1 + dims), T::C2C)?,
+                inverse: GridFft::new(&shape, patterns * (2 + dims), T::C2C)?,
+            });
+        }
+        let plans = &self.plans[&(dims, p)];
+        let need = plans.forward.work_size().max(plans.inverse.work_size());
+        if self.fft_work.len() < need {
+            self.fft_work = self.stream.alloc_zeros(need)?;
+        }
         Ok(())
     }
 
@@ -326,12 +353,15 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         let function = |id, name: &str| gpu.function_with(id, T::DEFINES, name);
         let stream = self.stream.clone();
         let s = &stream;
+        let prepare = std::time::Instant::now();
         self.workspace(dims, grid.p)?;
         let c_out = 2 + dims;
         if self.pot.as_ref().is_none_or(|p| p.len() < n * c_out) {
             self.pot = Some(s.alloc_zeros(n * c_out)?);
         }
         let ws = self.ws.as_mut().expect("workspace just made");
+        let plans = &self.plans[&(dims, grid.p)];
+        let work = &mut self.fft_work;
         let pot = self.pot.as_mut().expect("potentials just made");
         let geom = GridGeom::of(grid);
         let len = grid.len() as i64;
@@ -339,80 +369,69 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         let cfg_grid = gpu.config(grid.len());
 
         // Kernel spectra, when the spacing changed.
-        if ws.spectra_h != Some(grid.h) {
+        let patterns = 1usize << dims;
+        if ws.spectra_for != Some((grid.p, grid.h)) {
             let f = function(KernelId::G2g, "g2g_kernel")?;
             let h = grid.h as f32;
-            for pattern in 0..(1i32 << dims) {
-                let mut b = s.launch_builder(&f);
-                b.arg(&len)
-                    .arg(&p32)
-                    .arg(&d32)
-                    .arg(&pattern)
-                    .arg(&h)
-                    .arg(&mut ws.kbuf);
-                // SAFETY: g2g_kernel contract: kbuf holds 2·len complex values.
-                unsafe { b.launch(cfg_grid) }?;
-                let at = pattern as usize * 2 * grid.len();
-                let mut out = ws.spectra.slice_mut(at..at + 2 * grid.len());
-                T::exec(
-                    &ws.fft_kernel,
-                    &mut ws.kbuf,
-                    &mut out,
-                    FftDirection::Forward,
-                )?;
-            }
-            ws.spectra_h = Some(grid.h);
+            let mut b = s.launch_builder(&f);
+            b.arg(&len).arg(&p32).arg(&d32).arg(&h).arg(&mut ws.ping);
+            // SAFETY: g2g_kernel contract: ping holds 2^dims·2·len complex values (it holds
+            // 2^dims·(2+dims)·len).
+            unsafe { b.launch(cfg_grid) }?;
+            // The forward plan transforms 2^dims · (1 + dims) ≥ 2^dims · 2 grids: the first
+            // 2^dims · 2 of its output are the spectra.
+            plans
+                .forward
+                .exec::<T>(s, work, &mut ws.ping, &mut ws.pong, FftDirection::Forward)?;
+            let spectra_len = patterns * 2 * grid.len();
+            s.memcpy_dtod(
+                &ws.pong.slice(..spectra_len),
+                &mut ws.spectra.slice_mut(..spectra_len),
+            )?;
+            ws.spectra_for = Some((grid.p, grid.h));
         }
+        let replan = prepare.elapsed().as_secs_f64();
 
         let events = &self.slots[slot].events;
         events[0].record(s)?;
         // Step 1: S2G.
-        s.memset_zeros(&mut ws.charges)?;
+        s.memset_zeros(&mut ws.charges.slice_mut(..(1 + dims) * grid.len()))?;
         self.scatter
             .run(gpu, s, y, n, dims, &geom, &mut ws.charges)?;
         events[1].record(s)?;
 
-        // Step 2: G2G, one pass per parity pattern.
+        // Step 2: G2G, every parity pattern at once.
         let modulate = function(KernelId::G2g, "g2g_modulate")?;
         let multiply = function(KernelId::G2g, "g2g_multiply")?;
         let demodulate = function(KernelId::G2g, "g2g_demodulate")?;
         let (c_in32, c_out32) = ((1 + dims) as i32, c_out as i32);
-        for pattern in 0..(1i32 << dims) {
-            let mut b = s.launch_builder(&modulate);
-            b.arg(&len).arg(&p32).arg(&d32).arg(&pattern).arg(&c_in32);
-            b.arg(&ws.charges).arg(&mut ws.x);
-            // SAFETY: g2g_modulate contract: charges and x hold (1+dims)·len values.
-            unsafe { b.launch(cfg_grid) }?;
-            T::exec(&ws.fft_in, &mut ws.x, &mut ws.xhat, FftDirection::Forward)?;
-            let at = pattern as usize * 2 * grid.len();
-            let spectra = ws.spectra.slice(at..at + 2 * grid.len());
-            let mut b = s.launch_builder(&multiply);
-            b.arg(&len)
-                .arg(&d32)
-                .arg(&ws.xhat)
-                .arg(&spectra)
-                .arg(&mut ws.yhat);
-            // SAFETY: g2g_multiply contract: xhat (1+dims)·len, spectra 2·len,
-            // yhat (2+dims)·len complex values.
-            unsafe { b.launch(cfg_grid) }?;
-            T::exec(
-                &ws.fft_out,
-                &mut ws.yhat,
-                &mut ws.yout,
-                FftDirection::Inverse,
-            )?;
-            let accumulate = i32::from(pattern > 0);
-            let mut b = s.launch_builder(&demodulate);
-            b.arg(&len)
-                .arg(&p32)
-                .arg(&d32)
-                .arg(&pattern)
-                .arg(&c_out32)
-                .arg(&accumulate);
-            b.arg(&ws.yout).arg(&mut ws.phi);
-            // SAFETY: g2g_demodulate contract: yout and phi hold (2+dims)·len values.
-            unsafe { b.launch(cfg_grid) }?;
-        }
+        let mut b = s.launch_builder(&modulate);
+        b.arg(&len).arg(&p32).arg(&d32).arg(&c_in32);
+        b.arg(&ws.charges).arg(&mut ws.ping);
+        // SAFETY: g2g_modulate contract: charges (1+dims)·len values, ping room for
+        // 2^dims·(1+dims)·len.
+        unsafe { b.launch(cfg_grid) }?;
+        plans
+            .forward
+            .exec::<T>(s, work, &mut ws.ping, &mut ws.pong, FftDirection::Forward)?;
+        let mut b = s.launch_builder(&multiply);
+        b.arg(&len)
+            .arg(&d32)
+            .arg(&ws.pong)
+            .arg(&ws.spectra)
+            .arg(&mut ws.ping);
+        // SAFETY: g2g_multiply contract: pong 2^dims·(1+dims)·len, spectra 2^dims·2·len,
+        // ping 2^dims·(2+dims)·len complex values.
+        unsafe { b.launch(cfg_grid) }?;
+        plans
+            .inverse
+            .exec::<T>(s, work, &mut ws.ping, &mut ws.pong, FftDirection::Inverse)?;
+        let mut b = s.launch_builder(&demodulate);
+        b.arg(&len).arg(&p32).arg(&d32).arg(&c_out32);
+        b.arg(&ws.pong).arg(&mut ws.phi);
+        // SAFETY: g2g_demodulate contract: pong 2^dims·(2+dims)·len complex, phi
+        // (2+dims)·len values.
+        unsafe { b.launch(cfg_grid) }?;
         events[2].record(s)?;
 
         // Step 3: G2S (and Z).
@@ -449,6 +468,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         s.memcpy_dtoh(&self.z, &mut slot.z_host)?;
         slot.z_ready.record(s)?;
         slot.grid = grid.p;
+        slot.replan = replan;
         Ok(())
     }
 
@@ -470,6 +490,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
                 g2s: ms(2, 3)?,
                 phi2force: ms(3, 4)?,
             },
+            replan_seconds: slot.replan,
         })
     }
 }

@@ -65,6 +65,10 @@ pub struct Repulsion {
     /// Grid nodes per axis (`None` for the exact method).
     pub grid: Option<usize>,
     pub times: RepulseTimes,
+    /// Host seconds this call spent preparing a grid size it had not used just before
+    /// (FFT plans, buffers, kernel spectra), outside `times`: the GPU path, whose device
+    /// waits meanwhile. (The CPU path counts its plans in `times.g2g`.)
+    pub replan_seconds: f64,
 }
 
 /// How the interpolation grid is sized.

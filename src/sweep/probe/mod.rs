@@ -190,6 +190,7 @@ mod tests {
                         s2g: [0.0, 5.0, 1.0, 3.0][*k - 1],
                         ..Default::default()
                     },
+                    replan_seconds: 0.0,
                 })
             },
             |k| Ok(vec![*k as f64]),
