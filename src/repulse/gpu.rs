@@ -317,8 +317,9 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
     fn workspace(&mut self, dims: usize, p: usize) -> std::result::Result<(), GpuError> {
         let len = p.pow(dims as u32);
         if !matches!(&self.ws, Some(w) if w.dims == dims && w.capacity >= len) {
-            self.ws = None; // free the old buffers before allocating the new ones
-                            // Room for two more size classes (≈ 12.5 % per axis each) as the embedding grows.
+            // Free the old buffers before allocating the new ones, with room for two more
+            // size classes (≈ 12.5 % per axis each) as the embedding grows.
+            self.ws = None;
             let room = ((p as f64 * 1.27).ceil() as usize).pow(dims as u32);
             let room = room.min(max_nodes_per_axis(dims).pow(dims as u32)).max(len);
             self.ws = Some(Workspace::new(&self.stream, dims, room)?);
