@@ -23,12 +23,10 @@ __device__ inline void load_point(const float* __restrict__ y, int j, float out[
     }
 }
 
-// Adds p w (y_i - y_j) to acc for the point yi = y_i; returns w.
+// Adds p w (y_i - y_j) to acc; returns w = 1 / (1 + |y_i - y_j|^2).
 template <int D>
-__device__ inline float pair_force(const float yi[D], const float* __restrict__ y, int j, float p,
-                                   float acc[D]) {
-    float yj[D], diff[D], d2 = 0.f;
-    load_point<D>(y, j, yj);
+__device__ inline float pair_force(const float yi[D], const float yj[D], float p, float acc[D]) {
+    float diff[D], d2 = 0.f;
 #pragma unroll
     for (int k = 0; k < D; ++k) {
         diff[k] = yi[k] - yj[k];
@@ -53,8 +51,9 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
 #pragma unroll 4
         for (int s = 0; s < K; ++s) {
             long long e = (long long)s * n + i;
-            float p = ell_vals[e];
-            float w = pair_force<D>(yi, y, ell_cols[e], p, acc);
+            float p = ell_vals[e], yj[D];
+            load_point<D>(y, ell_cols[e], yj);
+            float w = pair_force<D>(yi, yj, p, acc);
             if (kl && p > 0.f) local_kl += (double)(p * logf(w));
         }
 #pragma unroll
@@ -101,16 +100,11 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
         }
 #pragma unroll
         for (int c = 0; c < COO_CHUNKS; ++c) {
-            float acc[D], d2 = 0.f;
+            float acc[D];
 #pragma unroll
-            for (int k = 0; k < D; ++k) {
-                acc[k] = yi[c][k] - yj[c][k];
-                d2 += acc[k] * acc[k];
-            }
-            float w = 1.f / (1.f + d2);
+            for (int k = 0; k < D; ++k) acc[k] = 0.f;
+            float w = pair_force<D>(yi[c], yj[c], p[c], acc);
             if (kl && i[c] >= 0) local_kl += (double)(p[c] * logf(w));
-#pragma unroll
-            for (int k = 0; k < D; ++k) acc[k] *= p[c] * w;
             // Segmented reduction towards the first lane of each row: rows are sorted, so a
             // lane `off` places further holding the same row means every lane between does.
 #pragma unroll

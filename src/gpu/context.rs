@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
@@ -22,6 +23,7 @@ pub struct Gpu {
     /// The stream every stage launches on, in order.
     pub stream: Arc<CudaStream>,
     arch: &'static str,
+    multiprocessors: usize,
     modules: Mutex<HashMap<ModuleKey, Arc<CudaModule>>>,
 }
 
@@ -38,10 +40,15 @@ impl Gpu {
             let device = probe()?;
             let stream = device.context.default_stream();
             let arch = arch_name(device.compute_capability);
+            let multiprocessors = device
+                .context
+                .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_err(|e| e.to_string())? as usize;
             Ok(Gpu {
                 device,
                 stream,
                 arch,
+                multiprocessors,
                 modules: Mutex::new(HashMap::new()),
             })
         })
@@ -96,13 +103,9 @@ impl Gpu {
         }
     }
 
-    /// Streaming multiprocessors of the device.
-    pub fn multiprocessors(&self) -> std::result::Result<usize, GpuError> {
-        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-        Ok(self
-            .device
-            .context
-            .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as usize)
+    /// Streaming multiprocessors of the device (read once, at set-up).
+    pub fn multiprocessors(&self) -> usize {
+        self.multiprocessors
     }
 
     /// Free device memory in bytes.
