@@ -2,97 +2,65 @@
 // nodes with cubic Lagrange weights (Linderman et al. 2019; SG-t-SNE-Pi's s2g). Grids are
 // channel-major: channel c of node m at c * len + m.
 //
-// Float atomics on the grid contend where many points share nodes (a cluster of 10^5 points
-// covers a few hundred nodes), so points are binned by tile: the grid's stencil corners are
-// cut into tiles of T^D corners; a tile holding at least dense_min points is "dense" and is
-// cut into pieces of at most `piece` points, summed without contended atomics; the points
-// of sparse tiles go to the grid directly (native float atomics in global memory).
+// Float atomics straight into the grid contend where many points share nodes (a cluster of
+// 10^5 points covers a few hundred nodes). So points are counting-sorted by cell (the
+// corner of their stencil, nc = p - 3 cells per axis): all points of a cell share one
+// stencil, so a cell holding at least dense_min points is cut into pieces of at most
+// `piece` points, and one warp per piece sums its points' 4^D x (1+D) weighted charges in
+// registers, reduces them across the warp and adds each total to the grid once
+// (s2g_scatter_cells; in 3-D the 256 values go a slab of 64 at a time). The points of
+// sparse cells go to the grid directly (s2g_scatter_sparse), with native float atomics.
+// Shared-memory patches are not used: float atomicAdd on shared memory compiles to a
+// compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN); a patch pass took 0.7 ms per call at
+// 1.3M points in 2-D and 1.5-2 ms in 3-D.
 //
-// Dense pieces are summed one of two ways:
-// - 1-D and 2-D, T = 1 (a tile is one cell, so all its points share one stencil): one warp
-//   per piece sums its points' 4^D x (1+D) weighted charges in registers, reduces them across
-//   the warp and adds each total to the grid once (s2g_scatter_cells).
-// - 3-D, T = 8 (4^3 x 4 = 256 values do not fit in registers): one block per piece spreads
-//   into a (T+3)^3 patch in shared memory, then adds the patch to the grid
-//   (s2g_scatter_dense). Float atomicAdd on shared memory compiles to a compare-and-swap
-//   loop on sm_90 (ATOMS.CAST.SPIN), which is why 1-D and 2-D avoid it: in 2-D at 1.3M
-//   points the patch pass took 0.7 ms per call against ~0.08 ms for the rest of S2G.
+// Points are sorted in the order of the previous call's sort (`prev`, a permutation of the
+// points; the identity at first): points move little between iterations, so the lanes of a
+// warp mostly share a cell and its counter takes one atomic per warp (__match_any_sync), not
+// one per point. At 1.3M points in 1-D (~500 cells) the atomics in index order cost ~0.19 ms
+// per pass.
 //
-// Points are binned in the order of the previous call's binning (`prev`, a permutation of
-// the points; the identity at first): points move little between iterations, so the lanes of
-// a warp mostly share a tile and its counter takes one atomic per warp (__match_any_sync),
-// not one per point. At 1.3M points in 1-D (~500 cells) the atomics in index order cost
-// ~0.19 ms per pass.
-//
-// Per call: s2g_bin_count (tile of each point, counts), s2g_plan_sums and s2g_bin_plan
-// (offsets, pieces), s2g_bin_place (all points sorted by tile, into `order`, which is the
-// next call's `prev`), s2g_scatter_sparse, then s2g_scatter_cells (1-D, 2-D) or
-// s2g_scatter_dense (3-D).
+// Per call: s2g_bin_count (cell of each point, counts), s2g_plan_sums and s2g_bin_plan
+// (offsets, pieces), s2g_bin_place (all points sorted by cell, into `order`, which is the
+// next call's `prev`), s2g_scatter_sparse, s2g_scatter_cells.
 //
 // Argument contract (src/repulse/s2g_gpu.rs): y n*D floats, every point inside the grid's
-// box (the grid was fitted to it); grid (1+D)*len reals (repulse.cuh), zeroed, len = p^D; nt
-// tiles per axis, nt = ceil((p - 3) / T), ntiles = nt^D; prev a permutation of [0, n); bin,
-// order n ints; counts ntiles ints, zeroed before s2g_bin_count; sums 2 ints per plan block
-// (S2G_PLAN_CHUNK tiles each); starts ntiles + 1 ints, cursor ntiles ints; pieces 3 ints per
-// piece (tile, begin, end), room for n / piece + min(ntiles, n / dense_min) + 1 pieces;
-// npieces one int; dense_min >= 1. Uses repulse.cuh (prepended with common.cuh by
-// src/gpu/kernels.rs).
+// box (the grid was fitted to it); grid (1+D)*len reals (repulse.cuh), zeroed, len = p^D;
+// nc = p - 3, ncells = nc^D; prev a permutation of [0, n); bin, order n ints; counts
+// ncells ints, zeroed before s2g_bin_count; sums 2 ints per plan block (S2G_PLAN_CHUNK cells
+// each); starts ncells + 1 ints, cursor ncells ints; pieces 3 ints per piece (cell, begin,
+// end), room for n / piece + min(ncells, n / dense_min) + 1 pieces; npieces one int;
+// dense_min >= 1. Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels.rs).
 
 #define S2G_PLAN_THREADS 1024
 #define S2G_PLAN_ITEMS 4
 #define S2G_PLAN_CHUNK (S2G_PLAN_THREADS * S2G_PLAN_ITEMS)
 #define S2G_CELL_THREADS 256
 
-// The point's per-axis stencil weights and its first node's (offset -1) per-axis index.
+// Cell of a point: the flat index of its stencil corner (base node - 1 on every axis).
 template <int D>
-__device__ inline void corner_of(const float* __restrict__ yi, const GridGeom& g, float w[D][4],
-                                 int c[D]) {
-#pragma unroll
-    for (int a = 0; a < D; ++a) c[a] = stencil(yi[a], g.origin[a], g.inv_h, g.p, w[a]) - 1;
-}
-
-// Tile of a point: its stencil corner's per-axis index divided by T.
-template <int D>
-__device__ inline int tile_of(const float* __restrict__ yi, const GridGeom& g, int T, int nt) {
+__device__ inline int cell_of(const float* __restrict__ yi, const GridGeom& g, int nc) {
     int key = 0, stride = 1;
 #pragma unroll
     for (int a = 0; a < D; ++a) {
         float x;
-        key += ((stencil_base(yi[a], g.origin[a], g.inv_h, g.p, &x) - 1) / T) * stride;
-        stride *= nt;
+        key += (stencil_base(yi[a], g.origin[a], g.inv_h, g.p, &x) - 1) * stride;
+        stride *= nc;
     }
     return key;
 }
 
-// Adds the point's 4^D weighted charges at node `corner` of a channel-major array of `len`
-// nodes per channel and `stride` nodes per axis (the grid, or a shared patch).
-template <int D>
-__device__ inline void spread(const float* __restrict__ yi, const GridGeom& g, const float w[D][4],
-                              long long corner, int stride, long long len, real* out) {
-    float q[D];
-#pragma unroll
-    for (int a = 0; a < D; ++a) q[a] = yi[a] - g.centre[a];
-#pragma unroll
-    for (int k = 0; k < (1 << (2 * D)); ++k) {
-        float wt;
-        long long idx = stencil_node<D>(k, corner, stride, w, &wt);
-        atomicAdd(&out[idx], (real)wt);
-#pragma unroll
-        for (int a = 0; a < D; ++a) atomicAdd(&out[(a + 1) * len + idx], (real)(wt * q[a]));
-    }
-}
-
-// bin[i] = tile of point i; counts[tile] += 1, one atomic per tile per warp (__match_any),
+// bin[i] = cell of point i; counts[cell] += 1, one atomic per cell per warp (__match_any),
 // the points taken in the order prev.
 template <int D>
-__device__ void bin_count(int n, GridGeom g, int T, int nt, const float* __restrict__ y,
+__device__ void bin_count(int n, GridGeom g, int nc, const float* __restrict__ y,
                           const int* __restrict__ prev, int* __restrict__ bin, int* counts) {
     const int lane = threadIdx.x & 31;
     long long warp0 = (blockIdx.x * (long long)blockDim.x + threadIdx.x) - lane;
     for (long long base = warp0; base < n; base += (long long)gridDim.x * blockDim.x) {
         long long j = base + lane;
         int i = j < n ? prev[j] : 0;
-        int key = j < n ? tile_of<D>(y + (long long)i * D, g, T, nt) : -1;
+        int key = j < n ? cell_of<D>(y + (long long)i * D, g, nc) : -1;
         unsigned peers = __match_any_sync(FULL_MASK, key);
         if (key >= 0) {
             bin[i] = key;
@@ -114,16 +82,16 @@ __device__ inline void warp_scan2(int& a, int& b) {
     }
 }
 
-// The thread's S2G_PLAN_ITEMS tiles from k0: their counts c, the sum of their points and of
-// their pieces (tiles of at least dense_min points, in runs of at most `piece`).
-__device__ inline void plan_items(int k0, int ntiles, const int* __restrict__ counts,
+// The thread's S2G_PLAN_ITEMS cells from k0: their counts c, the sum of their points and of
+// their pieces (cells of at least dense_min points, in runs of at most `piece`).
+__device__ inline void plan_items(int k0, int ncells, const int* __restrict__ counts,
                                   int dense_min, int piece, int c[S2G_PLAN_ITEMS], int& pts,
                                   int& pcs) {
     pts = 0;
     pcs = 0;
 #pragma unroll
     for (int e = 0; e < S2G_PLAN_ITEMS; ++e) {
-        c[e] = k0 + e < ntiles ? counts[k0 + e] : 0;
+        c[e] = k0 + e < ncells ? counts[k0 + e] : 0;
         pts += c[e];
         pcs += c[e] >= dense_min ? (c[e] + piece - 1) / piece : 0;
     }
@@ -155,14 +123,14 @@ __device__ inline void block_scan2(int& a, int& b, int& total_a, int& total_b) {
     __syncthreads();  // warp_a may be reused by the caller's next scan
 }
 
-// Blocks of S2G_PLAN_THREADS over chunks of S2G_PLAN_CHUNK tiles: sums[2b], sums[2b + 1] =
-// points and pieces of chunk b (a 2-D grid of cells has up to ~10^6 tiles, too many for
-// one block to scan in time: a single block took 0.37 ms on 5 x 10^5).
+// Blocks of S2G_PLAN_THREADS over chunks of S2G_PLAN_CHUNK cells: sums[2b], sums[2b + 1] =
+// points and pieces of chunk b (grids have up to ~10^6 cells, too many for one block to
+// scan in time: a single block took 0.37 ms on 5 x 10^5).
 extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
-    s2g_plan_sums(int ntiles, const int* __restrict__ counts, int dense_min, int piece,
+    s2g_plan_sums(int ncells, const int* __restrict__ counts, int dense_min, int piece,
                   int* __restrict__ sums) {
     int c[S2G_PLAN_ITEMS], pts, pcs, total_pts, total_pcs;
-    plan_items(blockIdx.x * S2G_PLAN_CHUNK + threadIdx.x * S2G_PLAN_ITEMS, ntiles, counts,
+    plan_items(blockIdx.x * S2G_PLAN_CHUNK + threadIdx.x * S2G_PLAN_ITEMS, ncells, counts,
                dense_min, piece, c, pts, pcs);
     block_scan2(pts, pcs, total_pts, total_pcs);
     if (threadIdx.x == 0) {
@@ -171,11 +139,11 @@ extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
     }
 }
 
-// The same blocks: starts = exclusive prefix sums of counts (starts[ntiles] = n), cursor =
-// starts, and the pieces of the dense tiles in tile order; npieces = their number. Each
+// The same blocks: starts = exclusive prefix sums of counts (starts[ncells] = n), cursor =
+// starts, and the pieces of the dense cells in cell order; npieces = their number. Each
 // block adds the sums of the chunks before its own (at most a few hundred).
 extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
-    s2g_bin_plan(int ntiles, const int* __restrict__ counts, int dense_min, int piece,
+    s2g_bin_plan(int ncells, const int* __restrict__ counts, int dense_min, int piece,
                  const int* __restrict__ sums, int* __restrict__ starts,
                  int* __restrict__ cursor, int* __restrict__ pieces, int* __restrict__ npieces) {
     int before_pts = 0, before_pcs = 0, c[S2G_PLAN_ITEMS], pts, pcs, total_pts, total_pcs;
@@ -186,13 +154,13 @@ extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
     block_scan2(before_pts, before_pcs, total_pts, total_pcs);
     const int base_pts = total_pts, base_pcs = total_pcs;
     const int k0 = blockIdx.x * S2G_PLAN_CHUNK + threadIdx.x * S2G_PLAN_ITEMS;
-    plan_items(k0, ntiles, counts, dense_min, piece, c, pts, pcs);
+    plan_items(k0, ncells, counts, dense_min, piece, c, pts, pcs);
     block_scan2(pts, pcs, total_pts, total_pcs);
     int at = base_pts + pts, pc = base_pcs + pcs;
 #pragma unroll
     for (int e = 0; e < S2G_PLAN_ITEMS; ++e) {
         const int k = k0 + e;
-        if (k >= ntiles) break;
+        if (k >= ncells) break;
         starts[k] = at;
         cursor[k] = at;
         if (c[e] >= dense_min) {
@@ -206,13 +174,13 @@ extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
         at += c[e];
     }
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) {
-        starts[ntiles] = base_pts + total_pts;
+        starts[ncells] = base_pts + total_pts;
         *npieces = base_pcs + total_pcs;
     }
 }
 
-// order[cursor[tile]++] = i for every point, taken in the order prev (one atomic per tile
-// per warp): order holds the points sorted by tile.
+// order[cursor[cell]++] = i for every point, taken in the order prev (one atomic per cell
+// per warp): order holds the points sorted by cell.
 extern "C" __global__ void s2g_bin_place(int n, const int* __restrict__ prev,
                                          const int* __restrict__ bin, int* cursor,
                                          int* __restrict__ order) {
@@ -231,8 +199,8 @@ extern "C" __global__ void s2g_bin_place(int n, const int* __restrict__ prev,
     }
 }
 
-// The points of sparse tiles, straight to the grid.
-// Taken in tile order, so that a warp's atomics land near each other.
+// The points of sparse cells, each spread straight into the grid; taken in cell order, so
+// that a warp's atomics land near each other.
 template <int D>
 __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
                                const int* __restrict__ order, const int* __restrict__ bin,
@@ -243,62 +211,19 @@ __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
     GRID_STRIDE(j, n) {
         const int i = order[j];
         if (counts[bin[i]] >= dense_min) continue;
-        float w[D][4];
-        int c[D];
-        corner_of<D>(y + i * D, g, w, c);
-        long long corner = 0, st = 1;
+        const float* yi = y + (long long)i * D;
+        float w[D][4], q[D];
+        const long long corner = locate<D>(yi, g, w);
 #pragma unroll
-        for (int a = 0; a < D; ++a) {
-            corner += c[a] * st;
-            st *= g.p;
+        for (int a = 0; a < D; ++a) q[a] = yi[a] - g.centre[a];
+#pragma unroll
+        for (int k = 0; k < (1 << (2 * D)); ++k) {
+            float wt;
+            long long idx = stencil_node<D>(k, corner, g.p, w, &wt);
+            atomicAdd(&grid[idx], (real)wt);
+#pragma unroll
+            for (int a = 0; a < D; ++a) atomicAdd(&grid[(a + 1) * len + idx], (real)(wt * q[a]));
         }
-        spread<D>(y + i * D, g, w, corner, g.p, len, grid);
-    }
-}
-
-// One block per piece: its points into a shared (T+3)^D patch, then the patch's non-zero
-// entries added to the grid.
-template <int D>
-__device__ void scatter_dense(GridGeom g, int T, int nt, const float* __restrict__ y,
-                              const int* __restrict__ order, const int* __restrict__ pieces,
-                              const int* __restrict__ npieces, real* __restrict__ grid) {
-    extern __shared__ real patch[];
-    if ((int)blockIdx.x >= *npieces) return;
-    const int tile = pieces[3 * blockIdx.x], begin = pieces[3 * blockIdx.x + 1],
-              end = pieces[3 * blockIdx.x + 2];
-    const int P = T + 3;
-    int plen = 1, origin[D];
-    long long len = 1;
-    for (int a = 0, rest = tile; a < D; ++a, rest /= nt) {
-        origin[a] = (rest % nt) * T;
-        plen *= P;
-        len *= g.p;
-    }
-    for (int e = threadIdx.x; e < (1 + D) * plen; e += blockDim.x) patch[e] = 0;
-    __syncthreads();
-    for (int j = begin + threadIdx.x; j < end; j += blockDim.x) {
-        const int i = order[j];
-        float w[D][4];
-        int c[D];
-        corner_of<D>(y + (long long)i * D, g, w, c);
-        int local = 0;
-        for (int a = D - 1; a >= 0; --a) local = local * P + (c[a] - origin[a]);
-        spread<D>(y + (long long)i * D, g, w, local, P, plen, patch);
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < (1 + D) * plen; e += blockDim.x) {
-        real v = patch[e];
-        if (v == 0) continue;
-        int ch = e / plen, m = e - ch * plen;
-        long long node = 0, st = 1;
-        bool inside = true;
-        for (int a = 0; a < D; ++a, m /= P) {
-            int at = origin[a] + m % P;
-            inside &= at < g.p;
-            node += at * st;
-            st *= g.p;
-        }
-        if (inside) atomicAdd(&grid[ch * len + node], v);
     }
 }
 
@@ -328,16 +253,19 @@ __device__ inline void warp_reduce_scatter(real v[NR]) {
     swap_halves<NR / 32>(v, 1);
 }
 
-// Warps over the pieces (cells of at least dense_min points, T = 1): a piece's points share
-// the stencil of their cell, so the lanes sum their 4^D x (1+D) weighted charges in
-// registers, the warp reduces them and each total meets the grid in one atomic.
+// Warps over the pieces (runs of one dense cell's points): the points share their cell's
+// stencil, so the lanes sum their weighted charges in registers, the warp reduces them and
+// each total meets the grid in one atomic. The 4^D nodes go in SLABS slabs by their offset
+// on the last axis (3-D: four slabs of 16 nodes x 4 channels), the points re-read per slab.
 template <int D>
 __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
                               const int* __restrict__ order, const int* __restrict__ pieces,
                               const int* __restrict__ npieces, real* __restrict__ grid) {
-    constexpr int K = 1 << (2 * D);               // stencil nodes
-    constexpr int NV = K * (1 + D);               // values, channel-major: c * K + node
-    constexpr int NR = NV <= 32 ? 32 : 64;        // padded for warp_reduce_scatter
+    constexpr int K = 1 << (2 * D);         // stencil nodes
+    constexpr int SLABS = D == 3 ? 4 : 1;   // slabs of nodes summed at a time
+    constexpr int KS = K / SLABS;           // nodes per slab
+    constexpr int NV = KS * (1 + D);        // values per slab, channel-major: c * KS + node
+    constexpr int NR = NV <= 32 ? 32 : 64;  // padded for warp_reduce_scatter
     static_assert(NV <= 64, "scatter_cells holds at most 64 values per lane");
     const int lane = threadIdx.x & 31;
     const int warps = gridDim.x * (blockDim.x >> 5);
@@ -346,81 +274,72 @@ __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
     for (int a = 0; a < D; ++a) len *= g.p;
     for (int pc = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); pc < npc; pc += warps) {
         const int cell = pieces[3 * pc], begin = pieces[3 * pc + 1], end = pieces[3 * pc + 2];
-        real v[NR];
-#pragma unroll
-        for (int k = 0; k < NR; ++k) v[k] = 0;
-        for (int j = begin + lane; j < end; j += 32) {
-            const float* yi = y + (long long)order[j] * D;
-            float w[D][4], q[D];
-#pragma unroll
-            for (int a = 0; a < D; ++a) {
-                stencil(yi[a], g.origin[a], g.inv_h, g.p, w[a]);
-                q[a] = yi[a] - g.centre[a];
-            }
-#pragma unroll
-            for (int k = 0; k < K; ++k) {
-                float wt = 1.f;
-#pragma unroll
-                for (int a = 0; a < D; ++a) wt *= w[a][(k >> (2 * a)) & 3];
-                v[k] += (real)wt;
-#pragma unroll
-                for (int a = 0; a < D; ++a) v[(a + 1) * K + k] += (real)(wt * q[a]);
-            }
-        }
-        warp_reduce_scatter<NR>(v);
         long long corner = 0, st = 1;
         for (int a = 0, rest = cell; a < D; ++a, rest /= nc) {
             corner += (rest % nc) * st;
             st *= g.p;
         }
 #pragma unroll
-        for (int k = 0; k < NR / 32; ++k) {
-            const int idx = NR / 32 * lane + k;
-            if (idx >= NV) continue;
-            const int ch = idx / K, node = idx % K;
-            long long at = corner, sa = 1;
+        for (int slab = 0; slab < SLABS; ++slab) {
+            real v[NR];
 #pragma unroll
-            for (int a = 0; a < D; ++a) {
-                at += ((node >> (2 * a)) & 3) * sa;
-                sa *= g.p;
+            for (int k = 0; k < NR; ++k) v[k] = 0;
+            for (int j = begin + lane; j < end; j += 32) {
+                const float* yi = y + (long long)order[j] * D;
+                float w[D][4], q[D];
+#pragma unroll
+                for (int a = 0; a < D; ++a) {
+                    stencil(yi[a], g.origin[a], g.inv_h, g.p, w[a]);
+                    q[a] = yi[a] - g.centre[a];
+                }
+#pragma unroll
+                for (int k = 0; k < KS; ++k) {
+                    const int node = slab * KS + k;
+                    float wt = 1.f;
+#pragma unroll
+                    for (int a = 0; a < D; ++a) wt *= w[a][(node >> (2 * a)) & 3];
+                    v[k] += (real)wt;
+#pragma unroll
+                    for (int a = 0; a < D; ++a) v[(a + 1) * KS + k] += (real)(wt * q[a]);
+                }
             }
-            atomicAdd(&grid[ch * len + at], v[k]);
+            warp_reduce_scatter<NR>(v);
+#pragma unroll
+            for (int k = 0; k < NR / 32; ++k) {
+                const int idx = NR / 32 * lane + k;
+                if (idx >= NV) continue;
+                const int ch = idx / KS, node = slab * KS + idx % KS;
+                long long at = corner, sa = 1;
+#pragma unroll
+                for (int a = 0; a < D; ++a) {
+                    at += ((node >> (2 * a)) & 3) * sa;
+                    sa *= g.p;
+                }
+                atomicAdd(&grid[ch * len + at], v[k]);
+            }
         }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(S2G_CELL_THREADS)
-    s2g_scatter_cells_1d(GridGeom g, int nc, const float* y, const int* order,
-                         const int* pieces, const int* npieces, real* grid) {
-    scatter_cells<1>(g, nc, y, order, pieces, npieces, grid);
-}
-extern "C" __global__ void __launch_bounds__(S2G_CELL_THREADS)
-    s2g_scatter_cells_2d(GridGeom g, int nc, const float* y, const int* order,
-                         const int* pieces, const int* npieces, real* grid) {
-    scatter_cells<2>(g, nc, y, order, pieces, npieces, grid);
-}
-
-#define S2G_INSTANCES(D)                                                                    \
-    extern "C" __global__ void s2g_bin_count_##D##d(int n, GridGeom g, int T, int nt,       \
-                                                    const float* y, const int* prev,        \
-                                                    int* bin, int* counts) {                \
-        bin_count<D>(n, g, T, nt, y, prev, bin, counts);                                    \
-    }                                                                                       \
-    extern "C" __global__ void s2g_scatter_sparse_##D##d(int n, GridGeom g, const float* y, \
-                                                         const int* order, const int* bin,  \
-                                                         const int* counts, int dense_min,  \
-                                                         real* grid) {                      \
-        scatter_sparse<D>(n, g, y, order, bin, counts, dense_min, grid);                    \
+#define S2G_INSTANCES(D)                                                                     \
+    extern "C" __global__ void s2g_bin_count_##D##d(int n, GridGeom g, int nc, const float* y, \
+                                                    const int* prev, int* bin, int* counts) {  \
+        bin_count<D>(n, g, nc, y, prev, bin, counts);                                         \
+    }                                                                                         \
+    extern "C" __global__ void s2g_scatter_sparse_##D##d(int n, GridGeom g, const float* y,   \
+                                                         const int* order, const int* bin,    \
+                                                         const int* counts, int dense_min,    \
+                                                         real* grid) {                        \
+        scatter_sparse<D>(n, g, y, order, bin, counts, dense_min, grid);                      \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(S2G_CELL_THREADS)                            \
+        s2g_scatter_cells_##D##d(GridGeom g, int nc, const float* y, const int* order,        \
+                                 const int* pieces, const int* npieces, real* grid) {         \
+        scatter_cells<D>(g, nc, y, order, pieces, npieces, grid);                             \
     }
 S2G_INSTANCES(1)
 S2G_INSTANCES(2)
 S2G_INSTANCES(3)
-
-extern "C" __global__ void s2g_scatter_dense_3d(GridGeom g, int T, int nt, const float* y,
-                                                const int* order, const int* pieces,
-                                                const int* npieces, real* grid) {
-    scatter_dense<3>(g, T, nt, y, order, pieces, npieces, grid);
-}
 
 // Bounding box of y: lo/hi receive per-axis min/max as order-preserving uint keys
 // (initialised by the caller to 0xffffffff / 0), decoded on the host.
