@@ -5,8 +5,8 @@
 //! Step 3: symmetric eigen-decomposition of the d × d matrix C (faer), top m axes by
 //! eigenvalue, signs fixed. Step 4: scores $X_c V_m$ block by block, stored as f32.
 //!
-//! Cost: O(n d²) for C plus O(d³) for the eigen-decomposition; memory O(d² + B d) for
-//! blocks of B rows, never a second n × d copy.
+//! Cost: O(n d²) for C plus O(d³) for the eigen-decomposition; memory O(G d² + T B d) for
+//! G groups of blocks of B rows on T threads, never a second n × d copy.
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
@@ -16,6 +16,18 @@ use crate::{Error, Points, Result};
 
 /// Rows per block in the covariance and projection passes (B · d · 8 bytes ≈ 12 MiB at d = 784).
 const BLOCK: usize = 2048;
+/// At most this many groups of blocks sum the covariance in parallel.
+const MAX_GROUPS: usize = 32;
+/// Memory for the groups' d × d sums: fewer groups for wide data.
+const GROUP_BYTES: usize = 256 << 20;
+
+/// Groups of row blocks for the covariance pass: one sum of d × d f64 each. Each block's
+/// product is small (d × B × d), so blocks run one per thread rather than each split over
+/// all threads: 1.3M × 50 on 2 cores took 0.47 s that way, 0.17 s this way.
+fn covariance_groups(nblocks: usize, d: usize) -> usize {
+    let by_memory = GROUP_BYTES / (8 * d * d).max(1);
+    MAX_GROUPS.min(by_memory).min(nblocks).max(1)
+}
 
 /// A fitted PCA: mean and the top principal axes.
 ///
@@ -86,20 +98,30 @@ impl Pca {
         // Step 1: mean.
         let mean = column_means(points);
 
-        // Step 2: covariance, accumulated block by block in f64.
+        // Step 2: covariance, accumulated block by block in f64: groups of consecutive blocks
+        // in parallel, each summed on one thread, then the groups' sums in order (the same
+        // result on any number of threads).
+        let nblocks = n.div_ceil(BLOCK);
+        let groups = covariance_groups(nblocks, d);
+        let per_group = nblocks.div_ceil(groups);
+        let par = if groups == 1 { Par::rayon(0) } else { Par::Seq };
+        let partial: Vec<Mat<f64>> = (0..groups)
+            .into_par_iter()
+            .map(|g| {
+                let mut cov = Mat::<f64>::zeros(d, d);
+                let mut buf = vec![0f64; BLOCK.min(n) * d];
+                for b in g * per_group..((g + 1) * per_group).min(nblocks) {
+                    let r0 = b * BLOCK;
+                    let rows = BLOCK.min(n - r0);
+                    let xc = centre_block(points, &mean, r0, rows, &mut buf);
+                    matmul(cov.as_mut(), Accum::Add, xc.transpose(), xc, 1.0, par);
+                }
+                cov
+            })
+            .collect();
         let mut cov = Mat::<f64>::zeros(d, d);
-        let mut buf = vec![0f64; BLOCK.min(n) * d];
-        for r0 in (0..n).step_by(BLOCK) {
-            let rows = BLOCK.min(n - r0);
-            let xc = centre_block(points, &mean, r0, rows, &mut buf);
-            matmul(
-                cov.as_mut(),
-                Accum::Add,
-                xc.transpose(),
-                xc,
-                1.0,
-                Par::rayon(0),
-            );
+        for p in &partial {
+            cov += p;
         }
         Pca::from_covariance(cov, mean, n, m)
     }
@@ -149,25 +171,28 @@ impl Pca {
         // V as a d × m matrix (column a = axis a).
         let v = MatRef::from_column_major_slice(&self.axes, d, m);
         let mut out = vec![0f32; n * m];
-        let mut buf = vec![0f64; BLOCK.min(n) * d];
-        let mut scores = vec![0f64; BLOCK.min(n) * m];
-        for r0 in (0..n).step_by(BLOCK) {
-            let rows = BLOCK.min(n - r0);
-            let xc = centre_block(points, &self.mean, r0, rows, &mut buf);
-            let sc = &mut scores[..rows * m];
-            // scores row-major rows × m = column-major m × rows = (Xc V)ᵀ = Vᵀ Xcᵀ
-            matmul(
-                MatMut::from_column_major_slice_mut(sc, m, rows),
-                Accum::Replace,
-                v.transpose(),
-                xc.transpose(),
-                1.0,
-                Par::rayon(0),
+        out.par_chunks_mut(BLOCK * m.max(1))
+            .enumerate()
+            .for_each_init(
+                || (vec![0f64; BLOCK.min(n) * d], vec![0f64; BLOCK.min(n) * m]),
+                |(buf, scores), (b, out)| {
+                    let (r0, rows) = (b * BLOCK, out.len() / m.max(1));
+                    let xc = centre_block(points, &self.mean, r0, rows, buf);
+                    let sc = &mut scores[..rows * m];
+                    // scores row-major rows × m = column-major m × rows = (Xc V)ᵀ = Vᵀ Xcᵀ
+                    matmul(
+                        MatMut::from_column_major_slice_mut(sc, m, rows),
+                        Accum::Replace,
+                        v.transpose(),
+                        xc.transpose(),
+                        1.0,
+                        Par::Seq,
+                    );
+                    for (o, s) in out.iter_mut().zip(sc.iter()) {
+                        *o = *s as f32;
+                    }
+                },
             );
-            for (o, s) in out[r0 * m..(r0 + rows) * m].iter_mut().zip(sc.iter()) {
-                *o = *s as f32;
-            }
-        }
         Ok(Points::new(n, m, out))
     }
 }
@@ -200,7 +225,8 @@ fn column_means(points: &Points) -> Vec<f64> {
     mean
 }
 
-/// Rows `r0..r0 + rows`, centred, into `buf` as a row-major f64 matrix (rows × d).
+/// Rows `r0..r0 + rows`, centred, into `buf` (on the calling thread: the passes run blocks
+/// in parallel) as a row-major f64 matrix (rows × d).
 fn centre_block<'a>(
     points: &Points,
     mean: &[f64],
@@ -211,13 +237,14 @@ fn centre_block<'a>(
     let d = points.d;
     let dst = &mut buf[..rows * d];
     let src = &points.data[r0 * d..(r0 + rows) * d];
-    dst.par_chunks_mut(64 * d.max(1))
-        .zip(src.par_chunks(64 * d.max(1)))
-        .for_each(|(o, x)| {
-            for (j, (o, &x)) in o.iter_mut().zip(x).enumerate() {
-                *o = x as f64 - mean[j % d];
-            }
-        });
+    for (o, x) in dst
+        .chunks_exact_mut(d.max(1))
+        .zip(src.chunks_exact(d.max(1)))
+    {
+        for ((o, &x), &mu) in o.iter_mut().zip(x).zip(mean) {
+            *o = x as f64 - mu;
+        }
+    }
     MatRef::from_row_major_slice(&buf[..rows * d], rows, d)
 }
 
