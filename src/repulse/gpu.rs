@@ -452,10 +452,12 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         b.arg(&n32)
             .arg(&geom)
             .arg(y)
+            .arg(self.scatter.sorted())
             .arg(&ws.phi)
             .arg(&mut *pot)
             .arg(&mut self.z);
-        // SAFETY: g2s_gather contract: phi (2+dims)·len, pot n·(2+dims), z one double.
+        // SAFETY: g2s_gather contract: order a permutation of 0..n (S2G's, just made), phi
+        // (2+dims)·len, pot n·(2+dims), z one double.
         unsafe { b.launch(gpu.config(n)) }?;
         events[3].record(s)?;
 

@@ -81,6 +81,11 @@ impl BinnedScatter {
         })
     }
 
+    /// The points sorted by cell in the last call (a permutation of its `0..n`).
+    pub(crate) fn sorted(&self) -> &CudaSlice<i32> {
+        &self.prev
+    }
+
     /// Sends every cell through the warps (`1`) or none (`usize::MAX`), for tests.
     #[cfg(test)]
     pub(crate) fn set_dense_min(&mut self, dense_min: usize) {
