@@ -115,8 +115,7 @@ pub struct EmbedParams {
     /// (resolved in the report):
     /// [`PointOrder::Locality`] on cpu and hybrid, whose CSB attraction it speeds up (MNIST, 2
     /// cores), [`PointOrder::Input`] on gpu, where its host-side PCA tree cost more than it
-    /// saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the optimisation; MNIST 70k:
-    /// S2G 0.13 → 0.21 s, its atomics contending more in the locality order).
+    /// saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the kNN and optimisation).
     pub order: Option<PointOrder>,
     /// Initialisation (default PCA; graphs always start random).
     pub init: InitKind,
