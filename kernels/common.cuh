@@ -24,6 +24,32 @@ __device__ inline double block_sum(double v) {
     return v;
 }
 
+// Exclusive scan of v over the block (blockDim.x a multiple of 32); *total = the block's sum.
+__device__ inline long long block_exclusive_scan(long long v, long long* total) {
+    __shared__ long long warp_tot[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    long long x = v;
+    for (int off = 1; off < 32; off <<= 1) {
+        long long y = __shfl_up_sync(FULL_MASK, x, off);
+        if (lane >= off) x += y;
+    }
+    if (lane == 31) warp_tot[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        long long t = lane < nw ? warp_tot[lane] : 0;
+        for (int off = 1; off < 32; off <<= 1) {
+            long long y = __shfl_up_sync(FULL_MASK, t, off);
+            if (lane >= off) t += y;
+        }
+        warp_tot[lane] = t;
+    }
+    __syncthreads();
+    long long excl = x - v + (warp > 0 ? warp_tot[warp - 1] : 0);
+    *total = warp_tot[nw - 1];
+    __syncthreads();
+    return excl;
+}
+
 // Grid-stride loop over [0, n).
 #define GRID_STRIDE(i, n) \
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (long long)(n); \

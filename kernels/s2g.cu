@@ -69,18 +69,13 @@ __device__ void bin_count(int n, GridGeom g, int nc, const float* __restrict__ y
     }
 }
 
-// Inclusive scan of two sequences over one warp.
-__device__ inline void warp_scan2(int& a, int& b) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        int x = __shfl_up_sync(FULL_MASK, a, off), y = __shfl_up_sync(FULL_MASK, b, off);
-        if (lane >= off) {
-            a += x;
-            b += y;
-        }
-    }
+// Points and pieces of a run of cells in one 64-bit word (points high, pieces low), so that
+// one scan carries both: every sum of pieces stays below 2^31, so no carry crosses halves.
+__device__ inline long long pack(int pts, int pcs) {
+    return ((long long)pts << 32) | (unsigned int)pcs;
 }
+__device__ inline int packed_points(long long v) { return (int)(v >> 32); }
+__device__ inline int packed_pieces(long long v) { return (int)(v & 0xffffffffll); }
 
 // The thread's S2G_PLAN_ITEMS cells from k0: their counts c, the sum of their points and of
 // their pieces (cells of at least dense_min points, in runs of at most `piece`).
@@ -97,45 +92,20 @@ __device__ inline void plan_items(int k0, int ncells, const int* __restrict__ co
     }
 }
 
-// Exclusive prefix sums of a and b over a block of S2G_PLAN_THREADS, and their totals.
-__device__ inline void block_scan2(int& a, int& b, int& total_a, int& total_b) {
-    __shared__ int warp_a[32];
-    __shared__ int warp_b[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int in_a = a, in_b = b;
-    warp_scan2(in_a, in_b);
-    if (lane == 31) {
-        warp_a[warp] = in_a;
-        warp_b[warp] = in_b;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        int x = warp_a[lane], y = warp_b[lane];
-        warp_scan2(x, y);
-        warp_a[lane] = x;
-        warp_b[lane] = y;
-    }
-    __syncthreads();
-    a = (warp ? warp_a[warp - 1] : 0) + in_a - a;
-    b = (warp ? warp_b[warp - 1] : 0) + in_b - b;
-    total_a = warp_a[31];
-    total_b = warp_b[31];
-    __syncthreads();  // warp_a may be reused by the caller's next scan
-}
-
 // Blocks of S2G_PLAN_THREADS over chunks of S2G_PLAN_CHUNK cells: sums[2b], sums[2b + 1] =
 // points and pieces of chunk b (grids have up to ~10^6 cells, too many for one block to
 // scan in time: a single block took 0.37 ms on 5 x 10^5).
 extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
     s2g_plan_sums(int ncells, const int* __restrict__ counts, int dense_min, int piece,
                   int* __restrict__ sums) {
-    int c[S2G_PLAN_ITEMS], pts, pcs, total_pts, total_pcs;
+    int c[S2G_PLAN_ITEMS], pts, pcs;
     plan_items(blockIdx.x * S2G_PLAN_CHUNK + threadIdx.x * S2G_PLAN_ITEMS, ncells, counts,
                dense_min, piece, c, pts, pcs);
-    block_scan2(pts, pcs, total_pts, total_pcs);
+    long long total;
+    block_exclusive_scan(pack(pts, pcs), &total);
     if (threadIdx.x == 0) {
-        sums[2 * blockIdx.x] = total_pts;
-        sums[2 * blockIdx.x + 1] = total_pcs;
+        sums[2 * blockIdx.x] = packed_points(total);
+        sums[2 * blockIdx.x + 1] = packed_pieces(total);
     }
 }
 
@@ -146,17 +116,15 @@ extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
     s2g_bin_plan(int ncells, const int* __restrict__ counts, int dense_min, int piece,
                  const int* __restrict__ sums, int* __restrict__ starts,
                  int* __restrict__ cursor, int* __restrict__ pieces, int* __restrict__ npieces) {
-    int before_pts = 0, before_pcs = 0, c[S2G_PLAN_ITEMS], pts, pcs, total_pts, total_pcs;
-    for (int b = threadIdx.x; b < (int)blockIdx.x; b += S2G_PLAN_THREADS) {
-        before_pts += sums[2 * b];
-        before_pcs += sums[2 * b + 1];
-    }
-    block_scan2(before_pts, before_pcs, total_pts, total_pcs);
-    const int base_pts = total_pts, base_pcs = total_pcs;
+    long long before = 0, base, total;
+    for (int b = threadIdx.x; b < (int)blockIdx.x; b += S2G_PLAN_THREADS)
+        before += pack(sums[2 * b], sums[2 * b + 1]);
+    block_exclusive_scan(before, &base);
+    int c[S2G_PLAN_ITEMS], pts, pcs;
     const int k0 = blockIdx.x * S2G_PLAN_CHUNK + threadIdx.x * S2G_PLAN_ITEMS;
     plan_items(k0, ncells, counts, dense_min, piece, c, pts, pcs);
-    block_scan2(pts, pcs, total_pts, total_pcs);
-    int at = base_pts + pts, pc = base_pcs + pcs;
+    const long long first = base + block_exclusive_scan(pack(pts, pcs), &total);
+    int at = packed_points(first), pc = packed_pieces(first);
 #pragma unroll
     for (int e = 0; e < S2G_PLAN_ITEMS; ++e) {
         const int k = k0 + e;
@@ -174,8 +142,8 @@ extern "C" __global__ void __launch_bounds__(S2G_PLAN_THREADS)
         at += c[e];
     }
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) {
-        starts[ncells] = base_pts + total_pts;
-        *npieces = base_pcs + total_pcs;
+        starts[ncells] = packed_points(base + total);
+        *npieces = packed_pieces(base + total);
     }
 }
 
