@@ -122,8 +122,7 @@ impl HybGpu {
             b.arg(y).arg(&mut *force).arg(&kl_ptr);
             // One wave: every SM full (8 blocks of 256 threads, the kernel's launch bounds),
             // each warp looping over runs of COO_CHUNKS × 32 entries.
-            let mut cfg = gpu.config(self.coo_len.div_ceil(COO_CHUNKS));
-            cfg.grid_dim.0 = cfg.grid_dim.0.min(8 * gpu.multiprocessors() as u32);
+            let cfg = gpu.config_waves(self.coo_len.div_ceil(COO_CHUNKS), 8);
             // SAFETY: argument contract of attract_coo; m entries were uploaded.
             unsafe { b.launch(cfg) }?;
         }

@@ -103,6 +103,16 @@ impl Gpu {
         }
     }
 
+    /// [`Gpu::config`] with at most `blocks_per_sm` blocks per multiprocessor, for
+    /// grid-stride kernels that should run in one wave (their per-block atomics or
+    /// register-bound occupancy make more blocks wait, not help).
+    pub fn config_waves(&self, n: usize, blocks_per_sm: usize) -> LaunchConfig {
+        let mut config = self.config(n);
+        let cap = (blocks_per_sm * self.multiprocessors).clamp(1, u32::MAX as usize) as u32;
+        config.grid_dim.0 = config.grid_dim.0.min(cap);
+        config
+    }
+
     /// Streaming multiprocessors of the device (read once, at set-up).
     pub fn multiprocessors(&self) -> usize {
         self.multiprocessors

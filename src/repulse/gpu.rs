@@ -32,7 +32,7 @@ use crate::{Error, Result};
 
 /// Blocks of the bounding-box pass per multiprocessor: enough to stream `y`, few enough
 /// that their atomics on the six words of the box do not queue.
-const BOUNDS_BLOCKS_PER_SM: u32 = 2;
+const BOUNDS_BLOCKS_PER_SM: usize = 2;
 
 /// A repulsion whose Y and forces live on the device: writes F_rep of `y` (n × dims) into
 /// `force` and returns Z, on the stream it was made for.
@@ -288,11 +288,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         let mut b = s.launch_builder(&f);
         b.arg(&n32).arg(y).arg(&mut lo).arg(&mut hi);
         // Few blocks: each ends in one atomic per word (s2g.cu).
-        let mut config = self.gpu.config(n);
-        config.grid_dim.0 = config
-            .grid_dim
-            .0
-            .min(BOUNDS_BLOCKS_PER_SM * self.gpu.multiprocessors() as u32);
+        let config = self.gpu.config_waves(n, BOUNDS_BLOCKS_PER_SM);
         // SAFETY: s2g_bounds contract: y holds n·dims floats, lo/hi 3 words each.
         unsafe { b.launch(config) }?;
         s.memcpy_dtoh(&self.bounds, &mut self.bounds_host)?;

@@ -26,8 +26,8 @@ const PIECE: usize = 512;
 /// A cell with at least this many points is dense: below, the fixed cost of a warp's
 /// reduction exceeds the atomics it saves.
 const DENSE_MIN: usize = 8;
-/// Threads per block of the cells pass (`S2G_CELL_THREADS`).
-const CELL_THREADS: u32 = 256;
+// The cells pass is launched with `Gpu::config`'s blocks (`S2G_CELL_THREADS`).
+const _: () = assert!(crate::gpu::context::BLOCK == 256);
 /// Blocks of the cells pass per multiprocessor: two fit at the 3-D kernel's 127 registers a
 /// thread, three at the 2-D kernel's 74; the rest wait their turn.
 const CELL_BLOCKS_PER_SM: usize = 3;
@@ -185,22 +185,12 @@ impl BinnedScatter {
         unsafe { b.launch(gpu.config(n)) }?;
 
         let f = function(&format!("s2g_scatter_cells_{dims}d"))?;
-        let warps_per_block = CELL_THREADS as usize / 32;
-        let blocks = max_pieces
-            .div_ceil(warps_per_block)
-            .min(CELL_BLOCKS_PER_SM * gpu.multiprocessors());
         let mut b = s.launch_builder(&f);
         b.arg(geom).arg(&nc32).arg(y).arg(&self.order);
         b.arg(&self.pieces).arg(&self.npieces).arg(&mut *grid);
         // SAFETY: s2g.cu contract: order holds the points by cell, pieces npieces runs of
-        // it; warps loop over the pieces.
-        unsafe {
-            b.launch(LaunchConfig {
-                grid_dim: (blocks as u32, 1, 1),
-                block_dim: (CELL_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            })
-        }?;
+        // it; warps (one per piece, 32 threads each) loop over the pieces.
+        unsafe { b.launch(gpu.config_waves(32 * max_pieces, CELL_BLOCKS_PER_SM)) }?;
         std::mem::swap(&mut self.prev, &mut self.order);
         Ok(())
     }
