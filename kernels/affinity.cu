@@ -1,11 +1,11 @@
 // Affinities on the device (DESIGN §1.4): per-point perplexity calibration, then the
 // symmetrisation P = (C + C^T) / sum, written straight into HYB (ELL + COO).
-// The scheme is described in src/affinity/gpu.rs; the kernels run in this order:
+// The scheme is described in src/affinity/gpu/mod.rs; the kernels run in this order:
 //   affinity_perplexity -> affinity_sort -> affinity_match -> affinity_count
 //   -> affinity_lengths -> (host: ELL width from the histogram) -> affinity_scan_tiles
 //   -> affinity_scan_sums -> affinity_scan_apply -> affinity_fill.
 //
-// Argument contract (checked by the Rust wrapper, src/affinity/gpu.rs):
+// Argument contract (declared in src/gpu/kernels/affinity.rs):
 //   n rows (0 < n < 2^31), k slots per row (1 <= k <= 256); every n*k array is row-major,
 //   slot s of row i at i*k + s (64-bit offsets). p2 is the next power of two >= k.
 //   dist, idx: the caller's neighbours (squared distances ascending per row, indices).
@@ -25,7 +25,8 @@
 //   (blockDim.x / 32) * p2 * 8 bytes of dynamic shared memory.
 
 #define AFF_END 0x7fffffff        // sidx value of the empty slots at the end of a row
-#define AFF_MAX_CHUNKS 8          // k <= 32 * AFF_MAX_CHUNKS
+// AFF_MAX_CHUNKS (k <= 32 * AFF_MAX_CHUNKS) and SCAN_ITEMS (rows per thread of the
+// COO-offset scan) come from src/gpu/kernels/affinity.rs as -D options.
 
 __device__ inline unsigned lanemask_lt() {
     unsigned m;
@@ -361,8 +362,6 @@ extern "C" __global__ void affinity_lengths(int n, int H, const int* __restrict_
     double s = block_sum(local);
     if (threadIdx.x == 0) atomicAdd(nnz, s);
 }
-
-#define SCAN_ITEMS 8  // rows per thread in the COO-offset scan
 
 __device__ inline long long overflow(int i, int n, int K, const int* own_count,
                                      const int* extra) {

@@ -2,7 +2,7 @@
 // (Bell & Garland 2009): an ELL part (n rows x K slots, column-major so that a warp reads
 // 32 consecutive rows coalesced) and a COO part for the entries of rows longer than K.
 //
-// Argument contract (checked by the Rust wrapper, src/attract/gpu.rs):
+// Argument contract (declared in src/gpu/kernels/attract_hyb.rs):
 //   y, force: n*D floats, row-major; ell_cols/ell_vals: K*n entries, slot k of row i at
 //   k*n + i, padding slots have col = i and val = 0; coo_rows/coo_cols/coo_vals: m entries
 //   sorted by row (the warp reduction in attract_coo relies on it).
@@ -70,8 +70,8 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
 // lane of each row segment issues the atomics: one per row and warp instead of one per entry.
 // A warp takes COO_CHUNKS runs of 32 entries per step, their loads issued together (more
 // gathers in flight per thread), and loops over the entries with a grid sized to fill the
-// device once (src/attract/gpu.rs), not one block per 256 entries.
-#define COO_CHUNKS 2
+// device once (src/attract/gpu.rs), not one block per 256 entries. COO_CHUNKS comes from
+// src/gpu/kernels/attract_hyb.rs as a -D option.
 
 template <int D>
 __device__ void attract_coo(long long m, const int* __restrict__ rows,
@@ -132,14 +132,15 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
 }
 
 // Both kernels wait on gathers: occupancy hides them, so their registers are capped for
-// MIN_BLOCKS blocks of 256 threads per SM (8 = the full 2048 threads; 3-D would spill there).
+// MIN_BLOCKS blocks of ATTRACT_THREADS (256, from src/gpu/kernels/attract_hyb.rs) threads per
+// SM (8 = the full 2048 threads; 3-D would spill there).
 #define ATTRACT_INSTANCES(D, MIN_BLOCKS)                                                       \
-    extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) attract_ell_##D##d(int n, int K, const int* ell_cols,           \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS) attract_ell_##D##d(int n, int K, const int* ell_cols,           \
                                                   const float* ell_vals, const float* y,       \
                                                   float* force, double* kl) {                  \
         attract_ell<D>(n, K, ell_cols, ell_vals, y, force, kl);                                \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) attract_coo_##D##d(long long m, const int* rows, const int* cols, \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS) attract_coo_##D##d(long long m, const int* rows, const int* cols, \
                                                   const float* vals, const float* y,           \
                                                   float* force, double* kl) {                  \
         attract_coo<D>(m, rows, cols, vals, y, force, kl);                                     \

@@ -2,9 +2,9 @@
 // w_ij = 1/(1+|y_i-y_j|^2) (into Z) and w_ij^2 (y_i - y_j) (the unnormalised force), sources
 // staged through shared memory one block-sized tile at a time; double accumulators.
 //
-// Argument contract (src/repulse/exact_gpu.rs): y n*D floats; force n*D floats; z one double
-// zeroed before exact_sums; launched with one thread per target (grid = ceil(n/block)),
-// dynamic shared memory blockDim.x*D floats, blockDim.x a multiple of 32.
+// Argument contract (declared in src/gpu/kernels/exact.rs): y n*D floats; force n*D floats; z
+// one double zeroed before exact_sums; launched with one thread per target (grid =
+// ceil(n/block)), dynamic shared memory blockDim.x*D floats, blockDim.x a multiple of 32.
 //
 // exact_targets (the grid-size sweep's reference at large n): m targets, their indices in
 // targets[m]; z_row m doubles and force_z m*D doubles zeroed before the launch; grid

@@ -8,7 +8,7 @@
 // costs five launches however many patterns there are: the grids are small (10^5 nodes at
 // 1.3M points) and per-pattern launches left the device mostly waiting between them.
 //
-// Argument contract (src/repulse/gpu.rs): len = p^D; P = 2^D patterns; complex arrays are
+// Argument contract (declared in src/gpu/kernels/g2g.rs): len = p^D; P = 2^D patterns; complex arrays are
 // complex_t (re, im; float2, or double2 with --precision f64: repulse.cuh), pattern-major:
 // channel c of pattern b at (b * C + c) * len. `in` C_in*len real (channel-major: charge 1,
 // y^1..y^D), `x` P*C_in*len complex; spectra P*2*len complex (per pattern G1 then G2);

@@ -1,19 +1,19 @@
 // G2S: every point interpolates its potentials from the 4^D surrounding nodes (a gather,
 // no atomics), then Phi2Force's first half: Z = sum_i (psi_i - w~_ii), where w~_ii is the
 // point's own interpolated self-interaction sum_{a,b} L_a L_b G1(h|a-b|) over its stencil,
-// computed from per-axis autocorrelations c_d of the weights as src/repulse/g2s.rs does
+// computed from per-axis autocorrelations c_d of the weights as src/repulse/g2s/cpu.rs does
 // (subtracting w~_ii instead of 1 removes the interpolation error of the self term from Z).
 //
-// In 3-D the points are taken in S2G's cell order (`order`, src/repulse/s2g_gpu.rs): the
+// In 3-D the points are taken in S2G's cell order (`order`, src/repulse/s2g/gpu.rs): the
 // lanes of a warp then mostly share a stencil, so their reads of 64 nodes x 5 channels
 // coalesce (1.3M points: 0.72 -> 0.28 s per 1000 calls on the H100). In 1-D and 2-D a point
 // reads 12 or 64 values, and index order's coalesced reads of y and writes of out win
 // (2-D 0.127 s in index order against 0.145 s in cell order, 1-D 0.020 against 0.098 s).
 //
-// Argument contract (src/repulse/gpu.rs): y n*D floats; order a permutation of [0, n); phi
+// Argument contract (declared in src/gpu/kernels/g2s.rs): y n*D floats; order a permutation of [0, n); phi
 // C*len reals channel-major with C = 2 + D channels (psi, phi_0, phi_1..phi_D); out n*C
 // reals point-major; z one double, zeroed before the launch; blockDim.x a multiple of 32.
-// Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels.rs: NVRTC sees one source).
+// Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels/mod.rs: NVRTC sees one source).
 
 template <int D>
 __device__ void gather(int n, GridGeom g, const float* __restrict__ y,

@@ -1,15 +1,15 @@
 // Exact k nearest neighbours on the GPU (DESIGN §1.3). The distance tiles come from cuBLAS
-// SGEMM (src/knn/gpu.rs); these kernels centre the points, keep the K best references of
-// every query across reference tiles, and finish with exact distances.
+// SGEMM (src/knn/gpu/tiled.rs); these kernels keep the K best references of every query
+// across reference tiles, and finish with exact distances (the points are centred first by
+// centre.cu).
 //
 // Ranking key of reference r for query q: s = ||r||^2 - 2 q.r, which is ||q - r||^2 minus
 // the per-query constant ||q||^2, on the centred points (centring leaves distances alone and
 // shrinks the norms, hence the cancellation error of the GEMM form).
 //
-// Argument contract (checked by src/knn/gpu.rs):
-//   x: n*d floats, row-major (the caller's points); xc: n*d floats (the centred copy);
-//   sums: d doubles, zeroed before knn_column_sums;
-//   norms: at least round_up(n, ldc) floats, ||xc_i||^2 for i < n, 0 beyond;
+// Argument contract (declared in src/gpu/kernels/knn.rs):
+//   x: n*d floats, row-major (the caller's points); the centred copy and its squared norms
+//   come from centre.cu; norms: at least round_up(n, ldc) floats, 0 beyond n;
 //   C: one tile, -2 xc_r . xc_q for r in [ref0, ref0 + r_valid), q in [q0, q0 + q_count),
 //      column-major with ldc = reference-tile capacity (a multiple of 128):
 //      C[q * ldc + (r - ref0)];
@@ -18,50 +18,8 @@
 //   out_i, out_d: n * k entries, row q0 + q written by knn_finish (k <= K);
 //   blocks of KNN_WARPS * 32 threads, one warp per query, ceil(q_count / KNN_WARPS) blocks.
 
-#define KNN_WARPS 8
-
-// Column sums of x (in double) into sums; any grid, blockDim.x a multiple of 32.
-extern "C" __global__ void knn_column_sums(const float* __restrict__ x, long long n, int d,
-                                           double* sums) {
-    long long per_block = (n + gridDim.x - 1) / gridDim.x;
-    long long r0 = blockIdx.x * per_block;
-    long long r1 = min(n, r0 + per_block);
-    if (d <= (int)blockDim.x) {
-        // blockDim.x / d row lanes, each summing one column over every lanes-th row.
-        int lanes = blockDim.x / d;
-        int j = threadIdx.x % d, sub = threadIdx.x / d;
-        if (sub >= lanes) return;
-        double s = 0.0;
-        for (long long r = r0 + sub; r < r1; r += lanes) s += (double)x[r * d + j];
-        atomicAdd(&sums[j], s);
-    } else {
-        for (int j = threadIdx.x; j < d; j += blockDim.x) {
-            double s = 0.0;
-            for (long long r = r0; r < r1; ++r) s += (double)x[r * d + j];
-            atomicAdd(&sums[j], s);
-        }
-    }
-}
-
-// xc = x - mean, norms[i] = ||xc_i||^2; one warp per row (grid-stride over rows).
-extern "C" __global__ void knn_center(const float* __restrict__ x, long long n, int d,
-                                      const double* __restrict__ sums, float* __restrict__ xc,
-                                      float* __restrict__ norms) {
-    int lane = threadIdx.x & 31;
-    long long warps = (long long)gridDim.x * (blockDim.x >> 5);
-    double inv_n = 1.0 / (double)n;
-    for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; i < n;
-         i += warps) {
-        float acc = 0.f;
-        for (int t = lane; t < d; t += 32) {
-            float v = x[i * d + t] - (float)(sums[t] * inv_n);
-            xc[i * d + t] = v;
-            acc = fmaf(v, v, acc);
-        }
-        for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(FULL_MASK, acc, off);
-        if (lane == 0) norms[i] = acc;
-    }
-}
+// KNN_WARPS (warps per block of the selection and finish) comes from
+// src/gpu/kernels/knn.rs as a -D option.
 
 // Fills count entries of (dist, idx) with (value, -1): +inf empties the selection state,
 // NaN poisons the outputs so that an entry knn_finish misses shows.

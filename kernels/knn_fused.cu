@@ -21,7 +21,7 @@
 // key, as the SGEMM path's do, and knn.cu's knn_finish recomputes their distances in
 // double and keeps k.
 //
-// Argument contract (checked by src/knn/gpu/fused.rs):
+// Argument contract (declared in src/gpu/kernels/knn_fused.rs):
 //   hi, lo: n_pad x dp floats, the centred points' TF32 heads and tails (knn_fused_split),
 //       zero columns up to dp (a multiple of 8, at most 64) and zero rows up to n_pad (a
 //       multiple of FUSED_QUERIES);
@@ -29,27 +29,28 @@
 //   state_d, state_i: n x K entries, K = 32 kr (1 <= kr <= 8), sorted lists: (+inf, -1)
 //       before the first sweep (a second sweep starts from the lists' K-th best);
 //   block b of a launch takes queries FUSED_QUERIES * (block0 + b) + [0, FUSED_QUERIES);
-//   FUSED_WARPS * 32 threads, smem_bytes(dp, kr) bytes of dynamic shared memory; the
-//   kernel knn_fused_<dp / 8>.
+//   FUSED_WARPS * 32 threads, the bytes of `layout` (FusedLayout::bytes) of dynamic shared
+//   memory; the kernel knn_fused_<dp / 8>.
 
-#define FUSED_WARPS 4
-#define FUSED_QUERIES (FUSED_WARPS * 32)  // 32 queries per warp: two m16 tiles
-#define FUSED_CHUNK 32                    // references per step: four n8 tiles
-#define FUSED_MERGE 8                     // a queue longer than this is merged after a step
-#define FUSED_QUEUE (FUSED_MERGE + FUSED_CHUNK)  // one step adds at most FUSED_CHUNK
-#define FUSED_STAGES 3                    // reference buffers: one in use, two in flight
-#define FUSED_SHARE 32768                 // query rows whose blocks start their sweep together
+// FUSED_WARPS, FUSED_QUERIES (= 32 FUSED_WARPS), FUSED_CHUNK (references per step),
+// FUSED_MERGE, FUSED_QUEUE (= FUSED_MERGE + FUSED_CHUNK), FUSED_STAGES and FUSED_ROW_PAD come
+// from src/gpu/kernels/knn_fused.rs as -D options.
+#define FUSED_SHARE 32768  // query rows whose blocks start their sweep together
 
-// Shared memory layout (src/knn/gpu/fused.rs computes the same size):
-//   stage   FUSED_STAGES x 2 x FUSED_CHUNK x (dp + 4) floats  heads, then tails, of a
-//                                  step's references; rows 4 mod 8 words apart, so each
-//                                  ldmatrix phase hits 32 different banks
+// Where each part of the dynamic shared memory starts, in 4-byte words, as
+// src/gpu/kernels/knn_fused.rs lays it out (FusedLayout there):
+//   stage   FUSED_STAGES x 2 x FUSED_CHUNK x (dp + FUSED_ROW_PAD) floats at word 0: heads,
+//           then tails, of a step's references; rows 4 mod 8 words apart, so each
+//           ldmatrix phase hits 32 different banks
 //   sqs     FUSED_STAGES x FUSED_CHUNK floats  ||r||^2 of the step's references
-//   queue   FUSED_QUERIES x FUSED_QUEUE floats, then as many ints
+//   queue_d, queue_i  FUSED_QUERIES x FUSED_QUEUE floats, then as many ints
 //   qcount, thr  FUSED_QUERIES ints / floats   queue lengths, K-th best keys
-//   scratch FUSED_WARPS x (4 K + 32) words     merge_queue's lists and batch
+//   scratch FUSED_WARPS x scratch_per_warp words (4 K + 32)  merge_queue's lists and batch
+struct FusedLayout {
+    int sqs, queue_d, queue_i, qcount, thr, scratch, scratch_per_warp;
+};
 
-// TF32 needs sm_80; older devices never launch these kernels (src/knn/fused.rs checks),
+// TF32 needs sm_80; older devices never launch these kernels (src/knn/gpu/fused.rs checks),
 // but the file must still compile for them.
 #if __CUDA_ARCH__ >= 800
 #define FUSED_TF32 1
@@ -203,17 +204,18 @@ __device__ void merge_queue(float* sd, int* si, const float* qd, const int* qi, 
 template <int KS>
 __device__ void fused_sweep(const float* __restrict__ hi, const float* __restrict__ lo, int n,
                             const float* __restrict__ sq, int kr, float* __restrict__ state_d,
-                            int* __restrict__ state_i, int block0) {
-    constexpr int DP = 8 * KS, ST = DP + 4;
+                            int* __restrict__ state_i, int block0, FusedLayout layout) {
+    constexpr int DP = 8 * KS, ST = DP + FUSED_ROW_PAD;
     const int K = 32 * kr;
     extern __shared__ __align__(16) unsigned char smem[];
-    float* stage = reinterpret_cast<float*>(smem);
-    float* sqs = stage + FUSED_STAGES * 2 * FUSED_CHUNK * ST;
-    float* queue_d = sqs + FUSED_STAGES * FUSED_CHUNK;
-    int* queue_i = reinterpret_cast<int*>(queue_d + FUSED_QUERIES * FUSED_QUEUE);
-    int* qcount = queue_i + FUSED_QUERIES * FUSED_QUEUE;
-    float* thr = reinterpret_cast<float*>(qcount + FUSED_QUERIES);
-    float* scratch = thr + FUSED_QUERIES + (threadIdx.x >> 5) * (4 * K + 32);
+    float* words = reinterpret_cast<float*>(smem);
+    float* stage = words;
+    float* sqs = words + layout.sqs;
+    float* queue_d = words + layout.queue_d;
+    int* queue_i = reinterpret_cast<int*>(words + layout.queue_i);
+    int* qcount = reinterpret_cast<int*>(words + layout.qcount);
+    float* thr = words + layout.thr;
+    float* scratch = words + layout.scratch + (threadIdx.x >> 5) * layout.scratch_per_warp;
 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -408,8 +410,8 @@ extern "C" __global__ void knn_fused_split(const float* __restrict__ xc,
 #define FUSED_INSTANCE(KS)                                                                   \
     extern "C" __global__ void __launch_bounds__(FUSED_WARPS * 32)                          \
         knn_fused_##KS(const float* hi, const float* lo, int n, const float* sq, int kr,     \
-                       float* state_d, int* state_i, int block0) {                           \
-        fused_sweep<KS>(hi, lo, n, sq, kr, state_d, state_i, block0);                        \
+                       float* state_d, int* state_i, int block0, FusedLayout layout) {      \
+        fused_sweep<KS>(hi, lo, n, sq, kr, state_d, state_i, block0, layout);                \
     }
 FUSED_INSTANCE(1)
 FUSED_INSTANCE(2)

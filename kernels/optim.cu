@@ -2,8 +2,8 @@
 // g = alpha * F_attr - F_rep, gains (delta-bar-delta, floor min_gain), momentum update,
 // y += update, and the column sums of the new y for re-centring.
 //
-// Argument contract (checked by src/optim/gpu.rs): attr, rep, y, update, gains: n*D floats;
-// sums: D doubles, zeroed before the launch; blockDim.x a multiple of 32.
+// Argument contract (declared in src/gpu/kernels/optim.rs): attr, rep, y, update, gains: n*D
+// floats; sums: D doubles, zeroed before the launch; blockDim.x a multiple of 32.
 
 template <int D>
 __device__ void step(int n, float alpha, float momentum, float eta, float min_gain,

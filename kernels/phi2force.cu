@@ -1,7 +1,7 @@
 // Phi2Force: F_rep,i^k = ((y_i^k - c^k) phi_0,i - phi_k,i) / Z (DESIGN §2.2; the charges
 // were taken relative to the grid centre c, which leaves the forces unchanged).
 //
-// Argument contract (src/repulse/gpu.rs): y, force n*D floats; pot n*(2+D) reals from
+// Argument contract (declared in src/gpu/kernels/phi2force.rs): y, force n*D floats; pot n*(2+D) reals from
 // g2s_gather; z one double holding Z.
 
 template <int D>

@@ -22,7 +22,7 @@ __device__ inline complex_t make_complex(real re, real im) {
 
 
 // Grid geometry passed by value: p nodes per axis, spacing h (and 1/h), origin and centre
-// per axis. Mirrors `GridGeom` in src/repulse/gpu.rs (#[repr(C)]).
+// per axis. Mirrors `GridGeom` in src/gpu/kernels/repulse.rs (#[repr(C)]).
 struct GridGeom {
     int p;
     float h;

@@ -24,18 +24,16 @@
 // (offsets, pieces), s2g_bin_place (all points sorted by cell, into `order`, which is the
 // next call's `prev`), s2g_scatter_sparse, s2g_scatter_cells.
 //
-// Argument contract (src/repulse/s2g_gpu.rs): y n*D floats, every point inside the grid's
+// Argument contract (declared in src/gpu/kernels/s2g.rs): y n*D floats, every point inside the grid's
 // box (the grid was fitted to it); grid (1+D)*len reals (repulse.cuh), zeroed, len = p^D;
 // nc = p - 3, ncells = nc^D; prev a permutation of [0, n); bin, order n ints; counts
 // ncells ints, zeroed before s2g_bin_count; sums 2 ints per plan block (S2G_PLAN_CHUNK cells
 // each); starts ncells + 1 ints, cursor ncells ints; pieces 3 ints per piece (cell, begin,
 // end), room for n / piece + min(ncells, n / dense_min) + 1 pieces; npieces one int;
-// dense_min >= 1. Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels.rs).
+// dense_min >= 1. Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels/mod.rs).
 
-#define S2G_PLAN_THREADS 1024
-#define S2G_PLAN_ITEMS 4
-#define S2G_PLAN_CHUNK (S2G_PLAN_THREADS * S2G_PLAN_ITEMS)
-#define S2G_CELL_THREADS 256
+// S2G_PLAN_THREADS, S2G_PLAN_ITEMS, S2G_PLAN_CHUNK (= S2G_PLAN_THREADS * S2G_PLAN_ITEMS cells
+// per plan block) and S2G_CELL_THREADS come from src/gpu/kernels/s2g.rs as -D options.
 
 // Cell of a point: the flat index of its stencil corner (base node - 1 on every axis).
 template <int D>

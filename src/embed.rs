@@ -4,31 +4,25 @@
 
 use std::time::Instant;
 
-use serde::{Serialize, Serializer};
-
-use crate::affinity::{self, Affinities, GraphParams};
-use crate::attract::gpu::HybGpu;
-use crate::backend::gpu::{device_repulsion, optimize_device, DeviceP};
+use crate::affinity::{self, GraphParams};
+use crate::backend::gpu::optimize_device;
 use crate::backend::{cpu::CpuGradient, hybrid::optimize_hybrid, BackendKind};
-use crate::gpu::{Gpu, GpuError};
+use crate::gpu::Gpu;
 use crate::init::{self, InitKind};
 use crate::io::Labels;
 use crate::knn::Neighbors;
 use crate::optim::{self, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::report::{InputInfo, Quality, Report, StageSeconds};
-use crate::repulse::{ExactRepulsion, FftRepulsion, GridSpec, Repulse};
-use crate::sparse::{Csb, Hyb};
+use crate::repulse::GridSpec;
+use crate::sparse::{Csb, P};
 use crate::{prep, quality, Error, Points, Result};
 
+mod params;
 mod prepare;
 
+pub use params::{EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod, AUTO_EXACT_MAX};
 pub(crate) use prepare::prepare_points;
-
-/// Above this many points `--knn auto` uses HNSW instead of the exact blocked GEMM.
-/// Measured on 2 cores at k = 90: exact takes 2.2 s at 70k and grows as n², HNSW took 52 s
-/// at 70k (recall 0.996) and grows as n·log n, so exact stays ahead to several 100k points.
-pub const AUTO_EXACT_MAX: usize = 500_000;
 
 /// Neighbours whose label vote and preservation the report measures.
 const QUALITY_K: usize = 10;
@@ -41,203 +35,6 @@ pub enum Input {
     Graph(sprs::CsMat<f64>),
 }
 
-/// The kNN method.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KnnMethod {
-    /// Exact below [`AUTO_EXACT_MAX`] points, HNSW above.
-    Auto,
-    /// Blocked GEMM and bounded selection.
-    Exact,
-    /// Approximate, `hnsw_rs`.
-    Hnsw,
-}
-
-/// How the repulsion is computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RepulsionMethod {
-    /// FFT-accelerated interpolation on a grid (DESIGN §2.2).
-    Fft,
-    /// Direct O(n²) sums, the reference.
-    Exact,
-}
-
-/// Precision of the FFT repulsion's grids, FFTs and potentials (coordinates and forces are
-/// `f32` throughout). `f64` is the reference thesis's choice; it is meant for the hybrid
-/// backend, where the repulsion is hidden behind the CPU attraction. It also runs on the cpu
-/// and gpu backends, where it costs repulsion time on the critical path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// Single precision (default): its rounding is far below the interpolation error.
-    F32,
-    /// Double precision.
-    F64,
-}
-
-/// How the pipeline numbers the points internally; the embedding comes out in input order
-/// either way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PointOrder {
-    /// Renumber the points (after PCA, before the kNN) in the leaf order of a PCA tree, so
-    /// that close points get close numbers: P's non-zeros gather near the diagonal (fewer,
-    /// denser CSB blocks; nearby `y_j` reads in the GPU attraction) and consecutive points
-    /// spread onto and gather from nearby grid nodes (S2G, G2S). Graph inputs keep their order.
-    Locality,
-    /// Keep the input's order (the layout of the input file decides the locality).
-    Input,
-}
-
-impl PointOrder {
-    /// The order `--order auto` takes on `backend` (see [`EmbedParams::order`]).
-    pub fn default_for(backend: BackendKind) -> Self {
-        match backend {
-            BackendKind::Gpu => PointOrder::Input,
-            _ => PointOrder::Locality,
-        }
-    }
-}
-
-/// Every parameter of a run. Defaults are DESIGN §1's.
-#[derive(Clone, Debug, Serialize)]
-pub struct EmbedParams {
-    /// Embedding dimension s ∈ {1, 2, 3} (default 2).
-    pub dims: usize,
-    /// Perplexity u (default 30); k = ⌈3u⌉ neighbours.
-    pub perplexity: f64,
-    /// kNN method (default auto).
-    pub knn: KnnMethod,
-    /// Reduce to this many principal components first when d is larger (default 50).
-    pub pca: Option<usize>,
-    /// Internal numbering of the points; `None` = [`PointOrder::default_for`] the backend
-    /// (resolved in the report):
-    /// [`PointOrder::Locality`] on cpu and hybrid, whose CSB attraction it speeds up (MNIST, 2
-    /// cores), [`PointOrder::Input`] on gpu, where its host-side PCA tree cost more than it
-    /// saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the kNN and optimisation).
-    pub order: Option<PointOrder>,
-    /// Initialisation (default PCA; graphs always start random).
-    pub init: InitKind,
-    /// Repulsion grid; `None` = [`GridSpec::default_for`] the dimension (resolved in the
-    /// report).
-    #[serde(serialize_with = "grid_text")]
-    pub grid: Option<GridSpec>,
-    /// Repulsion method (default fft).
-    pub repulsion: RepulsionMethod,
-    /// Precision of the FFT repulsion's grids (default f32).
-    pub precision: Precision,
-    /// Backend (default auto).
-    pub backend: BackendKind,
-    /// Seed of every random choice (default 0).
-    pub seed: u64,
-    /// λ of SG-t-SNE's rescaling in graph mode (default 1).
-    pub lambda: f64,
-    /// Learning rate; `None` = auto, max(n / exaggeration, 50).
-    pub learning_rate: Option<f32>,
-    /// Iterations, exaggeration, momentum, gains (learning rate resolved at run time).
-    pub optim: OptimParams,
-}
-
-impl Default for EmbedParams {
-    fn default() -> Self {
-        EmbedParams {
-            dims: 2,
-            perplexity: 30.0,
-            knn: KnnMethod::Auto,
-            pca: Some(50),
-            order: None,
-            init: InitKind::Pca,
-            grid: None,
-            repulsion: RepulsionMethod::Fft,
-            precision: Precision::F32,
-            backend: BackendKind::Auto,
-            seed: 0,
-            lambda: 1.0,
-            learning_rate: None,
-            optim: OptimParams::default(),
-        }
-    }
-}
-
-fn grid_text<S: Serializer>(grid: &Option<GridSpec>, s: S) -> Result<S::Ok, S::Error> {
-    match grid {
-        None => s.serialize_str("default"),
-        Some(GridSpec::Fixed(n)) => s.serialize_str(&n.to_string()),
-        Some(GridSpec::Auto { h }) => s.serialize_str(&format!("auto (h = {h})")),
-    }
-}
-
-impl EmbedParams {
-    /// k = ⌈3u⌉ (DESIGN §1.3).
-    pub fn k(&self) -> usize {
-        (3.0 * self.perplexity).ceil() as usize
-    }
-
-    /// Range checks that need no data, each naming its parameter.
-    pub fn validate(&self) -> Result<()> {
-        if !(1..=3).contains(&self.dims) {
-            return Err(Error::param(
-                "dims",
-                format!("must be 1, 2 or 3, got {}", self.dims),
-            ));
-        }
-        if !(self.perplexity >= 1.0 && self.perplexity.is_finite()) {
-            return Err(Error::param(
-                "perplexity",
-                format!("must be at least 1, got {}", self.perplexity),
-            ));
-        }
-        if self.pca == Some(0) {
-            return Err(Error::param(
-                "pca",
-                "must be a positive number of components or `none`",
-            ));
-        }
-        if let Some(GridSpec::Fixed(n)) = self.grid {
-            if n < 8 {
-                return Err(Error::param(
-                    "grid",
-                    format!("needs at least 8 nodes per axis, got {n}"),
-                ));
-            }
-        }
-        if let Some(GridSpec::Auto { h }) = self.grid {
-            if !(h > 0.0 && h.is_finite()) {
-                return Err(Error::param(
-                    "grid",
-                    format!("spacing h must be positive, got {h}"),
-                ));
-            }
-        }
-        if let Some(lr) = self.learning_rate {
-            if !(lr > 0.0 && lr.is_finite()) {
-                return Err(Error::param(
-                    "learning-rate",
-                    format!("must be positive, got {lr}"),
-                ));
-            }
-        }
-        if self.precision == Precision::F64 && self.repulsion == RepulsionMethod::Exact {
-            return Err(Error::param(
-                "precision",
-                "f64 applies to the FFT repulsion's grids; the exact repulsion already sums \
-                 in f64",
-            ));
-        }
-        if self.optim.exaggeration_iters > self.optim.iters {
-            return Err(Error::param(
-                "exaggeration-iters",
-                format!(
-                    "{} exceeds the {} iterations",
-                    self.optim.exaggeration_iters, self.optim.iters
-                ),
-            ));
-        }
-        self.optim.validate()
-    }
-}
-
 /// The result of [`embed`].
 pub struct Embedding {
     /// Row-major n × dims coordinates.
@@ -248,17 +45,9 @@ pub struct Embedding {
     pub report: Report,
 }
 
-/// P where the optimisation will read it.
-pub(crate) enum Affinity {
-    /// Canonical CSR on the host.
-    Host(Affinities),
-    /// HYB on the device (boxed: the variants differ much in size).
-    Device(Box<DeviceP>),
-}
-
 /// What stages 2–4 produce.
 pub(crate) struct Prepared {
-    pub(crate) p: Affinity,
+    pub(crate) p: P,
     /// The points after PCA (point mode), for the PCA initialisation.
     points: Option<Points>,
     /// Whether `points` are PCA scores already (columns by decreasing variance).
@@ -312,26 +101,7 @@ pub fn embed(
         Input::Points(points) => {
             prepare_points(points, &params, backend.kind, &mut seconds, progress)?
         }
-        Input::Graph(graph) => {
-            let t = Instant::now();
-            let gp = GraphParams {
-                lambda: params.lambda,
-                ..Default::default()
-            };
-            let p = affinity::graph_affinities(&graph, &gp)?;
-            seconds.affinities = t.elapsed().as_secs_f64();
-            if params.init == InitKind::Pca {
-                params.init = InitKind::Random;
-            }
-            Prepared {
-                p: Affinity::Host(p),
-                points: None,
-                reduced: false,
-                neighbors: None,
-                knn_method: None,
-                order: None,
-            }
-        }
+        Input::Graph(graph) => prepare_graph(&graph, &mut params, &mut seconds)?,
     };
 
     // Stage 6: initialise.
@@ -356,27 +126,12 @@ pub fn embed(
         .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.exaggeration));
     params.learning_rate = Some(lr);
     params.optim.learning_rate = lr;
-    let (optimise, p_nnz) = if backend.kind == BackendKind::Gpu {
-        optimise_gpu(p, &mut y, &params, &mut seconds, progress)?
-    } else {
-        optimise_host(p, &mut y, &params, backend.kind, &mut seconds, progress)?
-    };
+    let p_nnz = p.nnz();
+    let optimise = optimise(p, &mut y, &params, backend.kind, &mut seconds, progress)?;
 
     // Quality measures, in the internal numbering; then Y back in input order.
     let t = Instant::now();
-    let embedded = quality::embedding_neighbors(&y, dims, QUALITY_K);
-    let codes = labels.map(|l| match &order {
-        Some(order) => order.iter().map(|&i| l.codes[i as usize]).collect(),
-        None => l.codes.clone(),
-    });
-    let quality = Quality {
-        knn_accuracy_10: codes
-            .as_ref()
-            .map(|c| quality::knn_accuracy(&embedded, QUALITY_K, c)),
-        knn_preservation_10: neighbors
-            .as_ref()
-            .map(|nb| quality::knn_preservation(nb, &embedded, QUALITY_K)),
-    };
+    let quality = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref());
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);
     }
@@ -400,6 +155,57 @@ pub fn embed(
     Ok(Embedding { y, dims, report })
 }
 
+/// Stages 4 and 5 in graph mode: P from the graph, λ-rescaled (SG-t-SNE); the
+/// initialisation becomes random (a graph has no coordinates to take a PCA of).
+fn prepare_graph(
+    graph: &sprs::CsMat<f64>,
+    params: &mut EmbedParams,
+    seconds: &mut StageSeconds,
+) -> Result<Prepared> {
+    let t = Instant::now();
+    let gp = GraphParams {
+        lambda: params.lambda,
+        ..Default::default()
+    };
+    let p = P::from_csr(affinity::graph_affinities(graph, &gp)?);
+    seconds.affinities = t.elapsed().as_secs_f64();
+    if params.init == InitKind::Pca {
+        params.init = InitKind::Random;
+    }
+    Ok(Prepared {
+        p,
+        points: None,
+        reduced: false,
+        neighbors: None,
+        knn_method: None,
+        order: None,
+    })
+}
+
+/// The quality measures of the embedding `y` (in the internal numbering `order`, when it
+/// is not the input's): 10-NN label accuracy with labels, 10-NN preservation with the
+/// input's neighbours.
+fn measure(
+    y: &[f32],
+    dims: usize,
+    labels: Option<&Labels>,
+    neighbors: Option<&Neighbors>,
+    order: Option<&[u32]>,
+) -> Quality {
+    let embedded = quality::embedding_neighbors(y, dims, QUALITY_K);
+    let codes = labels.map(|l| match order {
+        Some(order) => order.iter().map(|&i| l.codes[i as usize]).collect(),
+        None => l.codes.clone(),
+    });
+    Quality {
+        knn_accuracy_10: codes
+            .as_ref()
+            .map(|c| quality::knn_accuracy(&embedded, QUALITY_K, c)),
+        knn_preservation_10: neighbors
+            .map(|nb| quality::knn_preservation(nb, &embedded, QUALITY_K)),
+    }
+}
+
 /// Stage 6: the initial Y of `n` points; a PCA initialisation without points to take it
 /// from falls back to random (and `params.init` says so).
 pub(crate) fn initialise(
@@ -421,117 +227,59 @@ pub(crate) fn initialise(
     })
 }
 
-/// Stages 5 and 7 with P and Y on the host: CSB, then the host optimiser, with the
-/// repulsion on the CPU (`cpu`) or on the GPU at the same time as the attraction (`hybrid`).
-fn optimise_host(
-    p: Affinity,
+/// Stages 5 and 7: P in the layout the backend reads (CSB on the host for cpu and hybrid,
+/// HYB on the device for gpu), then the backend's optimiser: on the host with the repulsion
+/// on the CPU (cpu) or on the GPU at the same time as the attraction (hybrid), or on the
+/// device, where Y goes up once and comes back once (gpu).
+fn optimise(
+    p: P,
     y: &mut [f32],
     params: &EmbedParams,
     backend: BackendKind,
     seconds: &mut StageSeconds,
     progress: &dyn Progress,
-) -> Result<(OptimReport, usize)> {
-    let Affinity::Host(p) = p else {
-        unreachable!("the cpu and hybrid paths compute P on the host");
-    };
+) -> Result<OptimReport> {
     let t = Instant::now();
-    let plp = affinity::p_log_p(&p);
-    let n = p.rows();
-    let csb = Csb::from_csr(&p, Csb::default_beta(n, rayon::current_num_threads()))?;
-    let nnz = p.nnz();
-    drop(p);
-    seconds.layout = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let (dims, grid) = (params.dims, grid_of(params));
-    let report = if backend == BackendKind::Hybrid {
-        let gpu = Gpu::get()?;
-        let stream = gpu
-            .device
-            .context
-            .new_stream()
-            .map_err(|e| Error::from(GpuError::from(e)))?;
-        let repulse = device_repulsion(
-            gpu,
-            stream.clone(),
-            params.repulsion,
-            grid,
-            params.precision,
-        )?;
-        optimize_hybrid(
-            gpu,
-            stream,
-            csb,
-            repulse,
-            plp,
-            y,
-            dims,
-            &params.optim,
-            progress,
-        )?
-    } else {
-        let repulse: Box<dyn Repulse> = match (params.repulsion, params.precision) {
-            (RepulsionMethod::Fft, Precision::F32) => Box::new(FftRepulsion::new(grid)),
-            (RepulsionMethod::Fft, Precision::F64) => {
-                Box::new(FftRepulsion::<f64>::with_precision(grid))
-            }
-            (RepulsionMethod::Exact, _) => Box::new(ExactRepulsion::new()),
-        };
-        let mut gradient = CpuGradient::new(csb, repulse, plp);
-        optim::optimize(&mut gradient, y, dims, &params.optim, progress)?
-    };
-    seconds.optimise = t.elapsed().as_secs_f64();
-    Ok((report, nnz))
-}
-
-/// Stages 5 and 7 on the GPU: P in HYB on the device, then the device optimiser; Y goes
-/// up once and comes back once.
-fn optimise_gpu(
-    p: Affinity,
-    y: &mut [f32],
-    params: &EmbedParams,
-    seconds: &mut StageSeconds,
-    progress: &dyn Progress,
-) -> Result<(OptimReport, usize)> {
-    let gpu = Gpu::get()?;
-    let t = Instant::now();
-    let p = match p {
-        Affinity::Host(p) => Box::new(DeviceP {
-            hyb: HybGpu::new(gpu, &Hyb::from_csr(&p, None)?)?,
-            p_log_p: affinity::p_log_p(&p),
-            nnz: p.nnz(),
-        }),
-        Affinity::Device(p) => p,
+    let p = match backend {
+        BackendKind::Gpu => p.into_hyb(Gpu::get()?)?,
+        _ => {
+            let beta = Csb::default_beta(p.n(), rayon::current_num_threads());
+            p.into_csb(beta)?
+        }
     };
     seconds.layout = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let mut repulse = device_repulsion(
-        gpu,
-        gpu.stream.clone(),
-        params.repulsion,
-        grid_of(params),
-        params.precision,
-    )?;
-    let up = |e| Error::from(GpuError::from(e));
-    let mut y_dev = gpu.stream.clone_htod(&*y).map_err(up)?;
-    let report = optimize_device(
-        gpu,
-        &p,
-        &mut repulse,
-        &mut y_dev,
-        params.dims,
-        &params.optim,
-        progress,
-    )?;
-    gpu.stream.memcpy_dtoh(&y_dev, y).map_err(up)?;
+    let (dims, repulsion) = (params.dims, params.repulsion_spec());
+    let report = match backend {
+        BackendKind::Gpu => {
+            let gpu = Gpu::get()?;
+            let mut repulse = repulsion.device(gpu, gpu.stream.clone())?;
+            let mut y_dev = gpu.stream.clone_htod(&*y)?;
+            let report = optimize_device(
+                gpu,
+                &p,
+                &mut repulse,
+                &mut y_dev,
+                dims,
+                &params.optim,
+                progress,
+            )?;
+            gpu.stream.memcpy_dtoh(&y_dev, y)?;
+            report
+        }
+        BackendKind::Hybrid => {
+            let gpu = Gpu::get()?;
+            let stream = gpu.device.context.new_stream()?;
+            let repulse = repulsion.device(gpu, stream.clone())?;
+            optimize_hybrid(gpu, stream, &p, repulse, y, dims, &params.optim, progress)?
+        }
+        _ => {
+            let mut gradient = CpuGradient::new(&p, repulsion.host())?;
+            optim::optimize(&mut gradient, y, dims, &params.optim, progress)?
+        }
+    };
     seconds.optimise = t.elapsed().as_secs_f64();
-    Ok((report, p.nnz))
-}
-
-/// The grid, resolved by [`embed`] before any stage runs.
-fn grid_of(params: &EmbedParams) -> GridSpec {
-    params
-        .grid
-        .unwrap_or_else(|| GridSpec::default_for(params.dims))
+    Ok(report)
 }
 
 fn input_info(name: &str, kind: &'static str, n: usize, d: usize) -> InputInfo {

@@ -1,4 +1,4 @@
-//! The library's error type: one enum per layer, folded into [`Error`].
+//! The library's error type: one enum per layer, folded into [`enum@Error`].
 
 use thiserror::Error;
 
@@ -31,7 +31,7 @@ pub enum Error {
     SweepConfig(#[from] crate::sweep::ConfigError),
 }
 
-/// Result with [`Error`] as the default error.
+/// Result with [`enum@Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {

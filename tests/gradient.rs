@@ -3,7 +3,7 @@ use sgtsne::affinity::{symmetrize, Affinities};
 use sgtsne::backend::cpu::CpuGradient;
 use sgtsne::optim::Gradient;
 use sgtsne::repulse::ExactRepulsion;
-use sgtsne::sparse::Csb;
+use sgtsne::sparse::P;
 
 /// A random symmetric P summing to 1 over n points, dense-ish.
 fn random_p(n: usize, seed: u64) -> Affinities {
@@ -57,9 +57,8 @@ fn analytic_gradient_matches_finite_differences() {
         let p = random_p(n, dims as u64);
         let mut rng = StdRng::seed_from_u64(40 + dims as u64);
         let y: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-3.0..3.0)).collect();
-        let p_log_p: f64 = p.data().iter().map(|&v| v as f64 * (v as f64).ln()).sum();
-        let csb = Csb::from_csr(&p, 8).unwrap();
-        let mut g = CpuGradient::new(csb, Box::new(ExactRepulsion::new()), p_log_p);
+        let blocks = P::from_csr(p.clone()).into_csb(8).unwrap();
+        let mut g = CpuGradient::new(&blocks, Box::new(ExactRepulsion::new())).unwrap();
         let mut grad = vec![0f32; n * dims];
         let info = g.gradient(&y, dims, 1.0, &mut grad, true).unwrap();
 

@@ -9,7 +9,7 @@
 //!   λ-rescaled as in SG-t-SNE-Π (Pitsianis et al. 2019, §3): each node's weights are
 //!   raised to a power σᵢ found by bisection so that they sum to λ, then renormalised.
 //!
-//! Both end in [`symmetrize`]: $P = (P_{cond} + P_{cond}^T) / \sum$, in canonical CSR.
+//! Both end in [`symmetrize()`]: $P = (P_{cond} + P_{cond}^T) / \sum$, in canonical CSR.
 
 pub mod gpu;
 pub mod graph;

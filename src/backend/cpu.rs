@@ -7,12 +7,12 @@ use rayon::prelude::*;
 use crate::attract::Attract;
 use crate::optim::{Gradient, GradientInfo};
 use crate::repulse::Repulse;
-use crate::sparse::Csb;
+use crate::sparse::{Csb, P};
 use crate::Result;
 
 /// $g = α F_{attr} − F_{rep}$ on the host.
-pub struct CpuGradient {
-    attract: Csb,
+pub struct CpuGradient<'p> {
+    attract: &'p Csb,
     repulse: Box<dyn Repulse>,
     /// Σ p ln p, the constant part of KL(P‖Q).
     p_log_p: f64,
@@ -20,20 +20,20 @@ pub struct CpuGradient {
     f_rep: Vec<f32>,
 }
 
-impl CpuGradient {
-    /// `p_log_p` is $\sum_{ij} p_{ij} \ln p_{ij}$ of the (un-exaggerated) P.
-    pub fn new(attract: Csb, repulse: Box<dyn Repulse>, p_log_p: f64) -> Self {
-        CpuGradient {
-            attract,
+impl<'p> CpuGradient<'p> {
+    /// The gradient of P (in CSB: [`P::into_csb`]) with the repulsion `repulse`.
+    pub fn new(p: &'p P, repulse: Box<dyn Repulse>) -> Result<Self> {
+        Ok(CpuGradient {
+            attract: p.csb()?,
             repulse,
-            p_log_p,
+            p_log_p: p.p_log_p(),
             f_attr: Vec::new(),
             f_rep: Vec::new(),
-        }
+        })
     }
 }
 
-impl Gradient for CpuGradient {
+impl Gradient for CpuGradient<'_> {
     fn gradient(
         &mut self,
         y: &[f32],

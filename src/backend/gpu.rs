@@ -3,53 +3,15 @@
 //! back, and the KL's Σ p ln w every `kl_every` iterations, all read while the device
 //! works on queued work (see [`optimize_device_observed`]).
 
-use std::sync::Arc;
+use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
 
-use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream};
-
-use crate::attract::gpu::HybGpu;
-use crate::embed::{Precision, RepulsionMethod};
 use crate::gpu::{Gpu, GpuError};
-use crate::optim::gpu::DeviceOptimizer;
+use crate::optim::gpu::OptimizerGpu;
 use crate::optim::{Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
-use crate::repulse::exact_gpu::ExactRepulsionGpu;
-use crate::repulse::gpu::{DeviceRepulse, FftRepulsionGpu, Pending};
-use crate::repulse::GridSpec;
+use crate::repulse::{Pending, RepulseGpu};
+use crate::sparse::{HybGpu, P};
 use crate::Result;
-
-/// P resident on the device, with the constants the KL needs.
-pub struct DeviceP {
-    /// P in HYB.
-    pub hyb: HybGpu,
-    /// Σ p ln p.
-    pub p_log_p: f64,
-    /// Stored non-zeros of P.
-    pub nnz: usize,
-}
-
-/// A repulsion method that runs on the device ([`device_repulsion`]).
-pub type DeviceRepulsion = Box<dyn DeviceRepulse>;
-
-/// The device repulsion of `method` (the FFT one with `grid` in `precision`), its work on
-/// `stream`.
-pub fn device_repulsion(
-    gpu: &'static Gpu,
-    stream: Arc<CudaStream>,
-    method: RepulsionMethod,
-    grid: GridSpec,
-    precision: Precision,
-) -> Result<DeviceRepulsion> {
-    Ok(match (method, precision) {
-        (RepulsionMethod::Fft, Precision::F32) => {
-            Box::new(FftRepulsionGpu::<f32>::on_stream(gpu, stream, grid)?)
-        }
-        (RepulsionMethod::Fft, Precision::F64) => {
-            Box::new(FftRepulsionGpu::<f64>::on_stream(gpu, stream, grid)?)
-        }
-        (RepulsionMethod::Exact, _) => Box::new(ExactRepulsionGpu::on_stream(gpu, stream)?),
-    })
-}
 
 /// Device buffers of one optimisation.
 struct Buffers {
@@ -68,11 +30,12 @@ struct InFlight {
     timed_update: bool,
 }
 
-/// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place.
+/// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place; P in
+/// HYB on the device ([`P::into_hyb`]).
 pub fn optimize_device(
     gpu: &'static Gpu,
-    p: &DeviceP,
-    repulse: &mut DeviceRepulsion,
+    p: &P,
+    repulse: &mut Box<dyn RepulseGpu>,
     y: &mut CudaSlice<f32>,
     dims: usize,
     params: &OptimParams,
@@ -92,8 +55,8 @@ pub fn optimize_device(
 #[allow(clippy::too_many_arguments)]
 pub fn optimize_device_observed(
     gpu: &'static Gpu,
-    p: &DeviceP,
-    repulse: &mut DeviceRepulsion,
+    p: &P,
+    repulse: &mut Box<dyn RepulseGpu>,
     y: &mut CudaSlice<f32>,
     dims: usize,
     params: &OptimParams,
@@ -101,7 +64,7 @@ pub fn optimize_device_observed(
     mut observer: Option<&mut dyn Observer<CudaSlice<f32>>>,
 ) -> Result<OptimReport> {
     params.validate()?;
-    let (attract, p_log_p) = (&p.hyb, p.p_log_p);
+    let (attract, p_log_p) = (p.hyb()?, p.p_log_p());
     let n = attract.n();
     let s = &gpu.stream;
     let ctx = &gpu.device.context;
@@ -115,7 +78,7 @@ pub fn optimize_device_observed(
         })
     };
     let mut buf = make()?;
-    let mut opt = DeviceOptimizer::new(gpu, n, dims)?;
+    let mut opt = OptimizerGpu::new(gpu, n, dims)?;
     let mut report = OptimReport::default();
     let mut in_flight: Option<InFlight> = None;
     progress.begin("optimise", params.iters as u64);
@@ -139,9 +102,9 @@ pub fn optimize_device_observed(
         };
         if !last {
             let e = &buf.events[parity];
-            e[2].record(s).map_err(GpuError::from)?;
+            e[2].record(s)?;
             opt.step(gpu, y, &buf.attr, &buf.rep, params.phase(iter), params)?;
-            e[3].record(s).map_err(GpuError::from)?;
+            e[3].record(s)?;
         }
         let done = in_flight.replace(InFlight {
             parity,
@@ -167,7 +130,7 @@ pub fn optimize_device_observed(
 
 /// Adds a finished iteration's repulsion and attraction/update times to `report`.
 fn account(
-    repulse: &mut DeviceRepulsion,
+    repulse: &mut Box<dyn RepulseGpu>,
     buf: &Buffers,
     done: InFlight,
     report: &mut OptimReport,
@@ -179,7 +142,7 @@ fn account(
     let e = &buf.events[done.parity];
     report.attract_seconds += elapsed(&e[0], &e[1])?;
     if done.timed_update {
-        e[3].synchronize().map_err(GpuError::from)?;
+        e[3].synchronize()?;
         report.update_seconds += elapsed(&e[2], &e[3])?;
     }
     Ok(())
@@ -191,7 +154,7 @@ fn account(
 fn evaluate(
     gpu: &Gpu,
     attract: &HybGpu,
-    repulse: &mut DeviceRepulsion,
+    repulse: &mut Box<dyn RepulseGpu>,
     buf: &mut Buffers,
     parity: usize,
     y: &CudaSlice<f32>,
@@ -199,22 +162,21 @@ fn evaluate(
     with_kl: bool,
 ) -> Result<(Pending, Option<f64>)> {
     let s = &gpu.stream;
-    let up = |e| crate::Error::from(GpuError::from(e));
     let n = attract.n();
     repulse.prefetch(y, n, dims)?;
     let e = &buf.events[parity];
-    e[0].record(s).map_err(up)?;
+    e[0].record(s)?;
     if with_kl {
-        s.memset_zeros(&mut buf.kl).map_err(up)?;
+        s.memset_zeros(&mut buf.kl)?;
         attract.attract_device(y, dims, &mut buf.attr, Some(&mut buf.kl))?;
     } else {
         attract.attract_device(y, dims, &mut buf.attr, None)?;
     }
-    e[1].record(s).map_err(up)?;
+    e[1].record(s)?;
     let rep = repulse.enqueue(y, n, dims, &mut buf.rep)?;
     let kl = if with_kl {
         let mut v = [0f64];
-        s.memcpy_dtoh(&buf.kl, &mut v).map_err(up)?;
+        s.memcpy_dtoh(&buf.kl, &mut v)?;
         Some(v[0])
     } else {
         None

@@ -25,20 +25,19 @@ use std::time::Instant;
 use cudarc::driver::{sys, CudaSlice, CudaStream, PinnedHostSlice};
 
 use super::cpu::{combine, kl};
-use super::gpu::DeviceRepulsion;
 use crate::attract::Attract;
+use crate::gpu::memory::pinned;
 use crate::gpu::{Gpu, GpuError};
-use crate::optim::{self, Gradient, GradientInfo, OptimParams, OptimReport};
+use crate::optim::{self, Gradient, GradientInfo, OptimParams, OptimReport, Overlap};
 use crate::progress::Progress;
-use crate::report::Overlap;
-use crate::repulse::Repulsion;
-use crate::sparse::Csb;
+use crate::repulse::{RepulseGpu, Repulsion};
+use crate::sparse::{Csb, P};
 use crate::{Error, Result};
 
 /// The GPU's side of an evaluation: its stream, the repulsion and the staging buffers.
 struct DeviceSide {
     stream: Arc<CudaStream>,
-    repulse: DeviceRepulsion,
+    repulse: Box<dyn RepulseGpu>,
     /// Y on its way up (write-combined: the host only writes it).
     y_host: PinnedHostSlice<f32>,
     /// F_rep on its way down (cached: the host reads it).
@@ -51,55 +50,39 @@ impl DeviceSide {
     fn new(
         gpu: &Gpu,
         stream: Arc<CudaStream>,
-        repulse: DeviceRepulsion,
+        repulse: Box<dyn RepulseGpu>,
         len: usize,
-    ) -> Result<Self> {
-        let ctx = &gpu.device.context;
-        let go = || -> std::result::Result<Self, GpuError> {
-            // SAFETY: both buffers are zeroed below before any use.
-            let (mut y_host, mut f_host) = unsafe {
-                (
-                    ctx.alloc_pinned_with_flags::<f32>(len, sys::CU_MEMHOSTALLOC_WRITECOMBINED)?,
-                    ctx.alloc_pinned_with_flags::<f32>(len, 0)?,
-                )
-            };
-            for buf in [&mut y_host, &mut f_host] {
-                // SAFETY: the pointer covers `len` floats of this fresh allocation.
-                unsafe { std::ptr::write_bytes(buf.as_mut_ptr()?, 0, len) };
-            }
-            Ok(DeviceSide {
-                y_dev: stream.alloc_zeros(len)?,
-                f_dev: stream.alloc_zeros(len)?,
-                stream: stream.clone(),
-                repulse,
-                y_host,
-                f_host,
-            })
-        };
-        Ok(go()?)
+    ) -> std::result::Result<Self, GpuError> {
+        Ok(DeviceSide {
+            y_host: pinned(gpu, len, sys::CU_MEMHOSTALLOC_WRITECOMBINED)?,
+            f_host: pinned(gpu, len, 0)?,
+            y_dev: stream.alloc_zeros(len)?,
+            f_dev: stream.alloc_zeros(len)?,
+            stream,
+            repulse,
+        })
     }
 
     /// Y up, F_rep into `f_host`, on this side's stream; returns when F_rep has arrived.
     fn repulse(&mut self, y: &[f32], dims: usize) -> Result<Repulsion> {
-        let up = |e| Error::from(GpuError::from(e));
-        self.y_host.as_mut_slice().map_err(up)?.copy_from_slice(y);
+        self.y_host.as_mut_slice()?.copy_from_slice(y);
         let s = &self.stream;
-        s.memcpy_htod(&self.y_host, &mut self.y_dev).map_err(up)?;
+        s.memcpy_htod(&self.y_host, &mut self.y_dev)?;
         let rep =
             self.repulse
                 .repulse_device(&self.y_dev, y.len() / dims, dims, &mut self.f_dev)?;
-        s.memcpy_dtoh(&self.f_dev, &mut self.f_host).map_err(up)?;
+        s.memcpy_dtoh(&self.f_dev, &mut self.f_host)?;
         // Waits on the buffer's blocking-sync event: this thread sleeps instead of spinning on
         // a core the attraction could use.
-        self.f_host.as_slice().map_err(up)?;
+        self.f_host.as_slice()?;
         Ok(rep)
     }
 }
 
 /// $g = α F_{attr} − F_{rep}$ with the attraction on the CPU and the repulsion on the GPU at
 /// the same time.
-pub struct HybridGradient {
-    attract: Csb,
+pub struct HybridGradient<'p> {
+    attract: &'p Csb,
     device: DeviceSide,
     /// Σ p ln p, the constant part of KL(P‖Q).
     p_log_p: f64,
@@ -108,22 +91,22 @@ pub struct HybridGradient {
     times: Vec<[f64; 3]>,
 }
 
-impl HybridGradient {
-    /// `repulse` must run on `stream` (a stream of `gpu` dedicated to it); buffers are sized
-    /// for `attract.n()` points in `dims` dimensions.
+impl<'p> HybridGradient<'p> {
+    /// The gradient of P (in CSB: [`P::into_csb`]); `repulse` must run on `stream` (a stream
+    /// of `gpu` dedicated to it); buffers are sized for P's points in `dims` dimensions.
     pub fn new(
         gpu: &'static Gpu,
         stream: Arc<CudaStream>,
-        attract: Csb,
-        repulse: DeviceRepulsion,
-        p_log_p: f64,
+        p: &'p P,
+        repulse: Box<dyn RepulseGpu>,
         dims: usize,
     ) -> Result<Self> {
+        let attract = p.csb()?;
         let len = attract.n() * dims;
         Ok(HybridGradient {
             device: DeviceSide::new(gpu, stream, repulse, len)?,
             attract,
-            p_log_p,
+            p_log_p: p.p_log_p(),
             f_attr: vec![0.0; len],
             times: Vec::new(),
         })
@@ -135,7 +118,7 @@ impl HybridGradient {
     }
 }
 
-impl Gradient for HybridGradient {
+impl Gradient for HybridGradient<'_> {
     fn gradient(
         &mut self,
         y: &[f32],
@@ -155,7 +138,7 @@ impl Gradient for HybridGradient {
             ));
         }
         let start = Instant::now();
-        let (attract, f_attr, device) = (&self.attract, &mut self.f_attr, &mut self.device);
+        let (attract, f_attr, device) = (self.attract, &mut self.f_attr, &mut self.device);
         let ((p_log_w, attract_seconds), (rep, repulse_seconds)) = std::thread::scope(|scope| {
             // The GPU's side on its own thread; the attraction on this one, a worker of the
             // caller's rayon pool, so its parallel loop uses the whole pool.
@@ -174,7 +157,7 @@ impl Gradient for HybridGradient {
         });
         let wall = start.elapsed().as_secs_f64();
         let (p_log_w, rep) = (p_log_w?, rep?);
-        let f_rep = self.device.f_host.as_slice().map_err(GpuError::from)?;
+        let f_rep = self.device.f_host.as_slice()?;
         combine(grad, &self.f_attr, f_rep, exaggeration);
         self.times.push([attract_seconds, repulse_seconds, wall]);
         Ok(GradientInfo {
@@ -194,15 +177,14 @@ impl Gradient for HybridGradient {
 pub fn optimize_hybrid(
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
-    attract: Csb,
-    repulse: DeviceRepulsion,
-    p_log_p: f64,
+    p: &P,
+    repulse: Box<dyn RepulseGpu>,
     y: &mut [f32],
     dims: usize,
     params: &OptimParams,
     progress: &dyn Progress,
 ) -> Result<OptimReport> {
-    let mut gradient = HybridGradient::new(gpu, stream, attract, repulse, p_log_p, dims)?;
+    let mut gradient = HybridGradient::new(gpu, stream, p, repulse, dims)?;
     let mut report = optim::optimize(&mut gradient, y, dims, params, progress)?;
     report.overlap = Some(gradient.overlap());
     Ok(report)
@@ -213,11 +195,10 @@ mod tests {
     use super::*;
     use crate::affinity::{self, Affinities, PerplexityParams};
     use crate::backend::cpu::CpuGradient;
-    use crate::backend::gpu::device_repulsion;
     use crate::backend::BackendKind;
     use crate::embed::{embed, EmbedParams, Input, Precision, RepulsionMethod};
     use crate::progress::Silent;
-    use crate::repulse::{relative_error, FftRepulsion, GridSpec, Repulse};
+    use crate::repulse::{relative_error, GridSpec, RepulsionSpec};
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     /// P of the built-in digits (1,797 points, perplexity 30), as the cpu backend builds it.
@@ -231,178 +212,174 @@ mod tests {
         affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond).unwrap()
     }
 
-    fn wide(v: &[f32]) -> Vec<f64> {
-        v.iter().map(|&x| x as f64).collect()
-    }
-
-    /// The hybrid gradient (CSB on the CPU, FFT repulsion on the GPU's own stream, f32 and
-    /// f64 grids) equals the cpu backend's gradient with the same grid in 1-D, 2-D and 3-D,
-    /// KL included, over repeated evaluations (buffers reused), and times every evaluation.
-    #[test]
-    fn hybrid_gpu_gradient_equals_cpu_gradient() {
-        let Some(gpu) = crate::gpu::for_test() else {
-            return;
-        };
-        let p = digits_p();
-        let n = p.rows();
-        let plp: f64 = p.data().iter().map(|&v| v as f64 * (v as f64).ln()).sum();
-        let seed = rand::random();
-        let mut rng = StdRng::seed_from_u64(seed);
-        for dims in 1..=3 {
-            let spec = GridSpec::default_for(dims);
-            for precision in [Precision::F32, Precision::F64] {
-                let csb = || Csb::from_csr(&p, 256).unwrap();
-                let cpu_repulse: Box<dyn Repulse> = match precision {
-                    Precision::F32 => Box::new(FftRepulsion::new(spec)),
-                    Precision::F64 => Box::new(FftRepulsion::<f64>::with_precision(spec)),
-                };
-                let mut cpu = CpuGradient::new(csb(), cpu_repulse, plp);
-                let stream = gpu.device.context.new_stream().unwrap();
-                let repulse =
-                    device_repulsion(gpu, stream.clone(), RepulsionMethod::Fft, spec, precision)
-                        .unwrap();
-                let mut hybrid =
-                    HybridGradient::new(gpu, stream, csb(), repulse, plp, dims).unwrap();
-                for (round, exaggeration) in [(0, 12.0f32), (1, 1.0)] {
-                    let y: Vec<f32> = (0..n * dims)
-                        .map(|i| (i % 10) as f32 * 4.0 + rng.random_range(-2.0f32..2.0))
-                        .collect();
-                    let mut want = vec![0f32; n * dims];
-                    let mut got = vec![f32::NAN; n * dims];
-                    let wi = cpu
-                        .gradient(&y, dims, exaggeration, &mut want, true)
-                        .unwrap();
-                    let gi = hybrid
-                        .gradient(&y, dims, exaggeration, &mut got, true)
-                        .unwrap();
-                    let e = relative_error(&wide(&want), &wide(&got));
-                    let tol = if precision == Precision::F64 {
-                        1e-5
-                    } else {
-                        1e-4
+    crate::gpu::gpu_test! {
+        /// The hybrid gradient (CSB on the CPU, FFT repulsion on the GPU's own stream, f32 and
+        /// f64 grids) equals the cpu backend's gradient with the same grid in 1-D, 2-D and 3-D,
+        /// KL included, over repeated evaluations (buffers reused), and times every evaluation.
+        fn hybrid_gpu_gradient_equals_cpu_gradient(gpu) {
+            let p = P::from_csr(digits_p()).into_csb(256).unwrap();
+            let n = p.n();
+            let seed = rand::random();
+            let mut rng = StdRng::seed_from_u64(seed);
+            for dims in 1..=3 {
+                let spec = GridSpec::default_for(dims);
+                for precision in [Precision::F32, Precision::F64] {
+                    let method = RepulsionSpec {
+                        method: RepulsionMethod::Fft,
+                        grid: spec,
+                        precision,
                     };
-                    assert!(
-                        e < tol,
-                        "seed {seed} {dims}-D {precision:?} round {round}: {e}"
-                    );
-                    let (kw, kg) = (wi.kl.unwrap(), gi.kl.unwrap());
-                    assert!(
-                        (kw - kg).abs() < 1e-4 * kw.abs(),
-                        "seed {seed}: KL {kg} vs {kw}"
-                    );
-                    assert_eq!(wi.grid, gi.grid);
+                    let mut cpu = CpuGradient::new(&p, method.host()).unwrap();
+                    let stream = gpu.device.context.new_stream().unwrap();
+                    let repulse = method.device(gpu, stream.clone()).unwrap();
+                    let mut hybrid = HybridGradient::new(gpu, stream, &p, repulse, dims).unwrap();
+                    for (round, exaggeration) in [(0, 12.0f32), (1, 1.0)] {
+                        let y: Vec<f32> = (0..n * dims)
+                            .map(|i| (i % 10) as f32 * 4.0 + rng.random_range(-2.0f32..2.0))
+                            .collect();
+                        let mut want = vec![0f32; n * dims];
+                        let mut got = vec![f32::NAN; n * dims];
+                        let wi = cpu
+                            .gradient(&y, dims, exaggeration, &mut want, true)
+                            .unwrap();
+                        let gi = hybrid
+                            .gradient(&y, dims, exaggeration, &mut got, true)
+                            .unwrap();
+                        let e = relative_error(&want, &got);
+                        let tol = if precision == Precision::F64 {
+                            1e-5
+                        } else {
+                            1e-4
+                        };
+                        assert!(
+                            e < tol,
+                            "seed {seed} {dims}-D {precision:?} round {round}: {e}"
+                        );
+                        let (kw, kg) = (wi.kl.unwrap(), gi.kl.unwrap());
+                        assert!(
+                            (kw - kg).abs() < 1e-4 * kw.abs(),
+                            "seed {seed}: KL {kg} vs {kw}"
+                        );
+                        assert_eq!(wi.grid, gi.grid);
+                    }
+                    let o = hybrid.overlap();
+                    assert_eq!(o.evaluations, 2);
+                    assert!(o.wall_seconds > 0.0 && o.overlap <= 0.5 + 1e-9, "{o:?}");
                 }
-                let o = hybrid.overlap();
-                assert_eq!(o.evaluations, 2);
-                assert!(o.wall_seconds > 0.0 && o.overlap <= 0.5 + 1e-9, "{o:?}");
             }
         }
     }
 
-    /// The three backends embed the built-in digits alike: KL within 2 % and 10-NN label
-    /// accuracy within 0.015 of the cpu backend's (trajectories of 1,797 points part ways
-    /// through float rounding; the MNIST comparison is in benches/RESULTS.md). The hybrid
-    /// report carries its overlap, and f64 repulsion changes nothing beyond that spread.
-    #[test]
-    fn embed_gpu_hybrid_cpu_agree() {
-        if crate::gpu::for_test().is_none() {
-            return;
-        }
-        let labels = crate::demo::labels().unwrap();
-        let run = |backend, precision| {
-            let params = EmbedParams {
-                backend,
-                precision,
-                ..Default::default()
+    crate::gpu::gpu_test! {
+        /// The three backends embed the built-in digits alike: KL within 2 % and 10-NN label
+        /// accuracy within 0.015 of the cpu backend's (trajectories of 1,797 points part ways
+        /// through float rounding; the MNIST comparison is in benches/RESULTS.md). The hybrid
+        /// report carries its overlap, and f64 repulsion changes nothing beyond that spread.
+        fn embed_gpu_hybrid_cpu_agree(_gpu) {
+            let labels = crate::demo::labels().unwrap();
+            let run = |backend, precision| {
+                let params = EmbedParams {
+                    backend,
+                    precision,
+                    ..Default::default()
+                };
+                let input = Input::Points(crate::demo::points().unwrap());
+                embed(input, "digits", Some(&labels), &params, &Silent).unwrap()
             };
-            let input = Input::Points(crate::demo::points().unwrap());
-            embed(input, "digits", Some(&labels), &params, &Silent).unwrap()
-        };
-        let cpu = run(BackendKind::Cpu, Precision::F32).report;
-        assert!(cpu.optimise.overlap.is_none());
-        for (backend, precision) in [
-            (BackendKind::Gpu, Precision::F32),
-            (BackendKind::Hybrid, Precision::F32),
-            (BackendKind::Hybrid, Precision::F64),
-        ] {
-            let r = run(backend, precision).report;
-            let (kl, kl_cpu) = (r.optimise.final_kl, cpu.optimise.final_kl);
-            let acc = r.quality.knn_accuracy_10.unwrap();
-            let acc_cpu = cpu.quality.knn_accuracy_10.unwrap();
-            eprintln!("{backend:?} {precision:?}: KL {kl} (cpu {kl_cpu}), acc {acc} ({acc_cpu})");
-            assert!(
-                (kl - kl_cpu).abs() < 0.02 * kl_cpu,
-                "{backend:?}: KL {kl} vs {kl_cpu}"
-            );
-            assert!(
-                (acc - acc_cpu).abs() < 0.015,
-                "{backend:?}: {acc} vs {acc_cpu}"
-            );
-            assert_eq!(r.backend.kind, backend);
-            if backend == BackendKind::Hybrid {
-                let o = r.optimise.overlap.unwrap();
-                assert_eq!(o.evaluations, r.params.optim.iters + 1);
-                assert!(o.overlap > -1.0 && o.overlap <= 0.5 + 1e-9, "{o:?}");
+            let cpu = run(BackendKind::Cpu, Precision::F32).report;
+            assert!(cpu.optimise.overlap.is_none());
+            for (backend, precision) in [
+                (BackendKind::Gpu, Precision::F32),
+                (BackendKind::Hybrid, Precision::F32),
+                (BackendKind::Hybrid, Precision::F64),
+            ] {
+                let r = run(backend, precision).report;
+                let (kl, kl_cpu) = (r.optimise.final_kl, cpu.optimise.final_kl);
+                let acc = r.quality.knn_accuracy_10.unwrap();
+                let acc_cpu = cpu.quality.knn_accuracy_10.unwrap();
+                eprintln!(
+                    "{backend:?} {precision:?}: KL {kl} (cpu {kl_cpu}), acc {acc} ({acc_cpu})"
+                );
+                assert!(
+                    (kl - kl_cpu).abs() < 0.02 * kl_cpu,
+                    "{backend:?}: KL {kl} vs {kl_cpu}"
+                );
+                assert!(
+                    (acc - acc_cpu).abs() < 0.015,
+                    "{backend:?}: {acc} vs {acc_cpu}"
+                );
+                assert_eq!(r.backend.kind, backend);
+                if backend == BackendKind::Hybrid {
+                    let o = r.optimise.overlap.unwrap();
+                    assert_eq!(o.evaluations, r.params.optim.iters + 1);
+                    assert!(o.overlap > -1.0 && o.overlap <= 0.5 + 1e-9, "{o:?}");
+                }
             }
         }
     }
 
-    /// Measurement, not an assertion: per-evaluation repulsion seconds at the extent of a
-    /// real embedding (`SGTSNE_STAGE_Y`, an `.npy` written by `embed -o`): the CPU FFT
-    /// repulsion on the current pool and the GPU's (f32, f64; device-resident, and with
-    /// Y up and F_rep down as the hybrid does it). Median of 5 after a warm-up. Run with
-    /// `<lib test binary> hybrid::tests::repulsion_stage_bench --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn repulsion_stage_bench() {
-        let Some(gpu) = crate::gpu::for_test() else {
-            return;
-        };
-        let Ok(path) = std::env::var("SGTSNE_STAGE_Y") else {
-            eprintln!("skipped: set SGTSNE_STAGE_Y to an embedding (.npy)");
-            return;
-        };
-        let y = crate::io::read_points(std::path::Path::new(&path)).unwrap();
-        let (dims, spec) = (y.d, GridSpec::default_for(y.d));
-        let median = |f: &mut dyn FnMut() -> Repulsion| {
-            f();
-            let mut t: Vec<f64> = (0..5)
-                .map(|_| {
-                    let start = Instant::now();
-                    f();
-                    start.elapsed().as_secs_f64()
-                })
-                .collect();
-            t.sort_by(f64::total_cmp);
-            t[2] * 1e3
-        };
-        let mut force = vec![0f32; y.data.len()];
-        let mut cpu = FftRepulsion::new(spec);
-        let grid = cpu.repulse(&y.data, dims, &mut force).unwrap().grid;
-        let ms = median(&mut || cpu.repulse(&y.data, dims, &mut force).unwrap());
-        println!(
-            "{path}: n {} dims {dims} grid {grid:?}, {} threads: cpu fft {ms:.2} ms",
-            y.n,
-            rayon::current_num_threads()
-        );
-        for precision in [Precision::F32, Precision::F64] {
-            let stream = gpu.device.context.new_stream().unwrap();
-            let rep = device_repulsion(gpu, stream.clone(), RepulsionMethod::Fft, spec, precision)
-                .unwrap();
-            let mut side = DeviceSide::new(gpu, stream.clone(), rep, y.data.len()).unwrap();
-            let with_copies = median(&mut || side.repulse(&y.data, dims).unwrap());
-            let DeviceSide {
-                repulse: r,
-                y_dev,
-                f_dev: f,
-                ..
-            } = &mut side;
-            let kernels = median(&mut || {
-                let rep = r.repulse_device(y_dev, y.n, dims, f).unwrap();
-                stream.synchronize().unwrap();
-                rep
+    crate::gpu::gpu_test! {
+        /// Measurement, not an assertion: per-evaluation repulsion seconds at the extent of a
+        /// real embedding (`SGTSNE_STAGE_Y`, an `.npy` written by `embed -o`): the CPU FFT
+        /// repulsion on the current pool and the GPU's (f32, f64; device-resident, and with
+        /// Y up and F_rep down as the hybrid does it). Median of 5 after a warm-up. Run with
+        /// `<lib test binary> backend::hybrid::tests::repulsion_stage_bench --ignored --nocapture`.
+        #[ignore]
+        fn repulsion_stage_bench(gpu) {
+            let Ok(path) = std::env::var("SGTSNE_STAGE_Y") else {
+                eprintln!("skipped: set SGTSNE_STAGE_Y to an embedding (.npy)");
+                return;
+            };
+            let y = crate::io::read_points(std::path::Path::new(&path)).unwrap();
+            let (dims, spec) = (y.d, GridSpec::default_for(y.d));
+            let median = |f: &mut dyn FnMut() -> Repulsion| {
+                f();
+                let mut t: Vec<f64> = (0..5)
+                    .map(|_| {
+                        let start = Instant::now();
+                        f();
+                        start.elapsed().as_secs_f64()
+                    })
+                    .collect();
+                t.sort_by(f64::total_cmp);
+                t[2] * 1e3
+            };
+            let mut force = vec![0f32; y.data.len()];
+            let mut cpu = crate::repulse::FftRepulsion::new(spec);
+            let grid = crate::repulse::Repulse::repulse(&mut cpu, &y.data, dims, &mut force)
+                .unwrap()
+                .grid;
+            let ms = median(&mut || {
+                crate::repulse::Repulse::repulse(&mut cpu, &y.data, dims, &mut force).unwrap()
             });
-            println!("  gpu {precision:?}: {kernels:.2} ms on the device, {with_copies:.2} ms with Y up and F_rep down");
+            println!(
+                "{path}: n {} dims {dims} grid {grid:?}, {} threads: cpu fft {ms:.2} ms",
+                y.n,
+                rayon::current_num_threads()
+            );
+            for precision in [Precision::F32, Precision::F64] {
+                let stream = gpu.device.context.new_stream().unwrap();
+                let method = RepulsionSpec {
+                    method: RepulsionMethod::Fft,
+                    grid: spec,
+                    precision,
+                };
+                let rep = method.device(gpu, stream.clone()).unwrap();
+                let mut side = DeviceSide::new(gpu, stream.clone(), rep, y.data.len()).unwrap();
+                let with_copies = median(&mut || side.repulse(&y.data, dims).unwrap());
+                let DeviceSide {
+                    repulse: r,
+                    y_dev,
+                    f_dev: f,
+                    ..
+                } = &mut side;
+                let kernels = median(&mut || {
+                    let rep = r.repulse_device(y_dev, y.n, dims, f).unwrap();
+                    stream.synchronize().unwrap();
+                    rep
+                });
+                println!("  gpu {precision:?}: {kernels:.2} ms on the device, {with_copies:.2} ms with Y up and F_rep down");
+            }
         }
     }
 }

@@ -5,14 +5,14 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 
-use super::{Affinity, EmbedParams, KnnMethod, PointOrder, Prepared, AUTO_EXACT_MAX};
+use super::{EmbedParams, KnnMethod, PointOrder, Prepared, AUTO_EXACT_MAX};
 use crate::affinity;
-use crate::backend::gpu::DeviceP;
 use crate::backend::BackendKind;
-use crate::gpu::{Gpu, GpuError};
+use crate::gpu::Gpu;
 use crate::knn::{self, Neighbors};
 use crate::progress::Progress;
 use crate::report::StageSeconds;
+use crate::sparse::P;
 use crate::{prep, Error, Points, Result};
 
 /// Stages 2–4 in point mode: PCA, kNN, perplexity calibration and symmetrisation.
@@ -95,10 +95,10 @@ pub(crate) fn prepare_points(
     };
     seconds.knn = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let p = affinity::from_neighbors(&nb, params.perplexity)?;
+    let p = P::from_csr(affinity::from_neighbors(&nb, params.perplexity)?);
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok(Prepared {
-        p: Affinity::Host(p),
+        p,
         points: Some(points),
         reduced,
         neighbors: Some(nb),
@@ -118,22 +118,18 @@ fn gpu_knn(
 ) -> Result<(CudaSlice<i32>, CudaSlice<f32>)> {
     let gpu = Gpu::get()?;
     let s = &gpu.stream;
-    let up = |e| Error::from(GpuError::from(e));
     let (indices, distances) = match method {
         KnnMethod::Hnsw => {
             let nb = knn::hnsw(points, k, params.seed, progress)?;
             let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-            (
-                s.clone_htod(&idx).map_err(up)?,
-                s.clone_htod(&nb.distances).map_err(up)?,
-            )
+            (s.clone_htod(&idx)?, s.clone_htod(&nb.distances)?)
         }
         _ => {
-            let dev = s.clone_htod(&points.data).map_err(up)?;
+            let dev = s.clone_htod(&points.data)?;
             knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
         }
     };
-    s.synchronize().map_err(up)?;
+    s.synchronize()?;
     Ok((indices, distances))
 }
 
@@ -146,22 +142,15 @@ fn gpu_affinities(
     k: usize,
     params: &EmbedParams,
     seconds: &mut StageSeconds,
-) -> Result<(Affinity, Neighbors)> {
+) -> Result<(P, Neighbors)> {
     let gpu = Gpu::get()?;
     let t = Instant::now();
     let (hyb, stats) =
         affinity::gpu::affinities_device(gpu, indices, distances, n, k, params.perplexity)?;
-    gpu.stream
-        .synchronize()
-        .map_err(|e| Error::from(GpuError::from(e)))?;
+    gpu.stream.synchronize()?;
     seconds.affinities = t.elapsed().as_secs_f64();
     let nb = download_neighbors(indices, distances, n, k)?;
-    let p = DeviceP {
-        hyb,
-        p_log_p: stats.p_log_p,
-        nnz: stats.nnz,
-    };
-    Ok((Affinity::Device(Box::new(p)), nb))
+    Ok((P::from_hyb(hyb, stats.p_log_p, stats.nnz), nb))
 }
 
 /// Device neighbours (n × k indices and squared distances) to the host.
@@ -172,16 +161,14 @@ fn download_neighbors(
     k: usize,
 ) -> Result<Neighbors> {
     let s = &Gpu::get()?.stream;
-    let up = |e| Error::from(GpuError::from(e));
     Ok(Neighbors {
         n,
         k,
         indices: s
-            .clone_dtoh(indices)
-            .map_err(up)?
+            .clone_dtoh(indices)?
             .into_iter()
             .map(|j| j as u32)
             .collect(),
-        distances: s.clone_dtoh(distances).map_err(up)?,
+        distances: s.clone_dtoh(distances)?,
     })
 }

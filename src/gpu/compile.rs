@@ -19,9 +19,9 @@ use super::GpuError;
 
 /// Options shared by every kernel: IEEE division and square root (the repulsion's 1e-3
 /// accuracy target needs them more than the speed of the approximate ones), fused
-/// multiply-adds; `defines` (`-DNAME`) select a variant of a file, e.g. the repulsion's
-/// grids in double.
-fn options(arch: &str, defines: &[&str]) -> Vec<String> {
+/// multiply-adds; then the file's constants ([`KernelId::constants`]) and `defines`
+/// (`-DNAME`), which select a variant of a file, e.g. the repulsion's grids in double.
+fn options(arch: &str, id: KernelId, defines: &[&str]) -> Vec<String> {
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
@@ -29,6 +29,7 @@ fn options(arch: &str, defines: &[&str]) -> Vec<String> {
         "--prec-sqrt=true".to_string(),
         "--fmad=true".to_string(),
     ];
+    options.extend(id.constants().iter().map(|(k, v)| format!("-D{k}={v}")));
     options.extend(defines.iter().map(|d| d.to_string()));
     options
 }
@@ -46,21 +47,30 @@ pub fn arch_name(cc: (i32, i32)) -> &'static str {
     }
 }
 
+/// Where a cubin came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// NVRTC compiled it now.
+    Compiled,
+    /// The on-disk cache held it.
+    Cached,
+}
+
 /// The cubin of `id` compiled with `defines` for `arch`, from the cache or freshly
 /// compiled (then cached).
 pub fn cubin(id: KernelId, defines: &[&str], arch: &'static str) -> Result<Vec<u8>, GpuError> {
-    cubin_cached_in(id, defines, arch, cache_dir())
+    Ok(cubin_cached_in(id, defines, arch, cache_dir())?.0)
 }
 
-/// [`cubin`] with an explicit cache folder (`None`: no cache).
+/// [`cubin`] with an explicit cache folder (`None`: no cache), and where it came from.
 fn cubin_cached_in(
     id: KernelId,
     defines: &[&str],
     arch: &'static str,
     cache: Option<PathBuf>,
-) -> Result<Vec<u8>, GpuError> {
+) -> Result<(Vec<u8>, Origin), GpuError> {
     let source = id.source();
-    let opts = options(arch, defines);
+    let opts = options(arch, id, defines);
     let key = format!(
         "{:016x}",
         fnv1a(&[
@@ -72,19 +82,20 @@ fn cubin_cached_in(
     let cached = cache.map(|d| d.join(format!("{}-{arch}-{key}.cubin", id.file())));
     if let Some(bytes) = cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
         if is_elf(&bytes) {
-            return Ok(bytes);
+            return Ok((bytes, Origin::Cached));
         }
     }
-    let compile_error = |log: String| GpuError::Compile {
-        file: id.file(),
-        arch: arch.to_string(),
-        log,
-    };
-    let bin = compile(&source, &opts).map_err(compile_error)?;
+    let bin = compile(&source, &opts)
+        .map_err(|log| GpuError::Compile {
+            file: id.file(),
+            arch: arch.to_string(),
+            log,
+        })?
+        .cubin;
     if let Some(path) = cached {
         let _ = store(&path, &bin);
     }
-    Ok(bin)
+    Ok((bin, Origin::Compiled))
 }
 
 /// A cubin is an ELF image; anything else in the cache (a torn or foreign file) is ignored.
@@ -102,28 +113,31 @@ impl Drop for Program {
     }
 }
 
-/// Compiles `source` with `opts` (a real architecture among them) to a cubin; on failure,
-/// the compiler's log.
-fn compile(source: &str, opts: &[String]) -> Result<Vec<u8>, String> {
+/// What one compilation produces.
+struct Output {
+    cubin: Vec<u8>,
+    /// The PTX NVRTC generated on the way (kept for the declarations' check).
+    #[cfg_attr(not(test), allow(dead_code))]
+    ptx: String,
+}
+
+/// Compiles `source` with `opts` (a real architecture among them) to a cubin and its PTX;
+/// on failure, the compiler's log.
+fn compile(source: &str, opts: &[String]) -> Result<Output, String> {
     let src = CString::new(source).map_err(|_| "the source holds a NUL byte".to_string())?;
     let prog = Program(result::create_program(&src, None).map_err(|e| format!("{e}"))?);
     // SAFETY: `prog` is live; `src` outlives it (declared first, dropped last).
     if let Err(e) = unsafe { result::compile_program(prog.0, opts) } {
         // SAFETY: as above; the log exists once compilation was attempted.
         let log = unsafe { result::get_program_log(prog.0) }
-            .map(|raw| {
-                let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).collect();
-                String::from_utf8_lossy(&bytes)
-                    .trim_end_matches('\0')
-                    .to_string()
-            })
+            .map(|raw| text(raw.iter().map(|&c| c as u8).collect()))
             .unwrap_or_default();
         return Err(format!("{e}\n{log}"));
     }
     let mut size = 0usize;
     // SAFETY: `prog` compiled successfully for a real architecture, so it holds a cubin
     // of `size` bytes, copied into a buffer of that size.
-    unsafe {
+    let cubin = unsafe {
         sys::nvrtcGetCUBINSize(prog.0, &mut size)
             .result()
             .map_err(|e| format!("{e}"))?;
@@ -131,8 +145,20 @@ fn compile(source: &str, opts: &[String]) -> Result<Vec<u8>, String> {
         sys::nvrtcGetCUBIN(prog.0, bin.as_mut_ptr() as *mut c_char)
             .result()
             .map_err(|e| format!("{e}"))?;
-        Ok(bin)
-    }
+        bin
+    };
+    // SAFETY: as above; a successful compilation also holds its PTX.
+    let ptx = unsafe { result::get_ptx(prog.0) }
+        .map(|raw| text(raw.iter().map(|&c| c as u8).collect()))
+        .map_err(|e| format!("{e}"))?;
+    Ok(Output { cubin, ptx })
+}
+
+/// NVRTC's NUL-terminated text.
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes)
+        .trim_end_matches('\0')
+        .to_string()
 }
 
 fn cache_dir() -> Option<PathBuf> {
@@ -169,67 +195,132 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     h
 }
 
+/// Whether tests that need libnvrtc run: it is there, or `SGTSNE_REQUIRE_NVRTC=1` makes its
+/// absence a failure (CI sets it, so that a missing compiler never passes silently).
+#[cfg(test)]
+pub(crate) fn nvrtc_for_test() -> bool {
+    // SAFETY: only tries to dlopen libnvrtc.
+    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return true;
+    }
+    assert!(
+        std::env::var_os("SGTSNE_REQUIRE_NVRTC").is_none_or(|v| v != "1"),
+        "libnvrtc not found, and SGTSNE_REQUIRE_NVRTC=1 requires it"
+    );
+    eprintln!("skipped: libnvrtc not found (CI installs it; see .ci/run)");
+    false
+}
+
+/// Every kernel file and variant (the repulsion's also with double grids), compiled for
+/// sm_90 now.
+#[cfg(test)]
+pub(crate) struct Compiled {
+    pub id: KernelId,
+    pub defines: &'static [&'static str],
+    pub cubin: Vec<u8>,
+    pub ptx: String,
+}
+
+/// [`Compiled`] for every file and variant, once per test process; `None` (after printing
+/// why) without libnvrtc.
+#[cfg(test)]
+pub(crate) fn compile_for_test() -> Option<Vec<Compiled>> {
+    use std::sync::OnceLock;
+    type Variant = (KernelId, &'static [&'static str], Vec<u8>, String);
+    static ALL: OnceLock<Vec<Variant>> = OnceLock::new();
+    if !nvrtc_for_test() {
+        return None;
+    }
+    let all = ALL.get_or_init(|| {
+        let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
+        let variants = KernelId::ALL.iter().flat_map(|&id| {
+            let double = id.repulse().then_some((id, f64_defines));
+            std::iter::once((id, &[][..])).chain(double)
+        });
+        let jobs: Vec<_> = variants.collect();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|&(id, defines)| {
+                    s.spawn(move || {
+                        let out = compile(&id.source(), &options("sm_90", id, defines))
+                            .unwrap_or_else(|log| panic!("kernels/{}: {log}", id.file()));
+                        (id, defines, out.cubin, out.ptx)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    });
+    Some(
+        all.iter()
+            .map(|(id, defines, cubin, ptx)| Compiled {
+                id: *id,
+                defines,
+                cubin: cubin.clone(),
+                ptx: ptx.clone(),
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Compiles every kernel file with NVRTC to sm_90 machine code (no GPU needed, only
-    /// libnvrtc), and the repulsion's files also with double grids: a kernel that does not
-    /// compile fails here, not on the device.
+    /// Every kernel file compiles with NVRTC to sm_90 machine code (no GPU needed, only
+    /// libnvrtc), the repulsion's files also with double grids, which really compute in
+    /// double; and the cache serves a second request without compiling: the first request
+    /// into an empty cache is a compilation, the second a cache hit of the same bytes.
     #[test]
     fn every_kernel_compiles() {
-        // SAFETY: only tries to dlopen libnvrtc.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            eprintln!("skipped: libnvrtc not found (CI installs it; see .ci/run)");
+        let Some(files) = compile_for_test() else {
             return;
+        };
+        assert_eq!(
+            files.len(),
+            KernelId::ALL.len() + KernelId::ALL.iter().filter(|id| id.repulse()).count()
+        );
+        for file in &files {
+            assert!(is_elf(&file.cubin), "{}", file.id.file());
+            assert!(file.ptx.contains(".entry"), "{}", file.id.file());
+            if !file.defines.is_empty() {
+                assert!(file.ptx.contains(".f64"), "{} in double", file.id.file());
+            }
         }
         let dir = tempfile::tempdir().unwrap();
-        let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
-        let double = [
-            KernelId::S2g,
-            KernelId::G2g,
-            KernelId::G2s,
-            KernelId::Phi2force,
-        ];
-        let variants = KernelId::ALL
-            .into_iter()
-            .map(|id| (id, &[][..]))
-            .chain(double.map(|id| (id, f64_defines)));
-        for (id, defines) in variants {
-            let cache = Some(dir.path().to_path_buf());
-            let bin = cubin_cached_in(id, defines, "sm_90", cache.clone())
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert!(is_elf(&bin), "{}", id.file());
-            // The second call is served from the cache.
-            let again = cubin_cached_in(id, defines, "sm_90", cache).unwrap();
-            assert_eq!(again, bin);
-        }
-        // The double variant really computes in double (its PTX, from the same options).
-        for id in double {
-            let opts = cudarc::nvrtc::CompileOptions {
-                arch: Some("sm_90"),
-                options: vec!["--std=c++17".into(), f64_defines[0].into()],
-                ..Default::default()
-            };
-            let ptx = cudarc::nvrtc::compile_ptx_with_opts(id.source(), opts).unwrap();
-            assert!(ptx.to_src().contains(".f64"), "{}", id.file());
-        }
+        let cache = Some(dir.path().to_path_buf());
+        let (first, origin) =
+            cubin_cached_in(KernelId::Optim, &[], "sm_90", cache.clone()).unwrap();
+        assert_eq!(origin, Origin::Compiled);
+        let (again, origin) = cubin_cached_in(KernelId::Optim, &[], "sm_90", cache).unwrap();
+        assert_eq!(origin, Origin::Cached);
+        assert_eq!(again, first);
     }
 
     /// A compile error comes back with the compiler's log, naming the file.
     #[test]
     fn compile_errors_carry_the_log() {
-        // SAFETY: only tries to dlopen libnvrtc.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            eprintln!("skipped: libnvrtc not found (CI installs it; see .ci/run)");
+        if !nvrtc_for_test() {
             return;
         }
-        let log = compile(
+        let err = compile(
             "extern \"C\" __global__ void k() { undeclared(); }",
-            &options("sm_90", &[]),
-        )
-        .unwrap_err();
+            &options("sm_90", KernelId::Optim, &[]),
+        );
+        let log = err.err().expect("the source does not compile");
         assert!(log.contains("undeclared"), "{log}");
+    }
+
+    /// A file's constants reach NVRTC as defines.
+    #[test]
+    fn constants_become_defines() {
+        let opts = options("sm_90", KernelId::Knn, &["-DEXTRA"]);
+        assert!(opts.contains(&format!(
+            "-DKNN_WARPS={}",
+            super::super::kernels::knn::WARPS
+        )));
+        assert_eq!(opts.last().unwrap(), "-DEXTRA");
     }
 
     #[test]

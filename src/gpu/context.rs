@@ -58,18 +58,11 @@ impl Gpu {
         })
     }
 
-    /// The kernel `name` of file `id`, compiling and loading the file on first use.
-    pub fn function(
-        &self,
-        id: KernelId,
-        name: &str,
-    ) -> std::result::Result<CudaFunction, GpuError> {
-        self.function_with(id, &[], name)
-    }
-
     /// The kernel `name` of file `id` compiled with the NVRTC `defines` (a variant of the
-    /// file, e.g. [`crate::gpu::real::DeviceReal::DEFINES`]), compiled and loaded on first use.
-    pub fn function_with(
+    /// file, e.g. [`crate::gpu::real::DeviceReal::DEFINES`]; `&[]` for the plain file),
+    /// compiled and loaded on first use. Launches go through the kernels' declarations
+    /// ([`crate::gpu::launch`]); this is for what a launch does not set (function attributes).
+    pub fn function(
         &self,
         id: KernelId,
         defines: &'static [&'static str],

@@ -1,11 +1,14 @@
-//! Errors of the GPU layer, each readable on its own.
+//! Errors of the GPU layer, each readable on its own, and their way into [`crate::Error`]:
+//! every cudarc error converts with `?`, in the GPU layer and in the stages alike.
 
 use thiserror::Error;
+
+use super::launch::KernelError;
 
 /// What can go wrong on the device.
 #[derive(Debug, Error)]
 pub enum GpuError {
-    /// A CUDA driver call failed (launch, copy, allocation, …).
+    /// A CUDA driver call outside a kernel launch failed (copy, allocation, event, …).
     #[error("CUDA driver: {0}")]
     Driver(#[from] cudarc::driver::DriverError),
     /// NVRTC could not compile a kernel file; `log` is the compiler's output.
@@ -15,6 +18,18 @@ pub enum GpuError {
         arch: String,
         log: String,
     },
+    /// A kernel could not be launched (bad arguments, or the driver refused it), or failed
+    /// while it ran (reported with `SGTSNE_SYNC_KERNELS=1`, see [`crate::gpu::launch`]).
+    #[error("kernel `{name}` (kernels/{file}): {error}")]
+    Kernel {
+        file: &'static str,
+        name: String,
+        #[source]
+        error: KernelError,
+    },
+    /// A cuBLAS product's dimensions do not fit its buffers.
+    #[error("cuBLAS GEMM: {what}")]
+    Gemm { what: String },
     /// cuBLAS failed.
     #[error("cuBLAS: {0:?}")]
     Cublas(#[from] cudarc::cublas::result::CublasError),
@@ -35,3 +50,22 @@ impl From<GpuError> for crate::Error {
         crate::Error::Gpu(Box::new(e))
     }
 }
+
+/// `?` on a cudarc error in code returning [`crate::Error`].
+macro_rules! into_error {
+    ($($t:ty),*) => {
+        $(
+            impl From<$t> for crate::Error {
+                fn from(e: $t) -> Self {
+                    GpuError::from(e).into()
+                }
+            }
+        )*
+    };
+}
+
+into_error!(
+    cudarc::driver::DriverError,
+    cudarc::cublas::result::CublasError,
+    cudarc::cufft::result::CufftError
+);

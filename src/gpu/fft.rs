@@ -107,51 +107,49 @@ mod tests {
     use crate::repulse::grid::{size_class, MIN_NODES};
     use cudarc::cufft::sys::float2;
 
-    /// Time to make the two plans of each 2-D size class and to run them once, in two
-    /// passes: what the first pass pays beyond the second is cuFFT loading (or compiling)
-    /// its kernels for a size. `--ignored --nocapture` on the GPU machine.
-    #[test]
-    #[ignore]
-    fn plan_cost_bench() {
-        let Some(gpu) = crate::gpu::for_test() else {
-            return;
-        };
-        let s = &gpu.stream;
-        let mut sizes = vec![MIN_NODES];
-        while *sizes.last().unwrap() < 1024 {
-            sizes.push(size_class(sizes.last().unwrap() + 1));
-        }
-        for pass in 0..2 {
-            let (mut plan_total, mut run_total) = (0.0, 0.0);
-            for &p in &sizes {
-                let t = std::time::Instant::now();
-                let fwd = GridFft::new(&[p, p], 12, <f32 as DeviceReal>::C2C).unwrap();
-                let inv = GridFft::new(&[p, p], 16, <f32 as DeviceReal>::C2C).unwrap();
-                let plan = t.elapsed().as_secs_f64();
-                let need = fwd.work_size().max(inv.work_size()).max(1);
-                let mut work = s.alloc_zeros::<u8>(need).unwrap();
-                let mut a = s.alloc_zeros::<float2>(16 * p * p).unwrap();
-                let mut b = s.alloc_zeros::<float2>(16 * p * p).unwrap();
-                s.synchronize().unwrap();
-                let t = std::time::Instant::now();
-                fwd.exec::<f32>(s, &mut work, &mut a, &mut b, FftDirection::Forward)
-                    .unwrap();
-                inv.exec::<f32>(s, &mut work, &mut b, &mut a, FftDirection::Inverse)
-                    .unwrap();
-                s.synchronize().unwrap();
-                let run = t.elapsed().as_secs_f64();
-                plan_total += plan;
-                run_total += run;
+    crate::gpu::gpu_test! {
+        /// Time to make the two plans of each 2-D size class and to run them once, in two
+        /// passes: what the first pass pays beyond the second is cuFFT loading (or compiling)
+        /// its kernels for a size. `--ignored --nocapture` on the GPU machine.
+        #[ignore]
+        fn plan_cost_bench(gpu) {
+            let s = &gpu.stream;
+            let mut sizes = vec![MIN_NODES];
+            while *sizes.last().unwrap() < 1024 {
+                sizes.push(size_class(sizes.last().unwrap() + 1));
+            }
+            for pass in 0..2 {
+                let (mut plan_total, mut run_total) = (0.0, 0.0);
+                for &p in &sizes {
+                    let t = std::time::Instant::now();
+                    let fwd = GridFft::new(&[p, p], 12, <f32 as DeviceReal>::C2C).unwrap();
+                    let inv = GridFft::new(&[p, p], 16, <f32 as DeviceReal>::C2C).unwrap();
+                    let plan = t.elapsed().as_secs_f64();
+                    let need = fwd.work_size().max(inv.work_size()).max(1);
+                    let mut work = s.alloc_zeros::<u8>(need).unwrap();
+                    let mut a = s.alloc_zeros::<float2>(16 * p * p).unwrap();
+                    let mut b = s.alloc_zeros::<float2>(16 * p * p).unwrap();
+                    s.synchronize().unwrap();
+                    let t = std::time::Instant::now();
+                    fwd.exec::<f32>(s, &mut work, &mut a, &mut b, FftDirection::Forward)
+                        .unwrap();
+                    inv.exec::<f32>(s, &mut work, &mut b, &mut a, FftDirection::Inverse)
+                        .unwrap();
+                    s.synchronize().unwrap();
+                    let run = t.elapsed().as_secs_f64();
+                    plan_total += plan;
+                    run_total += run;
+                    println!(
+                        "pass {pass} p {p:5}: plans {:7.3} ms, first run {:7.3} ms",
+                        plan * 1e3,
+                        run * 1e3
+                    );
+                }
                 println!(
-                    "pass {pass} p {p:5}: plans {:7.3} ms, first run {:7.3} ms",
-                    plan * 1e3,
-                    run * 1e3
+                    "pass {pass}: {} sizes, plans {plan_total:.3} s, first runs {run_total:.3} s",
+                    sizes.len()
                 );
             }
-            println!(
-                "pass {pass}: {} sizes, plans {plan_total:.3} s, first runs {run_total:.3} s",
-                sizes.len()
-            );
         }
     }
 }

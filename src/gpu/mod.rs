@@ -1,14 +1,38 @@
-//! The GPU: probing for a usable CUDA device without ever letting cudarc panic.
+//! The GPU layer: the one place that talks to CUDA through cudarc's `unsafe` interfaces.
 //!
-//! cudarc loads the CUDA libraries lazily (feature `dynamic-loading`) and panics when a
-//! symbol's library is missing, so every library a backend will touch is probed with its
-//! `is_culib_present` first; only then is a context created.
+//! - [`probe`]: a usable CUDA device, found without ever letting cudarc panic. cudarc loads
+//!   the CUDA libraries lazily (feature `dynamic-loading`) and panics when a symbol's
+//!   library is missing, so every library a backend will touch is probed with its
+//!   `is_culib_present` first; only then is a context created.
+//! - [`context`]: the process's [`Gpu`] (context, stream, compiled modules);
+//!   [`compile`]: NVRTC to cubin with an on-disk cache; [`kernels`]: the CUDA sources and
+//!   their declarations; [`launch`]: typed, checked kernel launches.
+//! - Device helpers shared by stages: [`centre`] (centring n × d points, for the kNN and
+//!   the PCA), [`blas`] (checked cuBLAS products), [`memory`] (free-memory checks,
+//!   uninitialised and pinned buffers), [`progress`] (progress over queued work), [`fft`]
+//!   (batched cuFFT plans), [`real`] (the repulsion's grid precision).
+//! - [`GpuError`], convertible into [`crate::Error`] with `?` from every cudarc error.
+//!
+//! Outside this module `unsafe` appears only where the CPU needs it (SIMD in the kNN scan,
+//! `vzeroupper` after the PCA). The stages' GPU code is safe Rust over [`launch`],
+//! [`blas`], [`memory`] and cudarc's safe types.
+//!
+//! Naming, the same in every stage: a stage's GPU sibling is the module `gpu` beside its CPU
+//! code (`knn::gpu`, `repulse::s2g::gpu`, …); its types end in `Gpu` (`HybGpu`,
+//! `FftRepulsionGpu`, `OptimizerGpu`); its functions end in `_gpu` when they take and return
+//! host data (`exact_gpu`, `pca_gpu`) and in `_device` when their data stay on the device
+//! (`exact_device`, `affinities_device`, `attract_device`).
 
+pub mod blas;
+pub mod centre;
 pub mod compile;
 pub mod context;
 pub mod error;
 pub mod fft;
 pub mod kernels;
+pub mod launch;
+pub mod memory;
+pub mod progress;
 pub mod real;
 
 pub use context::Gpu;
@@ -71,14 +95,40 @@ pub fn probe() -> Result<Device, String> {
     })
 }
 
-/// The GPU for a test, or `None` after printing why the test is skipped (CI has no GPU).
+/// The GPU for a test, or `None` after printing why the test is skipped (CI has no GPU);
+/// with `SGTSNE_REQUIRE_GPU=1` in the environment a missing GPU fails the test instead, so
+/// that a run on a broken GPU host cannot pass by skipping everything.
 #[cfg(test)]
 pub(crate) fn for_test() -> Option<&'static Gpu> {
     match Gpu::get() {
         Ok(g) => Some(g),
         Err(e) => {
+            let required = std::env::var_os("SGTSNE_REQUIRE_GPU").is_some_and(|v| v == "1");
+            assert!(!required, "SGTSNE_REQUIRE_GPU=1, but {e}");
             eprintln!("skipped: {e}");
             None
         }
     }
 }
+
+/// Device tests: each `fn name(gpu) { body }` becomes a `#[test]` that runs `body` with
+/// `gpu: &'static Gpu`, or skips (fails, with `SGTSNE_REQUIRE_GPU=1`) without a device
+/// ([`for_test`]). Attributes (docs, `#[ignore]` for benchmarks) go through.
+#[cfg(test)]
+macro_rules! gpu_test {
+    ($($(#[$meta:meta])* fn $name:ident($gpu:ident) $body:block)*) => {
+        $(
+            $(#[$meta])*
+            #[test]
+            fn $name() {
+                let Some($gpu) = $crate::gpu::for_test() else {
+                    return;
+                };
+                $body
+            }
+        )*
+    };
+}
+
+#[cfg(test)]
+pub(crate) use gpu_test;

@@ -81,7 +81,7 @@ impl RawLabels {
 /// `.npy`: 1-D, n × 1 or 1 × n; any integer dtype, bool, floats with whole values, or
 /// `U`/`S` strings. Text: one label per line (`.txt` takes the whole trimmed line, so labels
 /// may contain spaces); blank lines are skipped. A header is detected as described in
-/// [`parse_label_column`].
+/// `parse_label_column`.
 pub fn read_labels(path: &Path) -> Result<Labels, IoError> {
     let raw = match extension(path).as_str() {
         "npy" => {

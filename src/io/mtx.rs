@@ -32,6 +32,9 @@ pub fn read_graph(path: &Path) -> Result<CsMat<f64>, IoError> {
     read_mtx_from(BufReader::new(file), path)
 }
 
+/// Parses Matrix Market coordinate text: header, size line, then one entry a line, each
+/// checked where it stands so that the error names its line. One function, long: a
+/// line-by-line parser with its checks in order.
 fn read_mtx_from(r: impl BufRead, path: &Path) -> Result<CsMat<f64>, IoError> {
     let err = |line: u64, reason: String| IoError::format(path, Some(Place::Line(line)), reason);
     let mut lines = r.lines().enumerate().map(|(i, l)| (i as u64 + 1, l));

@@ -17,6 +17,7 @@
 #[cfg(test)]
 mod bench;
 mod exact;
+pub mod gpu;
 mod hnsw;
 mod order;
 mod scan;
@@ -205,4 +206,3 @@ mod tests {
         assert!(matches!(check_args(&bad, 1), Err(Error::Data(_))));
     }
 }
-pub mod gpu;

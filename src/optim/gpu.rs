@@ -2,16 +2,16 @@
 //! [`super::schedule::step`] and [`super::schedule::recentre`], fused so that Y, the
 //! update and the gains never leave the GPU.
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::schedule::Phase;
 use super::OptimParams;
-use crate::gpu::kernels::KernelId;
+use crate::gpu::kernels::optim::{OptimRecentre, OptimStep};
 use crate::gpu::{Gpu, GpuError};
 
 /// Device state of the descent: update and gains per coordinate, and the column sums
 /// used for re-centring.
-pub struct DeviceOptimizer {
+pub struct OptimizerGpu {
     n: usize,
     dims: usize,
     update: CudaSlice<f32>,
@@ -19,10 +19,10 @@ pub struct DeviceOptimizer {
     sums: CudaSlice<f64>,
 }
 
-impl DeviceOptimizer {
+impl OptimizerGpu {
     /// Zero update, unit gains, for n points in `dims` dimensions.
     pub fn new(gpu: &Gpu, n: usize, dims: usize) -> Result<Self, GpuError> {
-        Ok(DeviceOptimizer {
+        Ok(OptimizerGpu {
             n,
             dims,
             update: gpu.stream.alloc_zeros(n * dims)?,
@@ -41,33 +41,31 @@ impl DeviceOptimizer {
         phase: Phase,
         params: &OptimParams,
     ) -> Result<(), GpuError> {
-        let len = self.n * self.dims;
-        assert!(y.len() >= len && attr.len() >= len && rep.len() >= len);
-        let d = self.dims;
-        let step = gpu.function(KernelId::Optim, &format!("optim_step_{d}d"))?;
-        let recentre = gpu.function(KernelId::Optim, &format!("optim_recentre_{d}d"))?;
-        let n = self.n as i32;
-        gpu.stream.memset_zeros(&mut self.sums)?;
-        let mut b = gpu.stream.launch_builder(&step);
-        b.arg(&n)
-            .arg(&phase.exaggeration)
-            .arg(&phase.momentum)
-            .arg(&params.learning_rate)
-            .arg(&params.min_gain)
-            .arg(attr)
-            .arg(rep)
-            .arg(&mut *y)
-            .arg(&mut self.update)
-            .arg(&mut self.gains)
-            .arg(&mut self.sums);
-        // SAFETY: argument contract of optim_step in kernels/optim.cu: every array holds
-        // n·D floats (asserted above), sums D doubles, zeroed just before.
-        unsafe { b.launch(gpu.config(self.n)) }?;
-        let mut b = gpu.stream.launch_builder(&recentre);
-        b.arg(&n).arg(&mut *y).arg(&self.sums);
-        // SAFETY: y holds n·D floats, sums the D column sums written by optim_step.
-        unsafe { b.launch(gpu.config(self.n)) }?;
-        Ok(())
+        let (n, dims) = (self.n, self.dims);
+        let s = &gpu.stream;
+        s.memset_zeros(&mut self.sums)?;
+        OptimStep {
+            dims,
+            n,
+            alpha: phase.exaggeration,
+            momentum: phase.momentum,
+            eta: params.learning_rate,
+            min_gain: params.min_gain,
+            attr,
+            rep,
+            y: &mut *y,
+            update: &mut self.update,
+            gains: &mut self.gains,
+            sums: &mut self.sums,
+        }
+        .launch(gpu, s, gpu.config(n))?;
+        OptimRecentre {
+            dims,
+            n,
+            y,
+            sums: &self.sums,
+        }
+        .launch(gpu, s, gpu.config(n))
     }
 }
 
@@ -77,51 +75,51 @@ mod tests {
     use crate::optim::schedule;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
-    /// Five device steps equal five host steps (same gains rule, momentum, re-centring).
-    #[test]
-    fn device_steps_equal_host_steps() {
-        let Some(gpu) = crate::gpu::for_test() else {
-            return;
-        };
-        let seed = rand::random();
-        let mut rng = StdRng::seed_from_u64(seed);
-        for dims in 1..=3 {
-            let n = 10_007;
-            let params = OptimParams {
-                learning_rate: 7.0,
-                ..Default::default()
-            };
-            let mut y: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
-            let mut y_dev = gpu.stream.clone_htod(&y).unwrap();
-            let mut opt = DeviceOptimizer::new(gpu, n, dims).unwrap();
-            let (mut update, mut gains) = (vec![0f32; n * dims], vec![1f32; n * dims]);
-            let mut grad = vec![0f32; n * dims];
-            for iter in [0, 1, 2, 300, 301] {
-                let phase = params.phase(iter);
-                let attr: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
-                let rep: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
-                for t in 0..n * dims {
-                    grad[t] = phase.exaggeration * attr[t] - rep[t];
+    crate::gpu::gpu_test! {
+        /// Five device steps equal five host steps (same gains rule, momentum, re-centring).
+        fn device_steps_equal_host_steps(gpu) {
+            let seed = rand::random();
+            let mut rng = StdRng::seed_from_u64(seed);
+            for dims in 1..=3 {
+                let n = 10_007;
+                let params = OptimParams {
+                    learning_rate: 7.0,
+                    ..Default::default()
+                };
+                let mut y: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
+                let mut y_dev = gpu.stream.clone_htod(&y).unwrap();
+                let mut opt = OptimizerGpu::new(gpu, n, dims).unwrap();
+                let (mut update, mut gains) = (vec![0f32; n * dims], vec![1f32; n * dims]);
+                let mut grad = vec![0f32; n * dims];
+                for iter in [0, 1, 2, 300, 301] {
+                    let phase = params.phase(iter);
+                    let attr: Vec<f32> =
+                        (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    let rep: Vec<f32> =
+                        (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    for t in 0..n * dims {
+                        grad[t] = phase.exaggeration * attr[t] - rep[t];
+                    }
+                    schedule::step(&mut y, &grad, &mut update, &mut gains, phase, &params);
+                    schedule::recentre(&mut y, dims);
+                    let a = gpu.stream.clone_htod(&attr).unwrap();
+                    let r = gpu.stream.clone_htod(&rep).unwrap();
+                    opt.step(gpu, &mut y_dev, &a, &r, phase, &params).unwrap();
                 }
-                schedule::step(&mut y, &grad, &mut update, &mut gains, phase, &params);
-                schedule::recentre(&mut y, dims);
-                let a = gpu.stream.clone_htod(&attr).unwrap();
-                let r = gpu.stream.clone_htod(&rep).unwrap();
-                opt.step(gpu, &mut y_dev, &a, &r, phase, &params).unwrap();
+                let got = gpu.stream.clone_dtoh(&y_dev).unwrap();
+                // Y grows to hundreds in five steps at η = 7, so compare relative to its scale:
+                // fused multiply-adds and the order of the mean's sum differ by a few ulps.
+                let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
+                let worst = y
+                    .iter()
+                    .zip(&got)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(
+                    worst <= 1e-5 * scale,
+                    "seed {seed}, dims {dims}: max |Δy| = {worst} at scale {scale}"
+                );
             }
-            let got = gpu.stream.clone_dtoh(&y_dev).unwrap();
-            // Y grows to hundreds in five steps at η = 7, so compare relative to its scale:
-            // fused multiply-adds and the order of the mean's sum differ by a few ulps.
-            let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let worst = y
-                .iter()
-                .zip(&got)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0f32, f32::max);
-            assert!(
-                worst <= 1e-5 * scale,
-                "seed {seed}, dims {dims}: max |Δy| = {worst} at scale {scale}"
-            );
         }
     }
 }

@@ -8,9 +8,11 @@
 
 pub mod gpu;
 pub mod gradient;
+mod overlap;
 pub mod schedule;
 
 pub use gradient::{Gradient, GradientInfo};
+pub use overlap::Overlap;
 pub use schedule::OptimParams;
 
 use serde::Serialize;
@@ -43,7 +45,7 @@ pub struct OptimReport {
     pub replan_seconds: f64,
     /// Per-iteration times and overlap of the attraction and the repulsion (hybrid only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub overlap: Option<crate::report::Overlap>,
+    pub overlap: Option<Overlap>,
 }
 
 /// Looks at Y while it is optimised, e.g. to measure the repulsion's error there (the

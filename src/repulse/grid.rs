@@ -41,7 +41,7 @@ pub fn fft_friendly(n: usize) -> usize {
 const CLASS_GROWTH: f64 = 1.125;
 
 /// The smallest size class `≥ want`: the ladder starts at [`MIN_NODES`] and each class is the
-/// FFT-friendly size at least [`CLASS_GROWTH`] times the previous one (32, 36, 42, 48, 54,
+/// FFT-friendly size at least `CLASS_GROWTH` times the previous one (32, 36, 42, 48, 54,
 /// 64, 72, 81, …). An adaptive grid grows with the embedding; rounding it up to this sparse
 /// ladder instead of to every FFT-friendly size (about 6 times as many between 32 and 420)
 /// means far fewer size changes, and each change costs new FFT plans (cuFFT's planning takes

@@ -11,15 +11,22 @@
 //!
 //! $$Z = \sum_i \psi_i - n, \qquad F^k_{rep,i} = (y^k_i \varphi_{0,i} - \varphi_{k,i}) / Z.$$
 //!
-//! Sub-stages, one file each:
+//! Sub-stages, one module each, with the CPU code in `cpu.rs` and its GPU twin in `gpu.rs`:
 //! - [`grid`]: bounding box, spacing, FFT-friendly node count, the cubic Lagrange stencil;
 //! - [`s2g`]: points → grid (charges spread to `4^s` nodes);
-//! - [`g2g`]: grid → grid convolution with the kernels, zero-padding-free FFTs
-//!   (on [`fftnd`], multi-dimensional FFTs);
+//! - [`g2g`]: grid → grid convolution with the kernels (on the CPU over [`fftnd`],
+//!   multi-dimensional FFTs; on the GPU with cuFFT, zero-padding-free);
 //! - [`g2s`]: grid → points (interpolation back);
 //! - [`phi2force`]: potentials → Z and forces;
-//! - [`fft`]: the [`FftRepulsion`] orchestration and timings;
-//! - [`exact`]: the O(n²) reference ([`ExactRepulsion`], sums for target subsets, exact Z).
+//! - [`fft`]: the orchestration and timings ([`FftRepulsion`], [`FftRepulsionGpu`]);
+//! - [`exact`]: the O(n²) reference ([`ExactRepulsion`], [`ExactRepulsionGpu`], sums for
+//!   target subsets, exact Z);
+//! - [`method`]: which of them a run uses, and where ([`RepulsionSpec`]): the one place that
+//!   chooses.
+//!
+//! Two interfaces: [`Repulse`] on host data, [`RepulseGpu`] on device data (which an
+//! optimiser can keep busy across iterations); every [`RepulseGpu`] is also a [`Repulse`]
+//! (uploading and downloading), which the tests use to compare the two sides.
 //!
 //! Accuracy is set by the grid spacing `h` (in embedding units; the kernel varies on a scale
 //! of 1): the relative force error falls about as `h⁴` (cubic interpolation), the 2-D cost of
@@ -27,24 +34,30 @@
 //! [`GridSpec::default_auto`] for measured numbers.
 
 pub mod exact;
-pub mod exact_gpu;
 pub mod fft;
 pub mod fftnd;
 pub mod g2g;
 pub mod g2s;
-pub mod gpu;
 pub mod grid;
+pub mod method;
 pub mod phi2force;
 pub mod s2g;
-mod s2g_gpu;
 
 #[cfg(test)]
 mod measure;
 
-pub use exact::{exact_for_targets, exact_z, relative_error, ExactRepulsion, ExactTargets};
-pub use fft::FftRepulsion;
+pub use exact::{
+    exact_for_targets, exact_for_targets_gpu, exact_z, exact_z_gpu, relative_error, ExactRepulsion,
+    ExactRepulsionGpu, ExactTargets,
+};
+pub use fft::{FftRepulsion, FftRepulsionGpu};
 pub use fftnd::Real;
 pub use grid::{fft_friendly, Grid};
+pub use method::{Precision, RepulsionMethod, RepulsionSpec};
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::{Error, Result};
 
@@ -209,4 +222,102 @@ pub(crate) fn check_shapes(y: &[f32], dims: usize, force_len: usize) -> Result<u
         return Err(Error::param("y", format!("{n} points; need at least 2")));
     }
     Ok(n)
+}
+
+/// A repulsion whose Y and forces live on the device: writes F_rep of `y` (n × dims) into
+/// `force` and returns Z, on the stream it was made for.
+///
+/// Besides the blocking [`RepulseGpu::repulse_device`], an optimiser can keep the device
+/// busy across iterations: [`RepulseGpu::prefetch`] before queueing other work on `y`
+/// (the attraction), [`RepulseGpu::enqueue`] to queue the forces, and
+/// [`RepulseGpu::collect`] the result later (after queueing the update), with at most
+/// two calls outstanding.
+pub trait RepulseGpu: Send {
+    /// Queues F_rep of `y` into `force`; Z and the stage times come from
+    /// [`RepulseGpu::collect`].
+    fn enqueue(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> Result<Pending>;
+
+    /// Z and the times of an [`RepulseGpu::enqueue`]d call, waiting for it to finish.
+    fn collect(&mut self, pending: Pending) -> Result<Repulsion> {
+        match pending {
+            Pending::Done(rep) => Ok(rep),
+            Pending::Slot(_) => Err(Error::param(
+                "pending",
+                "a queued repulsion was collected by a method that did not queue it",
+            )),
+        }
+    }
+
+    /// Starts what [`RepulseGpu::enqueue`] of the same `y` will need on the host (the FFT
+    /// repulsion's bounding box), so that it travels while the caller queues other work.
+    fn prefetch(&mut self, _y: &CudaSlice<f32>, _n: usize, _dims: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// F_rep of `y` into `force` and Z, once they are done.
+    fn repulse_device(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> Result<Repulsion> {
+        let pending = self.enqueue(y, n, dims, force)?;
+        self.collect(pending)
+    }
+
+    /// The stream its work goes to.
+    fn stream(&self) -> &Arc<CudaStream>;
+}
+
+/// A repulsion queued by [`RepulseGpu::enqueue`].
+#[derive(Debug)]
+pub enum Pending {
+    /// Already finished (methods that wait anyway).
+    Done(Repulsion),
+    /// Running in the repulsion's timing slot.
+    Slot(usize),
+}
+
+/// Shape checks shared by the device repulsions.
+pub(crate) fn check_device_args(n: usize, dims: usize, y_len: usize, f_len: usize) -> Result<()> {
+    if !(1..=3).contains(&dims) {
+        return Err(Error::param(
+            "dims",
+            format!("must be 1, 2 or 3, got {dims}"),
+        ));
+    }
+    if n < 2 || y_len < n * dims || f_len < n * dims {
+        return Err(Error::param(
+            "y",
+            format!("need ≥ 2 points of {dims} coordinates"),
+        ));
+    }
+    Ok(())
+}
+
+/// Host-to-host form of every device repulsion, for tests against the CPU paths: uploads Y
+/// and the caller's force buffer as is (so poisoned entries the kernels miss show), runs the
+/// repulsion on its stream, downloads the forces.
+impl<R: RepulseGpu> Repulse for R {
+    fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
+        if dims == 0 || y.len() % dims != 0 || force.len() != y.len() {
+            return Err(Error::param(
+                "y",
+                "y and force must both hold n × dims values",
+            ));
+        }
+        let s = self.stream().clone();
+        let y_dev = s.clone_htod(y)?;
+        let mut f_dev = s.clone_htod(force)?;
+        let out = self.repulse_device(&y_dev, y.len() / dims, dims, &mut f_dev)?;
+        s.memcpy_dtoh(&f_dev, force)?;
+        Ok(out)
+    }
 }

@@ -10,7 +10,7 @@
 //! - the relative error of the repulsive forces, $\lVert F_{exact} − F_{fft} \rVert /
 //!   \lVert F_{exact} \rVert$, on a fixed random sample of target points whose exact forces
 //!   are summed over all n sources ([`crate::repulse::exact_for_targets`], on the GPU
-//!   [`crate::repulse::exact_gpu::exact_for_targets_gpu`]), normalised by the exact Z of all
+//!   [`crate::repulse::exact_for_targets_gpu`]), normalised by the exact Z of all
 //!   n² pairs;
 //! - the relative error of Z;
 //! - the seconds of S2G, G2G, G2S and Phi2Force (medians of repeated runs; CUDA events on

@@ -7,23 +7,21 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::config::{DataSource, SweepConfig, Trajectory};
-use super::probe::cpu::HostProbe;
-use super::probe::gpu::DeviceProbe;
+use super::probe::cpu::ProbeCpu;
+use super::probe::gpu::ProbeGpu;
 use super::probe::{Plan, Recorder};
 use super::{grid_label, SweepRow};
-use crate::affinity;
 use crate::backend::cpu::CpuGradient;
-use crate::backend::gpu::{optimize_device_observed, DeviceRepulsion};
+use crate::backend::gpu::optimize_device_observed;
 use crate::backend::BackendKind;
-use crate::embed::{self, Affinity, EmbedParams};
+use crate::embed::{self, EmbedParams};
 use crate::gen::gaussian_mixture;
-use crate::gpu::{Gpu, GpuError};
+use crate::gpu::Gpu;
 use crate::optim::{optimize_observed, OptimParams};
 use crate::progress::{Progress, Silent};
 use crate::report::StageSeconds;
-use crate::repulse::gpu::FftRepulsionGpu;
-use crate::repulse::{FftRepulsion, GridSpec};
-use crate::sparse::Csb;
+use crate::repulse::{FftRepulsion, FftRepulsionGpu, GridSpec, RepulseGpu};
+use crate::sparse::{Csb, P};
 use crate::{io, Error, Points, Result};
 
 /// Runs the sweep `cfg` and returns its measurements, reporting each sample to `progress`
@@ -79,7 +77,13 @@ pub fn run_sweep(cfg: &SweepConfig, progress: &dyn Progress) -> Result<Vec<Sweep
         let mut seconds = StageSeconds::default();
         let prepared = embed::prepare_points(sub, &params, backend.kind, &mut seconds, &Silent)?;
         let y0 = embed::initialise(&prepared, &mut params, n)?;
-        let p = prepared.p;
+        let p = match backend.kind {
+            BackendKind::Gpu => prepared.p.into_hyb(Gpu::get()?)?,
+            _ => {
+                let beta = Csb::default_beta(n, rayon::current_num_threads());
+                prepared.p.into_csb(beta)?
+            }
+        };
         progress.status(&format!(
             "n {n}: kNN {:.1} s, affinities {:.1} s, initialised in {:.1} s",
             seconds.knn,
@@ -105,45 +109,7 @@ pub fn run_sweep(cfg: &SweepConfig, progress: &dyn Progress) -> Result<Vec<Sweep
                 repeats: cfg.repeats,
                 progress,
             };
-            let mut y = y0.clone();
-            let measured = match &p {
-                Affinity::Host(csr) => {
-                    let csb =
-                        Csb::from_csr(csr, Csb::default_beta(n, rayon::current_num_threads()))?;
-                    let repulse = Box::new(FftRepulsion::new(*trajectory));
-                    let mut gradient = CpuGradient::new(csb, repulse, affinity::p_log_p(csr));
-                    let mut rec = Recorder::new(HostProbe::new(cfg.dims, grids), plan);
-                    optimize_observed(
-                        &mut gradient,
-                        &mut y,
-                        cfg.dims,
-                        &optim,
-                        &Silent,
-                        Some(&mut rec),
-                    )?;
-                    rec.rows
-                }
-                Affinity::Device(dp) => {
-                    let gpu = Gpu::get()?;
-                    let up = |e| Error::from(GpuError::from(e));
-                    let mut y_dev = gpu.stream.clone_htod(&y).map_err(up)?;
-                    let mut repulse: DeviceRepulsion =
-                        Box::new(FftRepulsionGpu::new(gpu, *trajectory)?);
-                    let probe = DeviceProbe::new(gpu, n, cfg.dims, grids)?;
-                    let mut rec = Recorder::new(probe, plan);
-                    optimize_device_observed(
-                        gpu,
-                        dp,
-                        &mut repulse,
-                        &mut y_dev,
-                        cfg.dims,
-                        &optim,
-                        &Silent,
-                        Some(&mut rec),
-                    )?;
-                    rec.rows
-                }
-            };
+            let measured = optimise_observed(&p, y0.clone(), backend.kind, &optim, plan)?;
             progress.status(&format!(
                 "n {n} · run {}: {} iterations and {} measurements in {:.1} s",
                 grid_label(*trajectory),
@@ -156,6 +122,47 @@ pub fn run_sweep(cfg: &SweepConfig, progress: &dyn Progress) -> Result<Vec<Sweep
     }
     progress.end();
     Ok(rows)
+}
+
+/// One optimisation of P from `y` on `backend` with the grid of `plan.trajectory`, whose
+/// Y `plan` measures at its samples: the rows it recorded.
+fn optimise_observed(
+    p: &P,
+    mut y: Vec<f32>,
+    backend: BackendKind,
+    optim: &OptimParams,
+    plan: Plan,
+) -> Result<Vec<SweepRow>> {
+    let (dims, trajectory, grids) = (plan.dims, plan.trajectory, plan.grids);
+    Ok(match backend {
+        BackendKind::Gpu => {
+            let gpu = Gpu::get()?;
+            let mut y_dev = gpu.stream.clone_htod(&y)?;
+            let mut repulse: Box<dyn RepulseGpu> = Box::new(FftRepulsionGpu::new(gpu, trajectory)?);
+            let probe = ProbeGpu::new(gpu, p.n(), dims, grids)?;
+            let mut rec = Recorder::new(probe, plan);
+            let observer = Some(&mut rec as _);
+            optimize_device_observed(
+                gpu,
+                p,
+                &mut repulse,
+                &mut y_dev,
+                dims,
+                optim,
+                &Silent,
+                observer,
+            )?;
+            rec.rows
+        }
+        _ => {
+            let repulse = Box::new(FftRepulsion::new(trajectory));
+            let mut gradient = CpuGradient::new(p, repulse)?;
+            let mut rec = Recorder::new(ProbeCpu::new(dims, grids), plan);
+            let observer = Some(&mut rec as _);
+            optimize_observed(&mut gradient, &mut y, dims, optim, &Silent, observer)?;
+            rec.rows
+        }
+    })
 }
 
 /// `n` of the points, chosen at random without replacement (seeded) and kept in their

@@ -132,7 +132,7 @@ fn ms_text(v: f64) -> String {
 
 /// Writes `<name>.csv`, `<name>-error.png`, `-time.png`, `-s2g.png`, `-g2g.png` and
 /// `<name>-fit.json` under `dir`; `device` names where it ran (for the captions). Returns
-/// the paths written.
+/// the paths written. Long, as a list of the outputs is: each is a few lines of its own.
 pub fn write_outputs(
     cfg: &SweepConfig,
     rows: &[SweepRow],

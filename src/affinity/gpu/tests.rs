@@ -1,7 +1,9 @@
 //! Tests of the GPU affinities against the CPU path (skipped without a GPU).
+use super::symmetrize::{width_from_histogram, HIST_BINS};
 use super::*;
 use crate::affinity::{conditional_probabilities, symmetrize, Affinities, PerplexityParams};
 use crate::attract::Attract;
+use crate::sparse::Hyb;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -83,14 +85,17 @@ fn cpu_affinities(nb: &Neighbors, perplexity: f64) -> Affinities {
 
 /// Downloads the HYB arrays and returns each row's entries sorted by column, the
 /// padding left out; checks that every slot was written (the outputs were poisoned).
-fn download_rows(gpu: &Gpu, parts: &HybParts) -> Vec<Vec<(u32, f32)>> {
-    let s = &gpu.stream;
-    let (n, w, m) = (parts.n, parts.width, parts.coo_len);
-    let ell_cols = s.clone_dtoh(&parts.ell_cols).unwrap();
-    let ell_vals = s.clone_dtoh(&parts.ell_vals).unwrap();
-    let coo_rows = s.clone_dtoh(&parts.coo_rows).unwrap();
-    let coo_cols = s.clone_dtoh(&parts.coo_cols).unwrap();
-    let coo_vals = s.clone_dtoh(&parts.coo_vals).unwrap();
+fn download_rows(hyb: &HybGpu) -> Vec<Vec<(u32, f32)>> {
+    let Hyb {
+        n,
+        k: w,
+        ell_cols,
+        ell_vals,
+        coo_rows,
+        coo_cols,
+        coo_vals,
+    } = hyb.to_host().unwrap();
+    let m = coo_vals.len();
     let mut rows = vec![Vec::new(); n];
     for slot in 0..w {
         for (i, row) in rows.iter_mut().enumerate() {
@@ -122,100 +127,90 @@ fn download_rows(gpu: &Gpu, parts: &HybParts) -> Vec<Vec<(u32, f32)>> {
     rows
 }
 
-/// The GPU's P equals the CPU's entry by entry (1e-5 relative), with the same nnz,
-/// layout sizes and Σ p ln p; it is symmetric and sums to 1.
-#[test]
-fn gpu_affinities_equal_cpu() {
-    let Some(gpu) = crate::gpu::for_test() else {
-        return;
-    };
-    let seed: u64 = rand::random();
-    eprintln!("seed {seed}");
-    let mut rng = StdRng::seed_from_u64(seed);
-    for (n, k, u) in [
-        (40, 5, 2.0),
-        (3000, 10, 3.0),
-        (20_000, 90, 30.0),
-        (5000, 256, 80.0),
-    ] {
-        let nb = awkward_neighbors(n, k, &mut rng);
-        let want = cpu_affinities(&nb, u);
-        let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-        let idx = gpu.stream.clone_htod(&idx).unwrap();
-        let dist = gpu.stream.clone_htod(&nb.distances).unwrap();
-        let cond = calibrate(gpu, &dist, n, k, u).unwrap();
-        let (parts, stats) = symmetrize_hyb(gpu, &idx, cond, n, k).unwrap();
-        let got = download_rows(gpu, &parts);
-        assert_eq!(stats.nnz, want.nnz(), "n={n} k={k}: nnz");
-        let hyb = Hyb::from_csr(&want, None).unwrap();
-        assert_eq!(stats.ell_width, hyb.k, "n={n} k={k}: ELL width");
-        assert_eq!(stats.coo_len, hyb.coo_vals.len(), "n={n} k={k}: COO length");
-        let mut total = 0f64;
-        let mut plp = 0f64;
-        for (i, (row, want_row)) in got.iter().zip(want.outer_iterator()).enumerate() {
-            assert_eq!(row.len(), want_row.nnz(), "n={n} k={k}: row {i} length");
-            for (&(c, v), (wc, &wv)) in row.iter().zip(want_row.iter()) {
-                assert_eq!(c as usize, wc, "n={n} k={k}: row {i} columns");
-                let tol = 1e-5 * wv.abs() + 1e-37;
-                assert!((v - wv).abs() <= tol, "n={n} k={k}: P[{i},{c}] {v} vs {wv}");
-                let mirror = got[c as usize]
-                    .binary_search_by_key(&(i as u32), |&(cc, _)| cc)
-                    .map(|t| got[c as usize][t].1);
-                assert_eq!(mirror, Ok(v), "n={n} k={k}: asymmetric at ({i}, {c})");
-                total += v as f64;
-                if wv > 0.0 {
-                    plp += wv as f64 * (wv as f64).ln();
+crate::gpu::gpu_test! {
+    /// The GPU's P equals the CPU's entry by entry (1e-5 relative), with the same nnz,
+    /// layout sizes and Σ p ln p; it is symmetric and sums to 1.
+    fn gpu_affinities_equal_cpu(gpu) {
+        let seed: u64 = rand::random();
+        eprintln!("seed {seed}");
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (n, k, u) in [
+            (40, 5, 2.0),
+            (3000, 10, 3.0),
+            (20_000, 90, 30.0),
+            (5000, 256, 80.0),
+        ] {
+            let nb = awkward_neighbors(n, k, &mut rng);
+            let want = cpu_affinities(&nb, u);
+            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
+            let idx = gpu.stream.clone_htod(&idx).unwrap();
+            let dist = gpu.stream.clone_htod(&nb.distances).unwrap();
+            let cond = calibrate(gpu, &dist, n, k, u).unwrap();
+            let (parts, stats) = symmetrize_device(gpu, &idx, cond, n, k).unwrap();
+            let got = download_rows(&parts);
+            assert_eq!(stats.nnz, want.nnz(), "n={n} k={k}: nnz");
+            let hyb = Hyb::from_csr(&want, None).unwrap();
+            assert_eq!(stats.ell_width, hyb.k, "n={n} k={k}: ELL width");
+            assert_eq!(stats.coo_len, hyb.coo_vals.len(), "n={n} k={k}: COO length");
+            let mut total = 0f64;
+            let mut plp = 0f64;
+            for (i, (row, want_row)) in got.iter().zip(want.outer_iterator()).enumerate() {
+                assert_eq!(row.len(), want_row.nnz(), "n={n} k={k}: row {i} length");
+                for (&(c, v), (wc, &wv)) in row.iter().zip(want_row.iter()) {
+                    assert_eq!(c as usize, wc, "n={n} k={k}: row {i} columns");
+                    let tol = 1e-5 * wv.abs() + 1e-37;
+                    assert!((v - wv).abs() <= tol, "n={n} k={k}: P[{i},{c}] {v} vs {wv}");
+                    let mirror = got[c as usize]
+                        .binary_search_by_key(&(i as u32), |&(cc, _)| cc)
+                        .map(|t| got[c as usize][t].1);
+                    assert_eq!(mirror, Ok(v), "n={n} k={k}: asymmetric at ({i}, {c})");
+                    total += v as f64;
+                    if wv > 0.0 {
+                        plp += wv as f64 * (wv as f64).ln();
+                    }
                 }
             }
+            assert!((total - 1.0).abs() < 1e-5, "n={n} k={k}: P sums to {total}");
+            assert!(
+                (stats.p_log_p - plp).abs() < 1e-6 * plp.abs(),
+                "n={n} k={k}: Σ p ln p {} vs {plp}",
+                stats.p_log_p
+            );
+            assert!(
+                n < 1000 || stats.coo_len > 0,
+                "the COO part must be exercised"
+            );
         }
-        assert!((total - 1.0).abs() < 1e-5, "n={n} k={k}: P sums to {total}");
-        assert!(
-            (stats.p_log_p - plp).abs() < 1e-6 * plp.abs(),
-            "n={n} k={k}: Σ p ln p {} vs {plp}",
-            stats.p_log_p
-        );
-        assert!(
-            n < 1000 || stats.coo_len > 0,
-            "the COO part must be exercised"
-        );
     }
 }
 
-/// End to end: attraction through HybGpu over the GPU's P equals the CSR attraction
-/// over the CPU's P.
-#[test]
-fn gpu_affinities_attract_like_cpu() {
-    let Some(_) = crate::gpu::for_test() else {
-        return;
-    };
-    let seed: u64 = rand::random();
-    eprintln!("seed {seed}");
-    let mut rng = StdRng::seed_from_u64(seed);
-    let (n, k, u) = (30_000, 90, 30.0);
-    let nb = awkward_neighbors(n, k, &mut rng);
-    let want_p = cpu_affinities(&nb, u);
-    let (hyb, stats) = affinities_gpu(&nb, u).unwrap();
-    assert_eq!(stats.nnz, want_p.nnz());
-    for dims in [1, 2, 3] {
-        let y: Vec<f32> = (0..n * dims)
-            .map(|_| rng.random_range(-20.0..20.0))
-            .collect();
-        let mut want = vec![0f32; n * dims];
-        let mut got = vec![f32::NAN; n * dims];
-        let kl_want = want_p.attract(&y, dims, &mut want, true).unwrap().unwrap();
-        let kl_got = hyb.attract(&y, dims, &mut got, true).unwrap().unwrap();
-        let err: f64 = want
-            .iter()
-            .zip(&got)
-            .map(|(a, b)| ((a - b) as f64).powi(2))
-            .sum();
-        let norm: f64 = want.iter().map(|a| (*a as f64).powi(2)).sum();
-        let rel = (err / norm).sqrt();
-        assert!(rel < 1e-5, "dims={dims}: forces differ by {rel} (relative)");
-        assert!(
-            (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
-            "dims={dims}: Σ p ln w {kl_got} vs {kl_want}"
-        );
+crate::gpu::gpu_test! {
+    /// End to end: attraction through HybGpu over the GPU's P equals the CSR attraction
+    /// over the CPU's P.
+    fn gpu_affinities_attract_like_cpu(_gpu) {
+        let seed: u64 = rand::random();
+        eprintln!("seed {seed}");
+        let mut rng = StdRng::seed_from_u64(seed);
+        let (n, k, u) = (30_000, 90, 30.0);
+        let nb = awkward_neighbors(n, k, &mut rng);
+        let want_p = cpu_affinities(&nb, u);
+        let (hyb, stats) = affinities_gpu(&nb, u).unwrap();
+        assert_eq!(stats.nnz, want_p.nnz());
+        for dims in [1, 2, 3] {
+            let y: Vec<f32> = (0..n * dims)
+                .map(|_| rng.random_range(-20.0..20.0))
+                .collect();
+            let mut want = vec![0f32; n * dims];
+            let mut got = vec![f32::NAN; n * dims];
+            let kl_want = want_p.attract(&y, dims, &mut want, true).unwrap().unwrap();
+            let kl_got = hyb.attract(&y, dims, &mut got, true).unwrap().unwrap();
+            let rel = crate::repulse::relative_error(&want, &got);
+            assert!(rel < 1e-5, "dims={dims}: forces differ by {rel} (relative)");
+            assert!(
+                (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
+                "dims={dims}: Σ p ln w {kl_got} vs {kl_want}"
+            );
+        }
     }
 }
 
@@ -266,16 +261,14 @@ fn bad_arguments_are_errors() {
     assert!(affinities_gpu(&big, 30.0).is_err());
 }
 
-#[test]
-fn out_of_range_index_is_an_error() {
-    let Some(_) = crate::gpu::for_test() else {
-        return;
-    };
-    let mut rng = StdRng::seed_from_u64(2);
-    let mut nb = awkward_neighbors(100, 8, &mut rng);
-    nb.indices[77] = 100;
-    let err = affinities_gpu(&nb, 3.0).err().unwrap();
-    assert!(err.to_string().contains("outside [0, 100)"), "{err}");
+crate::gpu::gpu_test! {
+    fn out_of_range_index_is_an_error(_gpu) {
+        let mut rng = StdRng::seed_from_u64(2);
+        let mut nb = awkward_neighbors(100, 8, &mut rng);
+        nb.indices[77] = 100;
+        let err = affinities_gpu(&nb, 3.0).err().unwrap();
+        assert!(err.to_string().contains("outside [0, 100)"), "{err}");
+    }
 }
 
 /// Synthetic neighbours at scale, generated in parallel. `Mutual`: the k nearest
@@ -336,134 +329,106 @@ fn synthetic_neighbors(n: usize, k: usize, kind: Synthetic, seed: u64) -> Neighb
     }
 }
 
-/// Sets the release threshold of the device's default memory pool: 0 (the default)
-/// hands freed memory back at each synchronisation, so the next allocation maps it
-/// again; u64::MAX keeps it. Only to measure what the re-mapping costs.
-fn set_release_threshold(gpu: &Gpu, bytes: u64) {
-    use cudarc::driver::sys;
-    let mut pool = std::ptr::null_mut();
-    let mut value = bytes;
-    // SAFETY: plain driver calls on the live context's device; `value` outlives them.
-    unsafe {
-        gpu.device.context.bind_to_thread().unwrap();
-        let dev = gpu.device.context.cu_device();
-        assert_eq!(
-            sys::cuDeviceGetDefaultMemPool(&mut pool, dev),
-            sys::CUresult::CUDA_SUCCESS
-        );
-        assert_eq!(
-            sys::cuMemPoolSetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                &mut value as *mut u64 as *mut std::ffi::c_void,
-            ),
-            sys::CUresult::CUDA_SUCCESS
-        );
-    }
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-/// Timing at n = 1.3M, k = 90 (run by hand: `--ignored bench_affinities`); prints the
-/// seconds of the perplexity and symmetrisation steps and the bytes they move.
-#[test]
-#[ignore]
-fn bench_affinities() {
-    let Some(gpu) = crate::gpu::for_test() else {
-        return;
-    };
-    let s = &gpu.stream;
-    let n: usize = std::env::var("SGTSNE_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_300_000);
-    let (k, u, reps) = (90usize, 30.0, 5);
-    // Ceiling: a device-to-device copy of 1 GiB (bytes read + written).
-    let src = s.alloc_zeros::<f32>(1 << 28).unwrap();
-    let mut dst = s.alloc_zeros::<f32>(1 << 28).unwrap();
-    let mut copy = Vec::new();
-    for _ in 0..reps + 1 {
-        s.synchronize().unwrap();
-        let t = std::time::Instant::now();
-        s.memcpy_dtod(&src, &mut dst).unwrap();
-        s.synchronize().unwrap();
-        copy.push(t.elapsed().as_secs_f64());
-    }
-    let copy_bw = 2.0 * (1u64 << 30) as f64 / median(copy[1..].to_vec());
-    drop((src, dst));
-    eprintln!("device-to-device copy: {:.2} TB/s", copy_bw / 1e12);
-    profile::QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
-    for kind in [Synthetic::Mutual, Synthetic::Local, Synthetic::Random] {
-        let t = std::time::Instant::now();
-        let nb = synthetic_neighbors(n, k, kind, rand::random());
-        let gen_s = t.elapsed().as_secs_f64();
-        let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-        let idx = s.clone_htod(&idx).unwrap();
-        let dist = s.clone_htod(&nb.distances).unwrap();
-        drop(nb);
-        for keep in [false, true] {
-            set_release_threshold(gpu, if keep { u64::MAX } else { 0 });
-            let (mut cal_t, mut sym_t) = (Vec::new(), Vec::new());
-            let mut last = None;
-            for _ in 0..reps + 1 {
-                s.synchronize().unwrap();
-                let t0 = std::time::Instant::now();
-                let cond = calibrate(gpu, &dist, n, k, u).unwrap();
-                s.synchronize().unwrap();
-                let t1 = std::time::Instant::now();
-                let (parts, stats) = symmetrize_hyb(gpu, &idx, cond, n, k).unwrap();
-                s.synchronize().unwrap();
-                let t2 = std::time::Instant::now();
-                cal_t.push((t1 - t0).as_secs_f64());
-                sym_t.push((t2 - t1).as_secs_f64());
-                drop(parts);
-                last = Some(stats);
-            }
-            let st = last.unwrap();
-            let (cal, sym) = (median(cal_t[1..].to_vec()), median(sym_t[1..].to_vec()));
-            let nk = (n * k) as f64;
-            // Bytes each step moves once (coalesced streams; the random partner search and
-            // appends are not counted).
-            let cal_bytes = 8.0 * nk;
-            let sym_bytes = 20.0 * nk // sort: idx, cond in; sidx, cond, partner out
-                + 8.0 * nk // match: sidx, sval
-                + 16.0 * nk // count: sidx, sval, partner in; own out
-                + 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64; // fill
-            let floor = 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64;
-            eprintln!(
-                "{kind:?} (pool keeps {keep}) n={n} k={k}: gen {gen_s:.1} s | perplexity {:.2} ms ({:.2} GB, {:.0}% of copy bw) \
-                 | symmetrise+HYB {:.2} ms ({:.2} GB streamed, {:.0}% of copy bw) | total {:.2} ms \
-                 | floor (neighbours in, HYB out once) {:.2} GB = {:.2} ms at copy bw, {:.2} ms at 3 TB/s \
-                 | nnz {} K {} coo {} Σplnp {:.6}",
-                cal * 1e3,
-                cal_bytes / 1e9,
-                100.0 * cal_bytes / cal / copy_bw,
-                sym * 1e3,
-                sym_bytes / 1e9,
-                100.0 * sym_bytes / sym / copy_bw,
-                (cal + sym) * 1e3,
-                floor / 1e9,
-                floor / copy_bw * 1e3,
-                floor / 3e12 * 1e3,
-                st.nnz,
-                st.ell_width,
-                st.coo_len,
-                st.p_log_p
-            );
-            // One more run, synchronizing after each step, for the split.
-            profile::ON.store(true, std::sync::atomic::Ordering::Relaxed);
-            profile::lap(gpu, "start");
-            let cond = calibrate(gpu, &dist, n, k, u).unwrap();
-            drop(symmetrize_hyb(gpu, &idx, cond, n, k).unwrap());
-            profile::ON.store(false, std::sync::atomic::Ordering::Relaxed);
-            let log = std::mem::take(&mut profile::LOG.lock().unwrap().1);
-            for (label, dt) in &log[1..] {
-                eprintln!("    {label:<24} {:8.3} ms", dt * 1e3);
-            }
+crate::gpu::gpu_test! {
+    /// Timing at n = 1.3M, k = 90 (run by hand: `--ignored bench_affinities`); prints the
+    /// seconds of the perplexity and symmetrisation steps and the bytes they move.
+    #[ignore]
+    fn bench_affinities(gpu) {
+        let s = &gpu.stream;
+        let n: usize = std::env::var("SGTSNE_BENCH_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_300_000);
+        let (k, u, reps) = (90usize, 30.0, 5);
+        // Ceiling: a device-to-device copy of 1 GiB (bytes read + written).
+        let src = s.alloc_zeros::<f32>(1 << 28).unwrap();
+        let mut dst = s.alloc_zeros::<f32>(1 << 28).unwrap();
+        let mut copy = Vec::new();
+        for _ in 0..reps + 1 {
+            s.synchronize().unwrap();
+            let t = std::time::Instant::now();
+            s.memcpy_dtod(&src, &mut dst).unwrap();
+            s.synchronize().unwrap();
+            copy.push(t.elapsed().as_secs_f64());
         }
-        set_release_threshold(gpu, 0);
+        let copy_bw = 2.0 * (1u64 << 30) as f64 / median(copy[1..].to_vec());
+        drop((src, dst));
+        eprintln!("device-to-device copy: {:.2} TB/s", copy_bw / 1e12);
+        profile::QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+        for kind in [Synthetic::Mutual, Synthetic::Local, Synthetic::Random] {
+            let t = std::time::Instant::now();
+            let nb = synthetic_neighbors(n, k, kind, rand::random());
+            let gen_s = t.elapsed().as_secs_f64();
+            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
+            let idx = s.clone_htod(&idx).unwrap();
+            let dist = s.clone_htod(&nb.distances).unwrap();
+            drop(nb);
+            for keep in [false, true] {
+                crate::gpu::memory::set_release_threshold(gpu, if keep { u64::MAX } else { 0 });
+                let (mut cal_t, mut sym_t) = (Vec::new(), Vec::new());
+                let mut last = None;
+                for _ in 0..reps + 1 {
+                    s.synchronize().unwrap();
+                    let t0 = std::time::Instant::now();
+                    let cond = calibrate(gpu, &dist, n, k, u).unwrap();
+                    s.synchronize().unwrap();
+                    let t1 = std::time::Instant::now();
+                    let (parts, stats) = symmetrize_device(gpu, &idx, cond, n, k).unwrap();
+                    s.synchronize().unwrap();
+                    let t2 = std::time::Instant::now();
+                    cal_t.push((t1 - t0).as_secs_f64());
+                    sym_t.push((t2 - t1).as_secs_f64());
+                    drop(parts);
+                    last = Some(stats);
+                }
+                let st = last.unwrap();
+                let (cal, sym) = (median(cal_t[1..].to_vec()), median(sym_t[1..].to_vec()));
+                let nk = (n * k) as f64;
+                // Bytes each step moves once (coalesced streams; the random partner search and
+                // appends are not counted).
+                let cal_bytes = 8.0 * nk;
+                let sym_bytes = 20.0 * nk // sort: idx, cond in; sidx, cond, partner out
+                    + 8.0 * nk // match: sidx, sval
+                    + 16.0 * nk // count: sidx, sval, partner in; own out
+                    + 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64; // fill
+                let floor = 8.0 * nk + 8.0 * (n * st.ell_width) as f64 + 12.0 * st.coo_len as f64;
+                eprintln!(
+                    "{kind:?} (pool keeps {keep}) n={n} k={k}: gen {gen_s:.1} s | perplexity {:.2} ms ({:.2} GB, {:.0}% of copy bw) \
+                     | symmetrise+HYB {:.2} ms ({:.2} GB streamed, {:.0}% of copy bw) | total {:.2} ms \
+                     | floor (neighbours in, HYB out once) {:.2} GB = {:.2} ms at copy bw, {:.2} ms at 3 TB/s \
+                     | nnz {} K {} coo {} Σplnp {:.6}",
+                    cal * 1e3,
+                    cal_bytes / 1e9,
+                    100.0 * cal_bytes / cal / copy_bw,
+                    sym * 1e3,
+                    sym_bytes / 1e9,
+                    100.0 * sym_bytes / sym / copy_bw,
+                    (cal + sym) * 1e3,
+                    floor / 1e9,
+                    floor / copy_bw * 1e3,
+                    floor / 3e12 * 1e3,
+                    st.nnz,
+                    st.ell_width,
+                    st.coo_len,
+                    st.p_log_p
+                );
+                // One more run, synchronizing after each step, for the split.
+                profile::ON.store(true, std::sync::atomic::Ordering::Relaxed);
+                profile::lap(gpu, "start");
+                let cond = calibrate(gpu, &dist, n, k, u).unwrap();
+                drop(symmetrize_device(gpu, &idx, cond, n, k).unwrap());
+                profile::ON.store(false, std::sync::atomic::Ordering::Relaxed);
+                let log = std::mem::take(&mut profile::LOG.lock().unwrap().1);
+                for (label, dt) in &log[1..] {
+                    eprintln!("    {label:<24} {:8.3} ms", dt * 1e3);
+                }
+            }
+            crate::gpu::memory::set_release_threshold(gpu, 0);
+        }
     }
 }

@@ -137,6 +137,9 @@ fn tick_text(log: f64) -> String {
     }
 }
 
+/// Draws the heat map: cells, their values, axes with the grids' and sizes' labels, the
+/// colour bar. One function, long: plotters' drawing calls share one coordinate system,
+/// and split up they would pass it around without making any step clearer.
 fn draw(
     root: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
     map: &HeatMap,

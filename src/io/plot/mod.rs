@@ -158,7 +158,8 @@ pub fn scatter_png(
     })
 }
 
-/// Draws title, axes, points and legend on `root`.
+/// Draws title, axes, points and legend on `root`. One function, long: the parts share
+/// plotters' chart and coordinate state, in drawing order.
 fn draw(
     root: &DrawingArea<BitMapBackend<'_>, Shift>,
     xy: &[(f64, f64)],

@@ -2,7 +2,7 @@
 //! in 3xTF32, selected in registers behind the products, so that no distance tile is ever
 //! written.
 //!
-//! The SGEMM path of [`super::run_tiled`] writes every distance once and reads it back: at
+//! The SGEMM path of [`super::tiled`] writes every distance once and reads it back: at
 //! d = 50 that traffic, not the arithmetic, bounds it (cuBLAS reaches 47 TFLOP/s, the tiles
 //! move 8 bytes per pair). Here a block holds 128 queries for a whole sweep over the
 //! references: their coordinates sit in registers as TF32 head and tail fragments, each
@@ -22,28 +22,18 @@
 //! outright (no merging into other blocks' lists).
 
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchConfig};
 
-use super::LaggedProgress;
+use super::{fill_lists, tiled, Answer, Shape, SLACK};
+use crate::gpu::centre::{centre_on_device, Centred};
+use crate::gpu::kernels::knn_fused::{
+    FusedLayout, KnnFusedSplit, KnnFusedSweep, MAX_DIM, MAX_KR, QUERIES, WARPS,
+};
 use crate::gpu::kernels::KernelId;
+use crate::gpu::progress::LaggedProgress;
 use crate::gpu::{Gpu, GpuError};
 use crate::progress::Progress;
 
-/// Largest dimension the fused kernel takes (eight k-steps of 8: the query fragments stay
-/// in registers).
-pub(crate) const MAX_DIM: usize = 64;
-/// Longest list, in warp registers per lane (`knn_fused_1` … `knn_fused_8`).
-const MAX_KR: usize = 8;
-/// Warps per block (`FUSED_WARPS`).
-const WARPS: usize = 4;
-/// Queries per block (`FUSED_QUERIES`).
-const QUERIES: usize = WARPS * 32;
-/// References per step (`FUSED_CHUNK`).
-const CHUNK: usize = 32;
-/// Reference buffers in the ring (`FUSED_STAGES`).
-const STAGES: usize = 3;
-/// Queue capacity per query (`FUSED_QUEUE`).
-const QUEUE: usize = 8 + CHUNK;
 /// Blocks per launch: progress is reported between launches (each is many waves).
 const BLOCKS_PER_LAUNCH: usize = 2048;
 
@@ -52,104 +42,129 @@ fn padded_dim(d: usize) -> usize {
     d.div_ceil(8) * 8
 }
 
-/// Dynamic shared memory of one block for lists of 32·`kr`, as laid out in
-/// `kernels/knn_fused.cu`.
-fn smem_bytes(dp: usize, kr: usize) -> usize {
-    let stage = STAGES * 2 * CHUNK * (dp + 4) * 4;
-    let norms = STAGES * CHUNK * 4;
-    let queue = QUERIES * QUEUE * 8;
-    let counts = QUERIES * 8;
-    let scratch = WARPS * (4 * 32 * kr + 32) * 4;
-    stage + norms + queue + counts + scratch
-}
-
 /// Device bytes the fused path needs beyond the centred points, norms and outputs: the
 /// padded heads, tails and norms, and every query's list.
-pub(super) fn extra_bytes(n: usize, d: usize, list: usize) -> usize {
+fn extra_bytes(n: usize, d: usize, list: usize) -> usize {
     n.div_ceil(QUERIES) * QUERIES * (2 * padded_dim(d) + 1) * 4 + n * list * 8
 }
 
-/// Whether the device and the shape suit the fused kernel: TF32 mma (compute capability
-/// 8.0 or later), d ≤ [`MAX_DIM`] and enough shared memory per block.
-pub(super) fn suits(gpu: &Gpu, d: usize) -> bool {
+/// Whether the fused kernel suits the device and the shape (TF32 mma: compute capability
+/// 8.0 or later; d ≤ [`MAX_DIM`]; enough shared memory per block) and its buffers fit in
+/// the free memory.
+pub(super) fn fits(gpu: &Gpu, shape: Shape) -> Result<bool, GpuError> {
+    let Shape { n, d, k, .. } = shape;
     let smem = gpu
         .device
         .context
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         .unwrap_or(0);
-    gpu.device.compute_capability.0 >= 8
+    let suits = gpu.device.compute_capability.0 >= 8
         && d <= MAX_DIM
-        && smem_bytes(padded_dim(d), MAX_KR) <= smem.max(0) as usize
+        && FusedLayout::new(padded_dim(d), MAX_KR).bytes() <= smem.max(0) as usize;
+    if !suits {
+        return Ok(false);
+    }
+    let need = tiled::fixed_bytes(n, d, k, 1) + extra_bytes(n, d, shape.list());
+    Ok(need + SLACK <= gpu.free_memory()?)
 }
 
-/// Fills the lists `state_d` / `state_i` (n × 32·`kr`, sorted: (+∞, −1) before the first
-/// sweep) with every query's K best references by the 3xTF32 key, from the centred points
-/// `xc` (n × d) and their squared norms; `defines` selects a kernel variant (`&[]`, or
-/// `-DFUSED_MMA_ONLY` for the timing split). Progress: one unit per launch of
-/// [`BLOCKS_PER_LAUNCH`] blocks.
-#[allow(clippy::too_many_arguments)]
+/// The fused path: centre, sweep every query block over all references ([`sweep`]),
+/// finish every query.
+pub(super) fn run(
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    shape: Shape,
+    progress: &dyn Progress,
+) -> Result<Answer, GpuError> {
+    let Shape { n, d, .. } = shape;
+    let list = shape.list();
+    let s = &gpu.stream;
+    let Centred { xc, norms, .. } = centre_on_device(gpu, x, n, d, n)?;
+    let mut state_d = s.alloc_zeros::<f32>(n * list)?;
+    let mut state_i = s.alloc_zeros::<i32>(n * list)?;
+    fill_lists(gpu, &mut state_d, &mut state_i, n * list, f32::INFINITY)?;
+    let mut answer = Answer::poisoned(gpu, shape)?;
+    let lists = Lists {
+        d: &mut state_d,
+        i: &mut state_i,
+    };
+    sweep(gpu, &xc, &norms, shape, lists, &[], progress)?;
+    drop(state_d);
+    answer.finish(gpu, x, shape, (0, n), &state_i)?;
+    Ok(answer)
+}
+
+/// Every query's sorted candidate list: keys and indices, n × 32 · kr each.
+pub(super) struct Lists<'a> {
+    pub d: &'a mut CudaSlice<f32>,
+    pub i: &'a mut CudaSlice<i32>,
+}
+
+/// Fills `lists` ((+∞, −1) before the first sweep) with every query's K best references by
+/// the 3xTF32 key, from the centred points `xc` and their squared norms; `variant` selects
+/// a kernel variant (`&[]`, or `-DFUSED_MMA_ONLY` for the timing split). Progress: one unit
+/// per launch of [`BLOCKS_PER_LAUNCH`] blocks.
 pub(super) fn sweep(
     gpu: &Gpu,
     xc: &CudaSlice<f32>,
     norms: &CudaSlice<f32>,
-    n: usize,
-    d: usize,
-    kr: usize,
-    state_d: &mut CudaSlice<f32>,
-    state_i: &mut CudaSlice<i32>,
-    defines: &'static [&'static str],
+    shape: Shape,
+    lists: Lists,
+    variant: &'static [&'static str],
     progress: &dyn Progress,
 ) -> Result<(), GpuError> {
+    let Shape { n, d, kr, .. } = shape;
     let s = &gpu.stream;
     let dp = padded_dim(d);
     let n_pad = n.div_ceil(QUERIES) * QUERIES;
     let mut hi = s.alloc_zeros::<f32>(n_pad * dp)?;
     let mut lo = s.alloc_zeros::<f32>(n_pad * dp)?;
     let mut sq = s.alloc_zeros::<f32>(n_pad)?;
-    let split = gpu.function_with(KernelId::KnnFused, defines, "knn_fused_split")?;
-    let (n64, d32, dp32, n_pad64) = (n as i64, d as i32, dp as i32, n_pad as i64);
-    let mut b = s.launch_builder(&split);
-    b.arg(xc)
-        .arg(norms)
-        .arg(&n64)
-        .arg(&d32)
-        .arg(&dp32)
-        .arg(&n_pad64);
-    b.arg(&mut hi).arg(&mut lo).arg(&mut sq);
-    // SAFETY: knn_fused_split contract: xc holds n·d floats, norms n, hi and lo n_pad·dp,
-    // sq n_pad.
-    unsafe { b.launch(gpu.config(n_pad * dp)) }?;
+    KnnFusedSplit {
+        variant,
+        xc,
+        norms,
+        n,
+        d,
+        dp,
+        n_pad,
+        hi: &mut hi,
+        lo: &mut lo,
+        sq: &mut sq,
+    }
+    .launch(gpu, s, gpu.config(n_pad * dp))?;
 
-    let f = gpu.function_with(
-        KernelId::KnnFused,
-        defines,
-        &format!("knn_fused_{}", dp / 8),
-    )?;
-    let smem = smem_bytes(dp, kr);
-    f.set_attribute(
-        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )?;
+    let layout = FusedLayout::new(dp, kr);
+    let ks = dp / 8;
+    gpu.function(KernelId::KnnFused, variant, &format!("knn_fused_{ks}"))?
+        .set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            layout.bytes() as i32,
+        )?;
     let blocks = n_pad / QUERIES;
-    let launches = blocks.div_ceil(BLOCKS_PER_LAUNCH);
-    let mut done = LaggedProgress::begin(progress, "knn", launches);
-    let (n32, kr32) = (n as i32, kr as i32);
-    for first in (0..blocks).step_by(BLOCKS_PER_LAUNCH) {
-        let count = BLOCKS_PER_LAUNCH.min(blocks - first);
-        let first32 = first as i32;
-        let mut b = s.launch_builder(&f);
-        b.arg(&hi).arg(&lo).arg(&n32).arg(&sq).arg(&kr32);
-        b.arg(&mut *state_d).arg(&mut *state_i).arg(&first32);
+    let mut done = LaggedProgress::begin(progress, "knn", blocks.div_ceil(BLOCKS_PER_LAUNCH));
+    for block0 in (0..blocks).step_by(BLOCKS_PER_LAUNCH) {
+        let count = BLOCKS_PER_LAUNCH.min(blocks - block0);
         let cfg = LaunchConfig {
             grid_dim: (count as u32, 1, 1),
             block_dim: ((WARPS * 32) as u32, 1, 1),
-            shared_mem_bytes: smem as u32,
+            shared_mem_bytes: layout.bytes() as u32,
         };
-        // SAFETY: knn_fused contract: hi and lo n_pad × dp (dp = 8·(kernel number) ≤ 64,
-        // zero-padded), sq n_pad, state n × 32·kr entries of sorted lists (+∞, −1 before the
-        // first sweep), 1 ≤ kr ≤ 8; blocks first .. first + count ≤ n_pad / 128; the dynamic
-        // shared memory is smem_bytes(dp, kr), allowed above.
-        unsafe { b.launch(cfg) }?;
+        KnnFusedSweep {
+            variant,
+            ks,
+            n_pad,
+            hi: &hi,
+            lo: &lo,
+            n,
+            sq: &sq,
+            kr,
+            state_d: &mut *lists.d,
+            state_i: &mut *lists.i,
+            block0,
+            layout,
+        }
+        .launch(gpu, s, cfg)?;
         done.queued(s)?;
     }
     done.end()
@@ -159,73 +174,69 @@ pub(super) fn sweep(
 mod tests {
     use super::*;
     use crate::gen::{gaussian_mixture, MixtureParams};
-    use crate::knn::gpu::{centre_on_device, fill_lists, list_len, Centred};
     use crate::progress::Silent;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
-    /// Where the fused sweep's time goes, printed (not asserted): run on the H100 with
-    /// `<test binary> knn::gpu::fused::tests::fused_split_bench --ignored --nocapture`.
-    /// First sweep: from empty lists. Second sweep: from the final lists, so only the pairs
-    /// that truly belong pass (the floor of the filtering). Third: products alone.
-    #[test]
-    #[ignore]
-    fn fused_split_bench() {
-        let Some(gpu) = crate::gpu::for_test() else {
-            return;
-        };
-        let s = &gpu.stream;
-        let (n, d, k) = (1_000_000, 50, 90);
-        let mut rng = StdRng::seed_from_u64(7);
-        let uniform: Vec<f32> = (0..n * d).map(|_| rng.random::<f32>()).collect();
-        let mixture = gaussian_mixture(&MixtureParams {
-            n,
-            dim: d,
-            clusters: 40,
-            seed: 7,
-        })
-        .unwrap()
-        .0
-        .data;
-        let list = list_len(k);
-        let kr = list / 32;
-        for (label, host) in [("uniform", uniform), ("mixture 40", mixture)] {
-            let x = s.clone_htod(&host).unwrap();
-            let Centred { xc, norms, .. } = centre_on_device(gpu, &x, n, d, n).unwrap();
-            let mut sd = s.alloc_zeros::<f32>(n * list).unwrap();
-            let mut si = s.alloc_zeros::<i32>(n * list).unwrap();
-            fill_lists(gpu, &mut sd, &mut si, n * list, f32::INFINITY).unwrap();
-            let mut time = |defines: &'static [&'static str]| {
-                s.synchronize().unwrap();
-                let t0 = std::time::Instant::now();
-                sweep(
-                    gpu, &xc, &norms, n, d, kr, &mut sd, &mut si, defines, &Silent,
-                )
-                .unwrap();
-                s.synchronize().unwrap();
-                t0.elapsed().as_secs_f64()
-            };
-            for defines in [&[][..], &["-DFUSED_MMA_ONLY"][..]] {
-                // Compiled and loaded before timing.
-                gpu.function_with(KernelId::KnnFused, defines, &format!("knn_fused_{kr}"))
-                    .unwrap();
+    crate::gpu::gpu_test! {
+        /// Where the fused sweep's time goes, printed (not asserted): run on the H100 with
+        /// `<test binary> knn::gpu::fused::tests::fused_split_bench --ignored --nocapture`.
+        /// First sweep: from empty lists. Second sweep: from the final lists, so only the
+        /// pairs that truly belong pass (the floor of the filtering). Third: products alone.
+        #[ignore]
+        fn fused_split_bench(gpu) {
+            let s = &gpu.stream;
+            let (n, d, k) = (1_000_000, 50, 90);
+            let shape = Shape::new(n, d, k);
+            let mut rng = StdRng::seed_from_u64(7);
+            let uniform: Vec<f32> = (0..n * d).map(|_| rng.random::<f32>()).collect();
+            let mixture = gaussian_mixture(&MixtureParams {
+                n,
+                dim: d,
+                clusters: 40,
+                seed: 7,
+            })
+            .unwrap()
+            .0
+            .data;
+            let list = shape.list();
+            for (label, host) in [("uniform", uniform), ("mixture 40", mixture)] {
+                let x = s.clone_htod(&host).unwrap();
+                let Centred { xc, norms, .. } = centre_on_device(gpu, &x, n, d, n).unwrap();
+                let mut sd = s.alloc_zeros::<f32>(n * list).unwrap();
+                let mut si = s.alloc_zeros::<i32>(n * list).unwrap();
+                fill_lists(gpu, &mut sd, &mut si, n * list, f32::INFINITY).unwrap();
+                let mut time = |variant: &'static [&'static str]| {
+                    s.synchronize().unwrap();
+                    let t0 = std::time::Instant::now();
+                    let lists = Lists {
+                        d: &mut sd,
+                        i: &mut si,
+                    };
+                    sweep(gpu, &xc, &norms, shape, lists, variant, &Silent).unwrap();
+                    s.synchronize().unwrap();
+                    t0.elapsed().as_secs_f64()
+                };
+                for variant in [&[][..], &["-DFUSED_MMA_ONLY"][..]] {
+                    // Compiled and loaded before timing.
+                    let name = format!("knn_fused_{}", padded_dim(d) / 8);
+                    gpu.function(KernelId::KnnFused, variant, &name).unwrap();
+                }
+                let first = time(&[]);
+                let again = time(&[]);
+                let products = time(&["-DFUSED_MMA_ONLY"]);
+                println!(
+                    "fused sweep {label} {n}x{d} k{k}: from empty lists {first:.3} s, from final \
+                     lists {again:.3} s, products alone {products:.3} s ({:.1} TFLOP/s of n² d)",
+                    2.0 * (n as f64).powi(2) * d as f64 / products / 1e12
+                );
             }
-            let first = time(&[]);
-            let again = time(&[]);
-            let products = time(&["-DFUSED_MMA_ONLY"]);
-            println!(
-                "fused sweep {label} {n}x{d} k{k}: from empty lists {first:.3} s, from final \
-                 lists {again:.3} s, products alone {products:.3} s ({:.1} TFLOP/s of n² d)",
-                2.0 * (n as f64).powi(2) * d as f64 / products / 1e12
-            );
         }
     }
 
-    /// Two blocks must fit on an SM of an H100 (228 KiB) at the largest dimension, so that
-    /// one block's merges overlap the other's tensor work.
     #[test]
-    fn two_blocks_fit_an_sm() {
-        assert!(2 * (smem_bytes(padded_dim(MAX_DIM), MAX_KR) + 1024) <= 228 * 1024);
+    fn padding_follows_the_mma_k_step() {
         assert_eq!(padded_dim(50), 56);
         assert_eq!(padded_dim(64), 64);
+        assert_eq!(padded_dim(1), 8);
     }
 }

@@ -132,6 +132,8 @@ impl SweepConfig {
     }
 
     /// Parses and validates `text`; `path` names it in errors, `stem` is the default name.
+    /// One function, long: the checks go field by field in the file's order, each with its
+    /// own message, and read best as one list.
     pub fn parse(text: &str, path: &Path, stem: &str) -> Result<SweepConfig, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.into(),

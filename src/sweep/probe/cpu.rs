@@ -6,15 +6,15 @@ use crate::Result;
 
 /// Measures on the CPU; one repulsion per grid, kept across samples (its FFT plans and
 /// kernel spectra are reused as they would be in an optimisation).
-pub(crate) struct HostProbe {
+pub(crate) struct ProbeCpu {
     dims: usize,
     repulsions: Vec<FftRepulsion>,
     force: Vec<f32>,
 }
 
-impl HostProbe {
+impl ProbeCpu {
     pub fn new(dims: usize, grids: &[GridSpec]) -> Self {
-        HostProbe {
+        ProbeCpu {
             dims,
             repulsions: grids.iter().map(|&g| FftRepulsion::new(g)).collect(),
             force: Vec::new(),
@@ -22,7 +22,7 @@ impl HostProbe {
     }
 }
 
-impl Probe<[f32]> for HostProbe {
+impl Probe<[f32]> for ProbeCpu {
     fn host_y(&mut self, y: &[f32]) -> Result<Vec<f32>> {
         Ok(y.to_vec())
     }

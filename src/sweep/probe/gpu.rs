@@ -4,14 +4,14 @@
 use cudarc::driver::CudaSlice;
 
 use super::{approximate_with, at_targets, Approximation, Probe};
-use crate::gpu::{Gpu, GpuError};
-use crate::repulse::exact_gpu::{exact_for_targets_gpu, exact_z_gpu};
-use crate::repulse::gpu::{DeviceRepulse, FftRepulsionGpu};
-use crate::repulse::{ExactTargets, GridSpec};
-use crate::{Error, Result};
+use crate::gpu::Gpu;
+use crate::repulse::{
+    exact_for_targets_gpu, exact_z_gpu, ExactTargets, FftRepulsionGpu, GridSpec, RepulseGpu,
+};
+use crate::Result;
 
 /// Measures on the device; one repulsion per grid, kept across samples.
-pub(crate) struct DeviceProbe {
+pub(crate) struct ProbeGpu {
     gpu: &'static Gpu,
     n: usize,
     dims: usize,
@@ -19,17 +19,14 @@ pub(crate) struct DeviceProbe {
     force: CudaSlice<f32>,
 }
 
-impl DeviceProbe {
+impl ProbeGpu {
     pub fn new(gpu: &'static Gpu, n: usize, dims: usize, grids: &[GridSpec]) -> Result<Self> {
         let repulsions = grids
             .iter()
             .map(|&g| FftRepulsionGpu::new(gpu, g))
             .collect::<Result<_>>()?;
-        let force = gpu
-            .stream
-            .alloc_zeros(n * dims)
-            .map_err(|e| Error::from(GpuError::from(e)))?;
-        Ok(DeviceProbe {
+        let force = gpu.stream.alloc_zeros(n * dims)?;
+        Ok(ProbeGpu {
             gpu,
             n,
             dims,
@@ -39,14 +36,11 @@ impl DeviceProbe {
     }
 }
 
-impl Probe<CudaSlice<f32>> for DeviceProbe {
+impl Probe<CudaSlice<f32>> for ProbeGpu {
     fn host_y(&mut self, y: &CudaSlice<f32>) -> Result<Vec<f32>> {
         let mut host = vec![0f32; self.n * self.dims];
         let view = y.slice(..host.len());
-        self.gpu
-            .stream
-            .memcpy_dtoh(&view, &mut host)
-            .map_err(|e| Error::from(GpuError::from(e)))?;
+        self.gpu.stream.memcpy_dtoh(&view, &mut host)?;
         Ok(host)
     }
 
@@ -72,10 +66,7 @@ impl Probe<CudaSlice<f32>> for DeviceProbe {
             repeats,
             |force| rep.repulse_device(y, n, dims, force),
             |force| {
-                let host = gpu
-                    .stream
-                    .clone_dtoh(force)
-                    .map_err(|e| Error::from(GpuError::from(e)))?;
+                let host = gpu.stream.clone_dtoh(force)?;
                 Ok(at_targets(&host, dims, targets))
             },
         )

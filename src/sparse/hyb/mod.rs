@@ -1,4 +1,7 @@
-//! HYB = ELL + COO (Bell & Garland 2009), the GPU layout of P.
+//! HYB = ELL + COO (Bell & Garland 2009), the GPU layout of P: [`Hyb`] on the host, built
+//! from CSR, and its device sibling [`gpu::HybGpu`].
+
+pub mod gpu;
 
 use super::SparseError;
 use crate::affinity::Affinities;

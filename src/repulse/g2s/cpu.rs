@@ -13,9 +13,9 @@
 
 use rayon::prelude::*;
 
-use super::fftnd::Real;
-use super::grid::Grid;
-use super::s2g::{locate, node, strides};
+use crate::repulse::fftnd::Real;
+use crate::repulse::grid::Grid;
+use crate::repulse::s2g::{locate, node, strides};
 
 /// Points per parallel task.
 const CHUNK: usize = 1024;

@@ -8,12 +8,12 @@
 //! self correction: the self terms of `y_i φ₀` and `φ_k` are both `w̃²_ii y_i` and cancel.
 //!
 //! `Σ_i ψ_i` comes from G2G (one number, from the spectrum) and the interpolated self terms
-//! `Σ_i w̃_ii` from G2S (see [`super::g2s`]); `Z` is their difference.
+//! `Σ_i w̃_ii` from G2S (see [`crate::repulse::g2s`]); `Z` is their difference.
 
 use rayon::prelude::*;
 
-use super::fftnd::Real;
-use super::grid::Grid;
+use crate::repulse::fftnd::Real;
+use crate::repulse::grid::Grid;
 use crate::{Error, Result};
 
 /// Points per parallel task.

@@ -10,13 +10,13 @@
 
 use std::time::Instant;
 
-use super::fftnd::{Planners, Real};
-use super::g2g::{channels, Convolver};
-use super::g2s::gather;
-use super::grid::Grid;
-use super::phi2force::phi2force;
-use super::s2g::Scatter;
-use super::{check_shapes, GridSpec, Repulse, RepulseTimes, Repulsion};
+use crate::repulse::fftnd::{Planners, Real};
+use crate::repulse::g2g::{channels, Convolver};
+use crate::repulse::g2s::gather;
+use crate::repulse::grid::Grid;
+use crate::repulse::phi2force::phi2force;
+use crate::repulse::s2g::Scatter;
+use crate::repulse::{check_shapes, GridSpec, Repulse, RepulseTimes, Repulsion};
 use crate::Result;
 
 /// FFT-accelerated interpolated repulsion. `T` is the precision of the grid computations:

@@ -21,7 +21,7 @@
 use rayon::prelude::*;
 use rustfft::num_complex::Complex;
 
-use super::fftnd::{PaddedFft, Planners, Real};
+use crate::repulse::fftnd::{PaddedFft, Planners, Real};
 
 /// Number of channels per node, in (the charges `1, y¹ … yˢ`) as out (`φ₀, φ₁ … φ_s`).
 pub fn channels(dims: usize) -> usize {

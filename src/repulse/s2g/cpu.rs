@@ -8,8 +8,8 @@
 
 use rayon::prelude::*;
 
-use super::fftnd::Real;
-use super::grid::{stencil, Grid};
+use crate::repulse::fftnd::Real;
+use crate::repulse::grid::{stencil, Grid};
 
 /// Most private grid sets. The reduction reads every one of them, so beyond a handful of
 /// threads more copies cost more memory traffic than they save in scatter time.

@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use super::{check_shapes, Repulse, RepulseTimes, Repulsion};
+use crate::repulse::{check_shapes, Repulse, RepulseTimes, Repulsion};
 use crate::{Error, Result};
 
 /// Targets per parallel task.
@@ -118,9 +118,14 @@ fn z_pairs<const D: usize>(y: &[f32], n: usize) -> f64 {
 }
 
 /// Relative error `‖exact − approx‖₂ / ‖exact‖₂` (the reference thesis' measure).
-pub fn relative_error(exact: &[f64], approx: &[f64]) -> f64 {
-    let num: f64 = exact.iter().zip(approx).map(|(e, a)| (e - a).powi(2)).sum();
-    let den: f64 = exact.iter().map(|e| e * e).sum();
+pub fn relative_error<T: Copy + Into<f64>>(exact: &[T], approx: &[T]) -> f64 {
+    let wide = |v: T| -> f64 { v.into() };
+    let num: f64 = exact
+        .iter()
+        .zip(approx)
+        .map(|(&e, &a)| (wide(e) - wide(a)).powi(2))
+        .sum();
+    let den: f64 = exact.iter().map(|&e| wide(e).powi(2)).sum();
     (num / den).sqrt()
 }
 

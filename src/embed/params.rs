@@ -1,0 +1,203 @@
+//! Every parameter of a run ([`EmbedParams`]) and the choices it names, with their defaults
+//! (DESIGN §1) and range checks. Kept apart from the pipeline so that the stages and
+//! backends that read parameters do not depend on the orchestration.
+
+use serde::{Serialize, Serializer};
+
+use crate::backend::BackendKind;
+use crate::init::InitKind;
+use crate::optim::OptimParams;
+use crate::repulse::{GridSpec, RepulsionSpec};
+pub use crate::repulse::{Precision, RepulsionMethod};
+use crate::{Error, Result};
+
+/// Above this many points `--knn auto` uses HNSW instead of the exact blocked GEMM.
+/// Measured on 2 cores at k = 90: exact takes 2.2 s at 70k and grows as n², HNSW took 52 s
+/// at 70k (recall 0.996) and grows as n·log n, so exact stays ahead to several 100k points.
+pub const AUTO_EXACT_MAX: usize = 500_000;
+
+/// The kNN method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KnnMethod {
+    /// Exact below [`AUTO_EXACT_MAX`] points, HNSW above.
+    Auto,
+    /// Blocked GEMM and bounded selection.
+    Exact,
+    /// Approximate, `hnsw_rs`.
+    Hnsw,
+}
+
+/// How the pipeline numbers the points internally; the embedding comes out in input order
+/// either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PointOrder {
+    /// Renumber the points (after PCA, before the kNN) in the leaf order of a PCA tree, so
+    /// that close points get close numbers: P's non-zeros gather near the diagonal (fewer,
+    /// denser CSB blocks; nearby `y_j` reads in the GPU attraction) and consecutive points
+    /// spread onto and gather from nearby grid nodes (S2G, G2S). Graph inputs keep their order.
+    Locality,
+    /// Keep the input's order (the layout of the input file decides the locality).
+    Input,
+}
+
+impl PointOrder {
+    /// The order `--order auto` takes on `backend` (see [`EmbedParams::order`]).
+    pub fn default_for(backend: BackendKind) -> Self {
+        match backend {
+            BackendKind::Gpu => PointOrder::Input,
+            _ => PointOrder::Locality,
+        }
+    }
+}
+
+/// Every parameter of a run. Defaults are DESIGN §1's.
+#[derive(Clone, Debug, Serialize)]
+pub struct EmbedParams {
+    /// Embedding dimension s ∈ {1, 2, 3} (default 2).
+    pub dims: usize,
+    /// Perplexity u (default 30); k = ⌈3u⌉ neighbours.
+    pub perplexity: f64,
+    /// kNN method (default auto).
+    pub knn: KnnMethod,
+    /// Reduce to this many principal components first when d is larger (default 50).
+    pub pca: Option<usize>,
+    /// Internal numbering of the points; `None` = [`PointOrder::default_for`] the backend
+    /// (resolved in the report):
+    /// [`PointOrder::Locality`] on cpu and hybrid, whose CSB attraction it speeds up (MNIST, 2
+    /// cores), [`PointOrder::Input`] on gpu, where its host-side PCA tree cost more than it
+    /// saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the kNN and optimisation).
+    pub order: Option<PointOrder>,
+    /// Initialisation (default PCA; graphs always start random).
+    pub init: InitKind,
+    /// Repulsion grid; `None` = [`GridSpec::default_for`] the dimension (resolved in the
+    /// report).
+    #[serde(serialize_with = "grid_text")]
+    pub grid: Option<GridSpec>,
+    /// Repulsion method (default fft).
+    pub repulsion: RepulsionMethod,
+    /// Precision of the FFT repulsion's grids (default f32).
+    pub precision: Precision,
+    /// Backend (default auto).
+    pub backend: BackendKind,
+    /// Seed of every random choice (default 0).
+    pub seed: u64,
+    /// λ of SG-t-SNE's rescaling in graph mode (default 1).
+    pub lambda: f64,
+    /// Learning rate; `None` = auto, max(n / exaggeration, 50).
+    pub learning_rate: Option<f32>,
+    /// Iterations, exaggeration, momentum, gains (learning rate resolved at run time).
+    pub optim: OptimParams,
+}
+
+impl Default for EmbedParams {
+    fn default() -> Self {
+        EmbedParams {
+            dims: 2,
+            perplexity: 30.0,
+            knn: KnnMethod::Auto,
+            pca: Some(50),
+            order: None,
+            init: InitKind::Pca,
+            grid: None,
+            repulsion: RepulsionMethod::Fft,
+            precision: Precision::F32,
+            backend: BackendKind::Auto,
+            seed: 0,
+            lambda: 1.0,
+            learning_rate: None,
+            optim: OptimParams::default(),
+        }
+    }
+}
+
+fn grid_text<S: Serializer>(grid: &Option<GridSpec>, s: S) -> Result<S::Ok, S::Error> {
+    match grid {
+        None => s.serialize_str("default"),
+        Some(GridSpec::Fixed(n)) => s.serialize_str(&n.to_string()),
+        Some(GridSpec::Auto { h }) => s.serialize_str(&format!("auto (h = {h})")),
+    }
+}
+
+impl EmbedParams {
+    /// k = ⌈3u⌉ (DESIGN §1.3).
+    pub fn k(&self) -> usize {
+        (3.0 * self.perplexity).ceil() as usize
+    }
+
+    /// The repulsion these parameters ask for, with the grid resolved
+    /// ([`GridSpec::default_for`] the dimension when none was given).
+    pub fn repulsion_spec(&self) -> RepulsionSpec {
+        RepulsionSpec {
+            method: self.repulsion,
+            grid: self
+                .grid
+                .unwrap_or_else(|| GridSpec::default_for(self.dims)),
+            precision: self.precision,
+        }
+    }
+
+    /// Range checks that need no data, each naming its parameter.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=3).contains(&self.dims) {
+            return Err(Error::param(
+                "dims",
+                format!("must be 1, 2 or 3, got {}", self.dims),
+            ));
+        }
+        if !(self.perplexity >= 1.0 && self.perplexity.is_finite()) {
+            return Err(Error::param(
+                "perplexity",
+                format!("must be at least 1, got {}", self.perplexity),
+            ));
+        }
+        if self.pca == Some(0) {
+            return Err(Error::param(
+                "pca",
+                "must be a positive number of components or `none`",
+            ));
+        }
+        if let Some(GridSpec::Fixed(n)) = self.grid {
+            if n < 8 {
+                return Err(Error::param(
+                    "grid",
+                    format!("needs at least 8 nodes per axis, got {n}"),
+                ));
+            }
+        }
+        if let Some(GridSpec::Auto { h }) = self.grid {
+            if !(h > 0.0 && h.is_finite()) {
+                return Err(Error::param(
+                    "grid",
+                    format!("spacing h must be positive, got {h}"),
+                ));
+            }
+        }
+        if let Some(lr) = self.learning_rate {
+            if !(lr > 0.0 && lr.is_finite()) {
+                return Err(Error::param(
+                    "learning-rate",
+                    format!("must be positive, got {lr}"),
+                ));
+            }
+        }
+        if self.precision == Precision::F64 && self.repulsion == RepulsionMethod::Exact {
+            return Err(Error::param(
+                "precision",
+                "f64 applies to the FFT repulsion's grids; the exact repulsion already sums \
+                 in f64",
+            ));
+        }
+        if self.optim.exaggeration_iters > self.optim.iters {
+            return Err(Error::param(
+                "exaggeration-iters",
+                format!(
+                    "{} exceeds the {} iterations",
+                    self.optim.exaggeration_iters, self.optim.iters
+                ),
+            ));
+        }
+        self.optim.validate()
+    }
+}

@@ -1,0 +1,54 @@
+//! cuBLAS matrix products, checked: the one place the stages' GEMMs (the tiled kNN's
+//! distance tiles, the PCA's scatter matrix and projection) cross into cuBLAS's `unsafe`
+//! interface.
+
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::{DevicePtr, DevicePtrMut};
+
+use super::GpuError;
+
+/// C = α op(A) op(B) + β C in single precision, cuBLAS's column-major convention, after
+/// checking that the dimensions are positive, each leading dimension covers its matrix's
+/// rows, and each matrix lies inside its buffer.
+pub fn sgemm<A, B, C>(
+    blas: &CudaBlas,
+    cfg: GemmConfig<f32>,
+    a: &A,
+    b: &B,
+    c: &mut C,
+) -> Result<(), GpuError>
+where
+    A: DevicePtr<f32>,
+    B: DevicePtr<f32>,
+    C: DevicePtrMut<f32>,
+{
+    let (m, n, k) = (cfg.m, cfg.n, cfg.k);
+    // Stored shape (rows × columns) of each operand.
+    let stored = |op: cublasOperation_t, rows: i32, cols: i32| match op {
+        cublasOperation_t::CUBLAS_OP_N => (rows, cols),
+        _ => (cols, rows),
+    };
+    let (a_rows, a_cols) = stored(cfg.transa, m, k);
+    let (b_rows, b_cols) = stored(cfg.transb, k, n);
+    let check = |name: &str, rows: i32, cols: i32, ld: i32, have: usize| {
+        let need = (ld as i64) * (cols as i64 - 1) + rows as i64;
+        if rows < 1 || cols < 1 || ld < rows || need > have as i64 {
+            return Err(GpuError::Gemm {
+                what: format!(
+                    "{name} is {rows} × {cols} with leading dimension {ld}: needs {need} \
+                     elements, its buffer holds {have}"
+                ),
+            });
+        }
+        Ok(())
+    };
+    check("A", a_rows, a_cols, cfg.lda, a.len())?;
+    check("B", b_rows, b_cols, cfg.ldb, b.len())?;
+    check("C", m, n, cfg.ldc, c.len())?;
+    // SAFETY: cuBLAS reads op(A) (m × k), op(B) (k × n) and writes C (m × n), column-major
+    // with the leading dimensions given; each of those matrices lies inside its buffer
+    // (checked above), and cudarc orders the call after earlier work on the buffers.
+    unsafe { blas.gemm(cfg, a, b, c) }?;
+    Ok(())
+}

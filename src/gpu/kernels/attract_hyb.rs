@@ -1,0 +1,51 @@
+//! `kernels/attract_hyb.cu`: the attraction over P in HYB, ELL part then COO part
+//! (`crate::attract::gpu`).
+
+use crate::gpu::context::BLOCK;
+use crate::gpu::launch::kernels;
+
+/// Threads per block both kernels are compiled for (`ATTRACT_THREADS` in their
+/// `__launch_bounds__`, with 8 blocks per SM in 1-D and 2-D, 6 in 3-D).
+pub const THREADS: usize = BLOCK as usize;
+/// Runs of 32 COO entries a warp takes per step, their loads issued together
+/// (`COO_CHUNKS`).
+pub const COO_CHUNKS: usize = 2;
+/// Blocks per SM of the COO kernel's one-wave grid (the ELL kernel's launch bounds in 1-D and
+/// 2-D: the full 2048 threads).
+pub const COO_BLOCKS_PER_SM: usize = 8;
+
+/// Constants the file is compiled with (`-DNAME=VALUE`).
+pub(crate) const CONSTANTS: &[(&str, usize)] =
+    &[("ATTRACT_THREADS", THREADS), ("COO_CHUNKS", COO_CHUNKS)];
+
+kernels! {
+    file: AttractHyb;
+
+    /// F_attr of the ELL part into `force` (overwritten): slot s of row i at s · n + i,
+    /// padding slots (i, 0); with `kl`, Σ p ln w added to it. Blocks of [`THREADS`].
+    pub struct AttractEll = "attract_ell_{dims}d" {
+        dims: host,
+        n: usize as i32,
+        width: usize as i32,
+        ell_cols: in i32 [n * width],
+        ell_vals: in f32 [n * width],
+        y: in f32 [n * dims],
+        force: out f32 [n * dims],
+        kl: opt f64 [1],
+    }
+
+    /// F_attr of the `m` COO entries (sorted by row: each warp sums its runs per row before
+    /// the atomics) added to `force`; with `kl`, Σ p ln w added to it. Blocks of
+    /// [`THREADS`]; any grid (warps loop over runs of 32 · [`COO_CHUNKS`] entries).
+    pub struct AttractCoo = "attract_coo_{dims}d" {
+        dims: host,
+        n: host,
+        m: usize as i64,
+        rows: in i32 [m],
+        cols: in i32 [m],
+        vals: in f32 [m],
+        y: in f32 [n * dims],
+        force: out f32 [n * dims],
+        kl: opt f64 [1],
+    }
+}

@@ -1,0 +1,54 @@
+//! `kernels/g2g.cu`: the zero-padding-free convolution on the grid, every parity pattern at
+//! once (`crate::repulse::g2g::gpu`). Complex arrays are pattern-major: channel c of pattern
+//! b at (b · channels + c) · `len`, 2^dims patterns.
+
+use crate::gpu::launch::kernels;
+
+/// Constants the file is compiled with (`-DNAME=VALUE`).
+pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
+
+kernels! {
+    file: G2g;
+
+    /// The `channels` real grids `charges` (channel-major) modulated for every pattern into
+    /// `modulated`.
+    pub struct G2gModulate<T> = "g2g_modulate" {
+        len: usize as i64,
+        p: usize as i32,
+        dims: usize as i32,
+        channels: usize as i32,
+        charges: in T [channels * len],
+        modulated: out T::Complex [(1 << dims) * channels * len],
+    }
+
+    /// The kernels G1 and G2 at spacing `h`, folded and modulated per pattern, into
+    /// `kernel` (their spectra after the forward FFT).
+    pub struct G2gKernel<T> = "g2g_kernel" {
+        len: usize as i64,
+        p: usize as i32,
+        dims: usize as i32,
+        h: f32,
+        kernel: out T::Complex [(1 << dims) * 2 * len],
+    }
+
+    /// The products of the charges' spectra `xhat` (1 + dims channels) with the kernel
+    /// `spectra` (G1 for ψ, G2 for φ) into `yhat` (2 + dims channels), scaled by 1 / `len`.
+    pub struct G2gMultiply<T> = "g2g_multiply" {
+        len: usize as i64,
+        dims: usize as i32,
+        xhat: in T::Complex [(1 << dims) * (1 + dims) * len],
+        spectra: in T::Complex [(1 << dims) * 2 * len],
+        yhat: out T::Complex [(1 << dims) * (2 + dims) * len],
+    }
+
+    /// The patterns' inverse transforms `patterns` demodulated and averaged into the
+    /// `channels` real potentials `phi`.
+    pub struct G2gDemodulate<T> = "g2g_demodulate" {
+        len: usize as i64,
+        p: usize as i32,
+        dims: usize as i32,
+        channels: usize as i32,
+        patterns: in T::Complex [(1 << dims) * channels * len],
+        phi: out T [channels * len],
+    }
+}

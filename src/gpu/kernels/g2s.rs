@@ -1,0 +1,28 @@
+//! `kernels/g2s.cu`: the gather of potentials from the grid, and Z
+//! (`crate::repulse::g2s::gpu`).
+
+use super::repulse::GridGeom;
+use crate::gpu::launch::kernels;
+
+/// Constants the file is compiled with (`-DNAME=VALUE`).
+pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
+
+kernels! {
+    file: G2s;
+
+    /// Every point (in 3-D taken in the cell order `order`, a permutation of 0..n) gathers
+    /// its 2 + dims potentials from the channel-major grids `phi` (`len` nodes each) into
+    /// `out` (point-major); Σ ψ minus the self terms added to `z` (zeroed). Blocks of a
+    /// multiple of 32 threads.
+    pub struct G2sGather<T> = "g2s_gather_{dims}d" {
+        dims: host,
+        len: host,
+        n: usize as i32,
+        geom: GridGeom,
+        y: in f32 [n * dims],
+        order: in i32 [n],
+        phi: in T [(2 + dims) * len],
+        out: out T [n * (2 + dims)],
+        z: out f64 [1],
+    }
+}

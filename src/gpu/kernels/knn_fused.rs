@@ -1,0 +1,156 @@
+//! `kernels/knn_fused.cu`: the fused exact kNN (3xTF32 keys on the tensor cores, the
+//! selection behind them; `crate::knn::gpu::fused`), its constants and its shared-memory
+//! layout, which is defined here and given to the kernel as offsets ([`FusedLayout`]).
+
+use crate::gpu::launch::{kernels, KernelValue, Param};
+
+/// Warps per block (`FUSED_WARPS`).
+pub const WARPS: usize = 4;
+/// Queries per block, 32 per warp: two m16 tiles (`FUSED_QUERIES`).
+pub const QUERIES: usize = WARPS * 32;
+/// References per step: four n8 tiles (`FUSED_CHUNK`).
+pub const CHUNK: usize = 32;
+/// A query's queue is merged into its list once it holds more than this (`FUSED_MERGE`).
+pub const MERGE: usize = 8;
+/// Queue capacity per query: one step adds at most [`CHUNK`] (`FUSED_QUEUE`).
+pub const QUEUE: usize = MERGE + CHUNK;
+/// Reference buffers in the ring: one in use, two in flight (`FUSED_STAGES`).
+pub const STAGES: usize = 3;
+/// Words of padding after each staged reference row, so that rows sit 4 mod 8 words apart
+/// and each `ldmatrix` phase hits 32 different banks (`FUSED_ROW_PAD`).
+pub const ROW_PAD: usize = 4;
+/// Largest dimension the kernel takes: eight k-steps of 8, the query fragments in registers.
+pub const MAX_DIM: usize = 64;
+/// Longest list, in registers per lane of a warp.
+pub const MAX_KR: usize = 8;
+
+/// Constants the file is compiled with (`-DNAME=VALUE`).
+pub(crate) const CONSTANTS: &[(&str, usize)] = &[
+    ("FUSED_WARPS", WARPS),
+    ("FUSED_QUERIES", QUERIES),
+    ("FUSED_CHUNK", CHUNK),
+    ("FUSED_MERGE", MERGE),
+    ("FUSED_QUEUE", QUEUE),
+    ("FUSED_STAGES", STAGES),
+    ("FUSED_ROW_PAD", ROW_PAD),
+];
+
+/// Where each part of a block's dynamic shared memory starts, in 4-byte words (the kernel
+/// reads these; `FusedLayout` in `kernels/knn_fused.cu` has the same fields):
+///
+/// | part | words |
+/// |---|---|
+/// | staged references | [`STAGES`] × 2 × [`CHUNK`] × (dp + [`ROW_PAD`]): heads, then tails |
+/// | their squared norms | [`STAGES`] × [`CHUNK`] |
+/// | queues | [`QUERIES`] × [`QUEUE`] keys, then as many indices |
+/// | queue lengths, K-th best keys | [`QUERIES`] each |
+/// | scratch | [`WARPS`] × (4 K + 32): each warp's lists and batch while merging |
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusedLayout {
+    pub sqs: i32,
+    pub queue_d: i32,
+    pub queue_i: i32,
+    pub qcount: i32,
+    pub thr: i32,
+    pub scratch: i32,
+    pub scratch_per_warp: i32,
+}
+
+// SAFETY: plain `#[repr(C)]` data of seven `i32`, laid out as the CUDA struct.
+unsafe impl cudarc::driver::DeviceRepr for FusedLayout {}
+
+impl KernelValue for FusedLayout {
+    const PARAM: Param = Param::Bytes(std::mem::size_of::<FusedLayout>());
+}
+
+impl FusedLayout {
+    /// The layout for points padded to `dp` dimensions and lists of 32 · `kr` entries.
+    pub fn new(dp: usize, kr: usize) -> Self {
+        let sqs = STAGES * 2 * CHUNK * (dp + ROW_PAD);
+        let queue_d = sqs + STAGES * CHUNK;
+        let queue_i = queue_d + QUERIES * QUEUE;
+        let qcount = queue_i + QUERIES * QUEUE;
+        let thr = qcount + QUERIES;
+        let scratch = thr + QUERIES;
+        let word = |w: usize| w as i32;
+        FusedLayout {
+            sqs: word(sqs),
+            queue_d: word(queue_d),
+            queue_i: word(queue_i),
+            qcount: word(qcount),
+            thr: word(thr),
+            scratch: word(scratch),
+            scratch_per_warp: word(4 * 32 * kr + 32),
+        }
+    }
+
+    /// Bytes of dynamic shared memory a block needs.
+    pub fn bytes(&self) -> usize {
+        (self.scratch + WARPS as i32 * self.scratch_per_warp) as usize * 4
+    }
+}
+
+kernels! {
+    file: KnnFused;
+
+    /// The centred points `xc` (n × d) split into TF32 heads `hi` and tails `lo`, padded with
+    /// zero columns to `dp` and zero rows to `n_pad`; `sq` = their squared `norms`, +∞ past
+    /// n (never selected).
+    pub struct KnnFusedSplit = "knn_fused_split" {
+        variant: defines,
+        xc: in f32 [n * d],
+        norms: in f32 [n],
+        n: usize as i64,
+        d: usize as i32,
+        dp: usize as i32,
+        n_pad: usize as i64,
+        hi: out f32 [n_pad * dp],
+        lo: out f32 [n_pad * dp],
+        sq: out f32 [n_pad],
+    }
+
+    /// Sweeps query blocks `block0 ..` over every reference: each query's list in
+    /// `state_d` / `state_i` (32 · `kr` entries, sorted, (+∞, −1) before the first sweep,
+    /// 1 ≤ kr ≤ [`MAX_KR`]) ends holding its K best references by the 3xTF32 key. `hi`,
+    /// `lo` and `sq` as [`KnnFusedSplit`] made them, dp = 8 · `ks` ≤ [`MAX_DIM`]; blocks of
+    /// [`QUERIES`] threads with [`FusedLayout::bytes`] of dynamic shared memory, block b
+    /// taking queries [`QUERIES`] · (block0 + b) …, all within n_pad.
+    pub struct KnnFusedSweep = "knn_fused_{ks}" {
+        variant: defines,
+        ks: host,
+        n_pad: host,
+        hi: in f32 [n_pad * 8 * ks],
+        lo: in f32 [n_pad * 8 * ks],
+        n: usize as i32,
+        sq: in f32 [n_pad],
+        kr: usize as i32,
+        state_d: out f32 [n * 32 * kr],
+        state_i: out i32 [n * 32 * kr],
+        block0: usize as i32,
+        layout: FusedLayout,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout is the one the kernel carved before it took offsets (the same bytes), and
+    /// two blocks fit an SM of an H100 (228 KiB) at the largest dimension and list, so that
+    /// one block's merges overlap the other's tensor work.
+    #[test]
+    fn layout_fits_two_blocks_per_sm() {
+        for (dp, kr) in [(8, 1), (56, 3), (64, 8)] {
+            let stage = STAGES * 2 * CHUNK * (dp + 4) * 4;
+            let norms = STAGES * CHUNK * 4;
+            let queue = QUERIES * QUEUE * 8;
+            let counts = QUERIES * 8;
+            let scratch = WARPS * (4 * 32 * kr + 32) * 4;
+            let layout = FusedLayout::new(dp, kr);
+            assert_eq!(layout.bytes(), stage + norms + queue + counts + scratch);
+            assert_eq!(layout.sqs % 4, 0, "cp.async needs 16-byte aligned rows");
+        }
+        assert!(2 * (FusedLayout::new(MAX_DIM, MAX_KR).bytes() + 1024) <= 228 * 1024);
+    }
+}

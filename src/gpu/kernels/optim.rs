@@ -1,0 +1,36 @@
+//! `kernels/optim.cu`: the fused optimiser step and the re-centring (`crate::optim::gpu`).
+
+use crate::gpu::launch::kernels;
+
+/// Constants the file is compiled with (`-DNAME=VALUE`).
+pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
+
+kernels! {
+    file: Optim;
+
+    /// One step from g = `alpha` · `attr` − `rep`: gains (delta-bar-delta, floor
+    /// `min_gain`), momentum `momentum`, learning rate `eta`, y += update; the column sums
+    /// of the new y added to `sums` (zeroed). Blocks of a multiple of 32 threads.
+    pub struct OptimStep = "optim_step_{dims}d" {
+        dims: host,
+        n: usize as i32,
+        alpha: f32,
+        momentum: f32,
+        eta: f32,
+        min_gain: f32,
+        attr: in f32 [n * dims],
+        rep: in f32 [n * dims],
+        y: out f32 [n * dims],
+        update: out f32 [n * dims],
+        gains: out f32 [n * dims],
+        sums: out f64 [dims],
+    }
+
+    /// y −= `sums` / n, the sums [`OptimStep`] left.
+    pub struct OptimRecentre = "optim_recentre_{dims}d" {
+        dims: host,
+        n: usize as i32,
+        y: out f32 [n * dims],
+        sums: in f64 [dims],
+    }
+}

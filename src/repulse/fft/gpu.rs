@@ -1,0 +1,218 @@
+//! FFT-accelerated repulsion on the GPU: the CPU path's method and grid (same [`Grid`], same
+//! stencil, same self-term correction of Z), its sub-stages on the device beside their CPU
+//! twins: S2G ([`crate::repulse::s2g::gpu`]), the zero-padding-free G2G with cuFFT
+//! ([`crate::repulse::g2g::gpu`]), G2S and Phi2Force. Grids, FFTs and potentials are in
+//! `f32` or `f64` ([`DeviceReal`]), as [`super::FftRepulsion`]'s are on the CPU; work goes to
+//! one stream, the process's or a dedicated one (the hybrid backend's, so that its copies
+//! overlap the CPU's work).
+//!
+//! Per call the only host round trips are the bounding box (6 words, needed to place the
+//! grid; [`RepulseGpu::prefetch`] sends it ahead) and Z (1 word, read when the call is
+//! collected).
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
+
+use crate::gpu::kernels::repulse::GridGeom;
+use crate::gpu::memory::pinned;
+use crate::gpu::real::DeviceReal;
+use crate::gpu::{Gpu, GpuError};
+use crate::repulse::g2g::gpu::ConvolverGpu;
+use crate::repulse::g2s::gpu::gather_device;
+use crate::repulse::phi2force::gpu::phi2force_device;
+use crate::repulse::s2g::gpu::{BoundsGpu, ScatterGpu};
+use crate::repulse::{
+    check_device_args, Grid, GridSpec, Pending, RepulseGpu, RepulseTimes, Repulsion,
+};
+use crate::{Error, Result};
+
+/// The GPU twin of [`super::FftRepulsion`]: grids in `T` (`f32` by default, `f64` for
+/// `--precision f64`).
+pub struct FftRepulsionGpu<T: DeviceReal = f32> {
+    gpu: &'static Gpu,
+    stream: Arc<CudaStream>,
+    spec: GridSpec,
+    bounds: BoundsGpu,
+    scatter: ScatterGpu,
+    convolver: ConvolverGpu<T>,
+    /// The gathered potentials, n × (2 + dims), grown on demand.
+    pot: Option<CudaSlice<T>>,
+    z: CudaSlice<f64>,
+    /// Two calls in flight at most: each has its events, Z on the host and grid size.
+    slots: [Slot; 2],
+    next: usize,
+}
+
+/// One call's timing events (around S2G, G2G, G2S, Phi2Force), Z and grid.
+struct Slot {
+    events: [CudaEvent; 5],
+    z_host: PinnedHostSlice<f64>,
+    /// Recorded after the copy into `z_host`.
+    z_ready: CudaEvent,
+    grid: usize,
+    /// Host seconds spent preparing the grid size (see [`Repulsion::replan_seconds`]).
+    replan: f64,
+}
+
+impl Slot {
+    fn new(gpu: &Gpu) -> std::result::Result<Self, GpuError> {
+        let ev = || {
+            gpu.device
+                .context
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        };
+        Ok(Slot {
+            events: [ev()?, ev()?, ev()?, ev()?, ev()?],
+            z_host: pinned(gpu, 1, 0)?,
+            z_ready: ev()?,
+            grid: 0,
+            replan: 0.0,
+        })
+    }
+}
+
+impl FftRepulsionGpu<f32> {
+    /// A single-precision repulsion on `gpu`'s stream with grid `spec`.
+    pub fn new(gpu: &'static Gpu, spec: GridSpec) -> Result<Self> {
+        Self::on_stream(gpu, gpu.stream.clone(), spec)
+    }
+}
+
+impl<T: DeviceReal> FftRepulsionGpu<T> {
+    /// A repulsion with grids in `T` whose work goes to `stream` (of `gpu`'s context), with
+    /// grid `spec`; buffers come with the first call.
+    pub fn on_stream(gpu: &'static Gpu, stream: Arc<CudaStream>, spec: GridSpec) -> Result<Self> {
+        Ok(FftRepulsionGpu {
+            gpu,
+            bounds: BoundsGpu::new(gpu, &stream)?,
+            scatter: ScatterGpu::new(&stream)?,
+            convolver: ConvolverGpu::new(stream.clone())?,
+            pot: None,
+            z: stream.alloc_zeros::<f64>(1)?,
+            slots: [Slot::new(gpu)?, Slot::new(gpu)?],
+            next: 0,
+            stream,
+            spec,
+        })
+    }
+
+    /// Places the grid on the host from the bounding box reduced on the device (sent by
+    /// [`RepulseGpu::prefetch`], or now).
+    fn fit_grid(&mut self, y: &CudaSlice<f32>, n: usize, dims: usize) -> Result<Grid> {
+        let (lo, hi) = self.bounds.read::<T>(self.gpu, &self.stream, y, n, dims)?;
+        let mut lo64 = [0f64; 3];
+        let mut hi64 = [0f64; 3];
+        for a in 0..dims {
+            (lo64[a], hi64[a]) = (lo[a] as f64, hi[a] as f64);
+            if !(lo64[a].is_finite() && hi64[a].is_finite()) {
+                return Err(Error::param("y", "an embedding coordinate is not finite"));
+            }
+        }
+        Grid::fit_box(lo64, hi64, dims, self.spec)
+    }
+
+    /// Queues the four stages into timing slot `slot`, Z on its way to the slot's host copy.
+    fn run(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        grid: &Grid,
+        force: &mut CudaSlice<f32>,
+        slot: usize,
+    ) -> std::result::Result<(), GpuError> {
+        let gpu = self.gpu;
+        let s = &self.stream;
+        let prepare = std::time::Instant::now();
+        self.convolver.prepare(gpu, grid)?;
+        if self.pot.as_ref().is_none_or(|p| p.len() < n * (2 + dims)) {
+            self.pot = Some(s.alloc_zeros(n * (2 + dims))?);
+        }
+        let pot = self.pot.as_mut().expect("potentials just made");
+        let replan = prepare.elapsed().as_secs_f64();
+        let geom = GridGeom::of(grid);
+        let events = &self.slots[slot].events;
+
+        events[0].record(s)?;
+        // Step 1: S2G.
+        let charges = self.convolver.charges(grid)?;
+        self.scatter.run(gpu, s, y, n, dims, &geom, charges)?;
+        events[1].record(s)?;
+        // Step 2: G2G, every parity pattern at once.
+        let phi = self.convolver.convolve(gpu, grid)?;
+        events[2].record(s)?;
+        // Step 3: G2S (and Z).
+        let sorted = self.scatter.sorted();
+        gather_device(gpu, s, (y, n, dims), geom, sorted, phi, pot, &mut self.z)?;
+        events[3].record(s)?;
+        // Step 4: Phi2Force.
+        phi2force_device(gpu, s, (y, n, dims), geom, pot, &self.z, force)?;
+        events[4].record(s)?;
+
+        let slot = &mut self.slots[slot];
+        s.memcpy_dtoh(&self.z, &mut slot.z_host)?;
+        slot.z_ready.record(s)?;
+        slot.grid = grid.p;
+        slot.replan = replan;
+        Ok(())
+    }
+
+    /// Z, stage times and grid of the call in `slot`, once it has finished.
+    fn collect_slot(&self, slot: usize) -> std::result::Result<Repulsion, GpuError> {
+        let slot = &self.slots[slot];
+        slot.z_ready.synchronize()?;
+        let z = slot.z_host.as_slice()?[0];
+        let e = &slot.events;
+        let ms = |a: usize, b: usize| -> std::result::Result<f64, GpuError> {
+            Ok(e[a].elapsed_ms(&e[b])? as f64 / 1e3)
+        };
+        Ok(Repulsion {
+            z,
+            grid: Some(slot.grid),
+            times: RepulseTimes {
+                s2g: ms(0, 1)?,
+                g2g: ms(1, 2)?,
+                g2s: ms(2, 3)?,
+                phi2force: ms(3, 4)?,
+            },
+            replan_seconds: slot.replan,
+        })
+    }
+}
+
+impl<T: DeviceReal> RepulseGpu for FftRepulsionGpu<T> {
+    fn enqueue(
+        &mut self,
+        y: &CudaSlice<f32>,
+        n: usize,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+    ) -> Result<Pending> {
+        check_device_args(n, dims, y.len(), force.len())?;
+        let grid = self.fit_grid(y, n, dims)?;
+        let slot = self.next;
+        self.next ^= 1;
+        self.run(y, n, dims, &grid, force, slot)?;
+        Ok(Pending::Slot(slot))
+    }
+
+    fn collect(&mut self, pending: Pending) -> Result<Repulsion> {
+        match pending {
+            Pending::Done(rep) => Ok(rep),
+            Pending::Slot(slot) => Ok(self.collect_slot(slot)?),
+        }
+    }
+
+    fn prefetch(&mut self, y: &CudaSlice<f32>, n: usize, dims: usize) -> Result<()> {
+        check_device_args(n, dims, y.len(), n * dims)?;
+        Ok(self.bounds.send::<T>(self.gpu, &self.stream, y, n, dims)?)
+    }
+
+    fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+}
+
+#[cfg(test)]
+mod tests;

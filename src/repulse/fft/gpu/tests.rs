@@ -1,0 +1,159 @@
+//! GPU FFT repulsion against the CPU path and the exact sums.
+
+use super::*;
+use crate::repulse::{relative_error, ExactRepulsion, FftRepulsion, Repulse};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand_distr::StandardNormal;
+
+/// Clustered points: `clusters` Gaussian blobs of std 1 spread over ±`spread`.
+fn clustered(n: usize, dims: usize, spread: f32, rng: &mut StdRng) -> Vec<f32> {
+    let centres: Vec<f32> = (0..10 * dims)
+        .map(|_| rng.random_range(-spread..spread))
+        .collect();
+    let mut y = Vec::with_capacity(n * dims);
+    for i in 0..n {
+        for a in 0..dims {
+            let z: f32 = rng.sample(StandardNormal);
+            y.push(centres[(i % 10) * dims + a] + z);
+        }
+    }
+    y
+}
+
+crate::gpu::gpu_test! {
+    /// GPU FFT repulsion equals the CPU FFT repulsion (same grid) to 1e-4 and the exact
+    /// repulsion to 1e-3 at a fine grid, in 1-D, 2-D and 3-D, for fixed and adaptive grids.
+    fn gpu_fft_equals_cpu_fft_and_exact(gpu) {
+        let seed = rand::random();
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (dims, n, spread, fine) in [
+            (1, 4000, 30.0, 0.1),
+            (2, 3000, 20.0, 0.25),
+            (3, 1500, 8.0, 0.2),
+        ] {
+            let y = clustered(n, dims, spread, &mut rng);
+            let mut exact = vec![0f32; n * dims];
+            let z_exact = ExactRepulsion::new()
+                .repulse(&y, dims, &mut exact)
+                .unwrap()
+                .z;
+            for spec in [
+                GridSpec::Auto { h: fine },
+                GridSpec::default_auto(),
+                GridSpec::Fixed(40),
+            ] {
+                let mut cpu = vec![0f32; n * dims];
+                let rc = FftRepulsion::new(spec).repulse(&y, dims, &mut cpu).unwrap();
+                // S2G with the default binning, every cell dense, every cell sparse; each
+                // twice, the second call binning in the order the first one sorted.
+                let mut dev = vec![f32::NAN; n * dims];
+                let mut rg = Repulsion::default();
+                for dense_min in [None, Some(1), Some(usize::MAX)] {
+                    let mut r = FftRepulsionGpu::new(gpu, spec).unwrap();
+                    if let Some(m) = dense_min {
+                        r.scatter.set_dense_min(m);
+                    }
+                    for call in 0..2 {
+                        dev.fill(f32::NAN);
+                        rg = r.repulse(&y, dims, &mut dev).unwrap();
+                        let e = relative_error(&cpu, &dev);
+                        assert!(
+                            e < 1e-4,
+                            "seed {seed} {dims}-D {spec:?} dense_min {dense_min:?} call {call}: \
+                             GPU vs CPU {e}"
+                        );
+                    }
+                }
+                assert_eq!(rc.grid, rg.grid, "seed {seed}: same grid");
+                assert!(
+                    (rc.z - rg.z).abs() < 1e-4 * rc.z,
+                    "seed {seed}: Z {} vs {}",
+                    rg.z,
+                    rc.z
+                );
+                if spec == (GridSpec::Auto { h: fine }) {
+                    let e = relative_error(&exact, &dev);
+                    assert!(e < 1e-3, "seed {seed} {dims}-D: GPU vs exact {e}");
+                    assert!((rg.z - z_exact).abs() < 1e-3 * z_exact);
+                }
+            }
+        }
+    }
+}
+
+crate::gpu::gpu_test! {
+    /// At scale, where most cells hold many points (the warps' sums) and some few (straight
+    /// atomics), the GPU FFT repulsion still equals the CPU's on the same grid, in 1-D, 2-D
+    /// and 3-D; again on a second call, which sorts in the order the first one left.
+    fn gpu_fft_equals_cpu_fft_with_crowded_cells(gpu) {
+        let seed = rand::random();
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (dims, p) in [(1, 150), (2, 90), (3, 50)] {
+            let n = 200_000;
+            let y = clustered(n, dims, 10.0, &mut rng);
+            let spec = GridSpec::Fixed(p);
+            let mut cpu = vec![0f32; n * dims];
+            let rc = FftRepulsion::new(spec).repulse(&y, dims, &mut cpu).unwrap();
+            let mut r = FftRepulsionGpu::new(gpu, spec).unwrap();
+            let mut dev = vec![f32::NAN; n * dims];
+            for call in 0..2 {
+                let rg = r.repulse(&y, dims, &mut dev).unwrap();
+                let e = relative_error(&cpu, &dev);
+                assert!(e < 1e-4, "seed {seed} {dims}-D call {call}: GPU vs CPU {e}");
+                assert!(
+                    (rc.z - rg.z).abs() < 1e-4 * rc.z,
+                    "seed {seed} {dims}-D call {call}: Z {} vs {}",
+                    rg.z,
+                    rc.z
+                );
+            }
+        }
+    }
+}
+
+crate::gpu::gpu_test! {
+    /// Double grids on the GPU against the exact sums at fine grids, where float rounding
+    /// of the grids is no longer far below the interpolation error; and against the CPU's
+    /// double grids (same grid; the GPU's stencil weights are f32).
+    fn gpu_fft_f64_against_exact(gpu) {
+        let seed = rand::random();
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (dims, n, spread, h, bound) in [(1, 4000, 30.0, 0.05, 2e-5), (2, 3000, 20.0, 0.1, 1e-4)]
+        {
+            let y = clustered(n, dims, spread, &mut rng);
+            let mut exact = vec![0f32; n * dims];
+            let z_exact = ExactRepulsion::new()
+                .repulse(&y, dims, &mut exact)
+                .unwrap()
+                .z;
+            let spec = GridSpec::Auto { h };
+            let mut cpu = vec![0f32; n * dims];
+            FftRepulsion::<f64>::with_precision(spec)
+                .repulse(&y, dims, &mut cpu)
+                .unwrap();
+            let mut single = vec![f32::NAN; n * dims];
+            FftRepulsionGpu::new(gpu, spec)
+                .unwrap()
+                .repulse(&y, dims, &mut single)
+                .unwrap();
+            let mut double = vec![f32::NAN; n * dims];
+            let r = FftRepulsionGpu::<f64>::on_stream(gpu, gpu.stream.clone(), spec)
+                .unwrap()
+                .repulse(&y, dims, &mut double)
+                .unwrap();
+            let e64 = relative_error(&exact, &double);
+            let e32 = relative_error(&exact, &single);
+            let e_cpu = relative_error(&cpu, &double);
+            eprintln!(
+                "{dims}-D h {h}: vs exact f64 {e64:.2e}, f32 {e32:.2e}; vs CPU f64 {e_cpu:.2e}"
+            );
+            assert!(e64 < bound, "seed {seed} {dims}-D: f64 vs exact {e64}");
+            assert!(e_cpu < 1e-5, "seed {seed} {dims}-D: f64 GPU vs CPU {e_cpu}");
+            assert!(
+                (r.z - z_exact).abs() < 1e-4 * z_exact,
+                "seed {seed}: Z {} vs {z_exact}",
+                r.z
+            );
+        }
+    }
+}
