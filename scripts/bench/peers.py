@@ -1,7 +1,7 @@
 """Runs one peer t-SNE (openTSNE or FIt-SNE) on an .npy point set with sgtsne's protocol and
-writes the embedding as float32 .npy, for scripts/compare_peers.sh.
+writes the embedding as float32 .npy, for scripts/bench/compare_peers.sh.
 
-    python scripts/peers.py {opentsne,fitsne} POINTS.npy OUT.npy THREADS
+    python scripts/bench/peers.py {opentsne,fitsne} POINTS.npy OUT.npy THREADS
 
 Protocol (the issue's): perplexity 30 (k = 90 neighbours, each tool's default approximate
 kNN), 1000 iterations of which 250 at exaggeration 12, learning rate n/12 in both phases,

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# GPU machine: two builds compared run for run, `embed --backend gpu` with defaults. A is
+# .bench/base/sgtsne (scripts/bench/stage_base.sh COMMIT), B is .bench/bin/sgtsne
+# (scripts/bench/stage.sh); A_BIN and B_BIN name others. Each input gets one warm-up run per
+# build (kernel compile, cuFFT), then $RUNS (default 3) runs of each, interleaved A, B, A, B …
+# so that drift of the machine falls on both alike. Per run one summary line; per build the
+# medians of wall, total, kNN, optimisation and attraction and the range of the final KL.
+#
+#   scripts/bench/ab.sh [mnist] [big]        # default both: about 2.5 minutes on the H100
+#
+#   mnist  MNIST 70k (PCA 50), 2-D
+#   big    `sgtsne gen --n 1300000 --dim 50 --clusters 40`, 2-D (made once into .bench/gen)
+#
+# Writes $OUT/ab.txt and $OUT/ab.tgz.
+set -uo pipefail
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+a_bin=${A_BIN:-$bench_root/.bench/base/sgtsne}
+b_bin=${B_BIN:-$sgtsne}
+runs=${RUNS:-3}
+bench_begin ab
+for side in a b; do
+  bin=a_bin
+  [ "$side" = a ] || bin=b_bin
+  build=${!bin%/*}/BUILD
+  [ -x "${!bin}" ] || { say "no binary at ${!bin}"; exit 1; }
+  say "$side: ${!bin} ($(head -n 1 "$build" 2> /dev/null || echo 'no BUILD file'))"
+done
+
+# compare NAME ARGS...: warm-ups, then interleaved runs, then the medians of each side.
+compare() {
+  local name=$1 side r
+  shift
+  for side in a b; do
+    [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
+    embed "$name-$side-warmup" "$@" --backend gpu
+  done
+  for r in $(seq "$runs"); do
+    for side in a b; do
+      [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
+      embed "$name-$side-$r" "$@" --backend gpu
+    done
+  done
+  for side in a b; do
+    local names=()
+    for r in $(seq "$runs"); do names+=("$name-$side-$r"); done
+    medians "$name $side" "${names[@]}"
+  done
+}
+
+[ $# -gt 0 ] || set -- mnist big
+for section in "$@"; do
+  case $section in
+    mnist)
+      mnist_input
+      compare mnist-2d "${mnist[@]}"
+      ;;
+    big)
+      big_input
+      compare big-2d "${big[@]}"
+      ;;
+    *) say "unknown section $section (mnist, big)" ;;
+  esac
+done
+bench_end

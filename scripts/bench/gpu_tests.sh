@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# GPU machine: the whole test suite on the device, from the staged test binaries
+# (scripts/bench/stage.sh): the library's unit tests with SGTSNE_REQUIRE_GPU=1, so that a GPU
+# test fails instead of skipping when no device is usable, and a fresh kernel cache (every
+# kernel compiled by NVRTC once); then the integration tests. About a minute (mostly the
+# first kernel compiles and the GPU tests); exits 1 when a test fails.
+#
+#   scripts/bench/gpu_tests.sh [TEST_THREADS]      # default 4
+#
+# Writes $OUT/gpu-tests.txt (summary: counts, failures) and $OUT/gpu-tests.tgz (full logs).
+# The test binaries look for configs/, src/demo/ and target/release/sgtsne under the path
+# they were built in (compiled in, `root` in .bench/bin/BUILD); where that path is not this
+# tree, it is linked to it, and target/release/sgtsne to the staged binary.
+set -uo pipefail
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+threads=${1:-4}
+bench_begin gpu-tests
+
+build_root=$(sed -n 's/^root //p' "$bin_dir/BUILD")
+if [ -n "$build_root" ] && [ ! -e "$build_root/Cargo.toml" ]; then
+  mkdir -p "$(dirname "$build_root")" && ln -sfn "$bench_root" "$build_root"
+  say "linked $build_root -> $bench_root"
+fi
+if [ -n "$build_root" ] && [ ! -e "$build_root/target/release/sgtsne" ]; then
+  mkdir -p "$build_root/target/release" && ln -sf "$sgtsne" "$build_root/target/release/sgtsne"
+fi
+
+cache=$(mktemp -d /tmp/sgtsne-test-cache.XXXXXX)
+status=0
+SGTSNE_REQUIRE_GPU=1 SGTSNE_CACHE=$cache logged lib-tests "$bin_dir/sgtsne-lib-tests" \
+  --test-threads "$threads" || status=1
+tests=lib-tests
+if [ -x "$bin_dir/sgtsne-int-tests" ]; then
+  SGTSNE_CACHE=$cache logged int-tests "$bin_dir/sgtsne-int-tests" --test-threads "$threads" || status=1
+  tests="$tests int-tests"
+fi
+for t in $tests; do
+  grep -E '^test result' "$work/$t.log" | sed "s/^/$t: /" | tee -a "$summary"
+  grep -E '^test .* FAILED$' "$work/$t.log" | tee -a "$summary"
+done
+bench_end
+exit "$status"

@@ -1,0 +1,123 @@
+# Sourced by the scripts of scripts/bench/ (not run on its own). It moves to the repository
+# root and defines the paths and helpers they share:
+#
+#   bench_begin NAME     summary to $OUT/NAME.txt, reports to $BENCH_WORK (default
+#                        /tmp/sgtsne-bench/NAME); prints the machine, the build, the load
+#   say TEXT...          prints TEXT and appends it to the summary
+#   timed FILE CMD...    runs CMD; its wall time and peak RSS go to FILE, as `/usr/bin/time -v`
+#                        writes them (where /usr/bin/time is missing, the same lines from Python)
+#   embed NAME ARGS...   `sgtsne embed ARGS` with a report, timed; one summary line: wall, peak
+#                        RSS, seconds per stage, attraction/repulsion split, KL, 10-NN accuracy
+#                        and preservation (scripts/bench/summarize.py)
+#   medians LABEL NAME...  medians of wall, report total and optimise over the runs NAME...
+#   logged NAME CMD...   runs CMD timed, its output in the work folder; one line with the wall
+#   mnist_input, big_input   set the arrays `mnist` and `big` to an input and its labels
+#   bench_end            archives the work folder's reports and logs as $OUT/NAME.tgz
+#
+# Environment (all optional):
+#   SGTSNE_BIN   the binary (default .bench/bin/sgtsne, staged by scripts/bench/stage.sh)
+#   BENCH_DATA   MNIST (default .bench/data)
+#   BENCH_GEN    generated inputs, made on first use (default .bench/gen, never carried)
+#   OUT          where the summary and the archive go (default /tmp/sgtsne-out)
+#   BENCH_WORK   reports, timings and embeddings (default /tmp/sgtsne-bench/NAME)
+#   SGTSNE_CACHE the kernel cache (default /tmp/sgtsne-cache)
+# shellcheck shell=bash
+
+bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$bench_root" || exit 1
+bench_dir=$bench_root/scripts/bench
+bin_dir=$bench_root/.bench/bin
+sgtsne=${SGTSNE_BIN:-$bin_dir/sgtsne}
+data=${BENCH_DATA:-$bench_root/.bench/data}
+gen_dir=${BENCH_GEN:-$bench_root/.bench/gen}
+out=${OUT:-/tmp/sgtsne-out}
+export SGTSNE_CACHE=${SGTSNE_CACHE:-/tmp/sgtsne-cache}
+export PYTHONUNBUFFERED=1
+bench_name=bench
+work=/tmp/sgtsne-bench/bench
+summary=/dev/null
+
+say() { echo "$*" | tee -a "$summary"; }
+
+bench_begin() {
+  bench_name=$1
+  work=${BENCH_WORK:-/tmp/sgtsne-bench/$bench_name}
+  mkdir -p "$work" "$out"
+  summary=$out/$bench_name.txt
+  : > "$summary"
+  say "# $bench_name, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ -r "$bin_dir/BUILD" ] && [ "$sgtsne" = "$bin_dir/sgtsne" ]; then
+    say "binaries: $(head -n 1 "$bin_dir/BUILD"), $(sed -n 2p "$bin_dir/BUILD")"
+  else
+    say "binary: $sgtsne"
+  fi
+  if command -v nvidia-smi > /dev/null; then
+    say "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -n 1)"
+  fi
+  [ -x "$sgtsne" ] || { say "no binary at $sgtsne: run scripts/bench/stage.sh first"; exit 1; }
+  "$sgtsne" info 2>&1 | tee -a "$summary"
+}
+
+timed() {
+  local file=$1
+  shift
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -v -o "$file" "$@"
+  else
+    python3 -c 'import resource, subprocess, sys, time
+t = time.time(); rc = subprocess.call(sys.argv[2:]); w = time.time() - t
+with open(sys.argv[1], "w") as f:
+    print("\tElapsed (wall clock) time (h:mm:ss or m:ss): %d:%05.2f" % (w // 60, w % 60), file=f)
+    print("\tMaximum resident set size (kbytes): %d" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=f)
+sys.exit(rc)' "$file" "$@"
+  fi
+}
+
+embed() {
+  local name=$1
+  shift
+  if ! timed "$work/$name.time" "$sgtsne" embed "$@" --report "$work/$name.json" \
+    -o "$work/$name.npy" --quiet 2> "$work/$name.err"; then
+    say "$name: FAILED ($*)"
+    tail -n 5 "$work/$name.err" | tee -a "$summary"
+    return 1
+  fi
+  python3 "$bench_dir/summarize.py" line "$work" "$name" | tee -a "$summary"
+}
+
+medians() {
+  python3 "$bench_dir/summarize.py" medians "$work" "$@" | tee -a "$summary"
+}
+
+logged() {
+  local name=$1 rc=0
+  shift
+  timed "$work/$name.time" "$@" > "$work/$name.log" 2>&1 || rc=$?
+  say "$name: exit $rc, $(python3 "$bench_dir/summarize.py" time "$work/$name.time")"
+  return "$rc"
+}
+
+mnist_input() {
+  local f
+  for f in mnist70k_pca50_f32.npy mnist70k_labels_u8.npy; do
+    [ -s "$data/$f" ] || { say "no $data/$f: run scripts/bench/stage.sh first"; exit 1; }
+  done
+  # shellcheck disable=SC2034 # used by the scripts that source this file
+  mnist=("$data/mnist70k_pca50_f32.npy" --labels "$data/mnist70k_labels_u8.npy")
+}
+
+# The 1.3M × 50 mixture of 40 clusters (seed 0) of every large benchmark, made once.
+big_input() {
+  local f=$gen_dir/gen1300k_d50_c40.npy l=$gen_dir/gen1300k_d50_c40_labels.npy
+  if [ ! -s "$f" ] || [ ! -s "$l" ]; then
+    mkdir -p "$gen_dir"
+    logged gen-1300k "$sgtsne" gen --n 1300000 --dim 50 --clusters 40 -o "$f" --labels "$l" || exit 1
+  fi
+  # shellcheck disable=SC2034
+  big=("$f" --labels "$l")
+}
+
+bench_end() {
+  tar czf "$out/$bench_name.tgz" -C "$work" --exclude='*.npy' .
+  say "reports: $out/$bench_name.tgz; summary: $summary"
+}

@@ -1,0 +1,120 @@
+"""Summary lines of `sgtsne embed` runs for the scripts of scripts/bench/ (lib.sh calls it).
+
+    summarize.py line WORK NAME            one run: WORK/NAME.json (its --report) and
+                                           WORK/NAME.time (/usr/bin/time -v of it)
+    summarize.py medians WORK LABEL NAME...  medians of wall, report total, kNN, optimise and
+                                           attraction; the range of the final KL
+    summarize.py time FILE                 wall seconds and peak RSS of a /usr/bin/time file
+
+A line holds the wall seconds and peak RSS (from the time file), the report's total and
+seconds per stage, the optimisation's attraction / repulsion (S2G, G2G, G2S, Phi2Force) /
+update split, replan seconds, final grid and grid changes, the final KL, the 10-NN label
+accuracy and the 10-NN preservation; hybrid runs add the per-evaluation medians and the
+overlap. Keys a report of an older build lacks print as "-".
+"""
+
+import json
+import os
+import re
+import statistics
+import sys
+
+STAGES = ("load", "pca", "order", "knn", "affinities", "layout", "init", "optimise", "quality")
+
+
+def read_time(path):
+    """(wall seconds, peak RSS GiB) of a /usr/bin/time -v file; None where missing."""
+    wall = peak = None
+    try:
+        text = open(path).read()
+    except OSError:
+        return wall, peak
+    m = re.search(r"Elapsed \(wall clock\)[^\n]*\): *([0-9:.]+)", text)
+    if m:
+        wall = 0.0
+        for part in m.group(1).split(":"):
+            wall = wall * 60 + float(part)
+    m = re.search(r"Maximum resident set size \(kbytes\): *(\d+)", text)
+    if m:
+        peak = int(m.group(1)) / 1048576
+    return wall, peak
+
+
+def num(x, digits=2):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def load(work, name):
+    with open(os.path.join(work, name + ".json")) as f:
+        return json.load(f)
+
+
+def line(work, name):
+    r = load(work, name)
+    wall, peak = read_time(os.path.join(work, name + ".time"))
+    s, o, q = r.get("seconds", {}), r.get("optimise", {}), r.get("quality") or {}
+    split = o.get("repulse_split") or {}
+    stages = " ".join(f"{k} {num(s.get(k), 3 if k in ('affinities', 'layout') else 2)}"
+                      for k in STAGES if k in s)
+    repulse = " / ".join(num(split.get(k)) for k in ("s2g", "g2g", "g2s", "phi2force"))
+    backend = (r.get("backend") or {}).get("kind", "?")
+    print(f"{name}: wall {num(wall)} s, peak {num(peak)} GiB | total {num(s.get('total'))} s: "
+          f"{stages} | attract {num(o.get('attract_seconds'))} repulse "
+          f"{num(o.get('repulse_seconds'))} (s2g / g2g / g2s / phi2force {repulse}) update "
+          f"{num(o.get('update_seconds'))} replan {num(o.get('replan_seconds'))} grid "
+          f"{o.get('final_grid', '-')} changes {o.get('grid_changes', '-')} | KL "
+          f"{num(o.get('final_kl'), 4)} acc10 {num(q.get('knn_accuracy_10'), 4)} pres10 "
+          f"{num(q.get('knn_preservation_10'), 4)} | {backend}, {r.get('threads', '?')} threads, "
+          f"nnz {r.get('p_nnz', '?')}")
+    v = o.get("overlap")
+    if v:
+        iters = ((r.get("params") or {}).get("optim") or {}).get("iters")
+        mean = o["attract_seconds"] / iters * 1e3 if iters else None
+        print(f"  per evaluation (median ms): attract {v['attract_median'] * 1e3:.2f} repulse "
+              f"{v['repulse_median'] * 1e3:.2f} wall {v['wall_median'] * 1e3:.2f} (attract mean "
+              f"{num(mean)}); wall total {v['wall_seconds']:.2f} s, overlap {v['overlap']:.3f}")
+
+
+def medians(work, label, names):
+    walls, totals, optimise, knn, attract, kls = [], [], [], [], [], []
+    for name in names:
+        try:
+            r = load(work, name)
+        except (OSError, ValueError):
+            continue
+        wall, _ = read_time(os.path.join(work, name + ".time"))
+        if wall is not None:
+            walls.append(wall)
+        totals.append(r["seconds"]["total"])
+        optimise.append(r["seconds"]["optimise"])
+        knn.append(r["seconds"].get("knn"))
+        attract.append((r.get("optimise") or {}).get("attract_seconds"))
+        kls.append((r.get("optimise") or {}).get("final_kl"))
+    if not totals:
+        print(f"{label}: no reports")
+        return
+    def med(v):
+        v = [x for x in v if x is not None]
+        return num(statistics.median(v)) if v else "-"
+
+    kls = [k for k in kls if k is not None]
+    kl = f"{min(kls):.4f}–{max(kls):.4f}" if kls else "-"
+    print(f"{label}, median of {len(totals)}: wall {med(walls)} s, total {med(totals)} s, "
+          f"knn {med(knn)} s, optimise {med(optimise)} s, attract {med(attract)} s; KL {kl}")
+
+
+def main():
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "line":
+        line(*args)
+    elif mode == "medians":
+        medians(args[0], args[1], args[2:])
+    elif mode == "time":
+        wall, peak = read_time(args[0])
+        print(f"wall {num(wall)} s, peak {num(peak)} GiB")
+    else:
+        sys.exit(f"unknown mode {mode!r}: line, medians or time")
+
+
+if __name__ == "__main__":
+    main()
