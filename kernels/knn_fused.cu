@@ -24,18 +24,23 @@
 // Argument contract (declared in src/gpu/kernels/knn_fused.rs):
 //   hi, lo: n_pad x dp floats, the centred points' TF32 heads and tails (knn_fused_split),
 //       zero columns up to dp (a multiple of 8, at most 64) and zero rows up to n_pad (a
-//       multiple of FUSED_QUERIES);
+//       multiple of FUSED_CHUNK);
 //   sq: n_pad floats, ||x_i||^2 of the centred points, +inf past n;
-//   state_d, state_i: n x K entries, K = 32 kr (1 <= kr <= 8), sorted lists: (+inf, -1)
-//       before the first sweep (a second sweep starts from the lists' K-th best);
-//   block b of a launch takes queries FUSED_QUERIES * (block0 + b) + [0, FUSED_QUERIES);
+//   qrows: the query slots' rows, FUSED_QUERIES per block; -1 marks an empty slot. Block b
+//       of a launch holds slots FUSED_QUERIES * (block0 + b) + [0, FUSED_QUERIES);
+//   runs, run_off: the references of block b of the launch are the chunks (FUSED_CHUNK
+//       rows each, all below n_pad) of runs[run_off[B] .. run_off[B + 1]], B = block0 + b,
+//       each run a first chunk and a count, no chunk twice; swept in that order. All chunks:
+//       an exact kNN; the chunks of a few clusters: the IVF probe (src/knn/gpu/ivf.rs);
+//   state_d, state_i: K = 32 kr entries per slot (1 <= kr <= 8) from slot slot0 on, sorted
+//       lists: (+inf, -1) before the first sweep (a second sweep starts from the lists' K-th
+//       best); the list of a slot holds rows, never the slot's own row;
 //   FUSED_WARPS * 32 threads, the bytes of `layout` (FusedLayout::bytes) of dynamic shared
 //   memory; the kernel knn_fused_<dp / 8>.
 
 // FUSED_WARPS, FUSED_QUERIES (= 32 FUSED_WARPS), FUSED_CHUNK (references per step),
 // FUSED_MERGE, FUSED_QUEUE (= FUSED_MERGE + FUSED_CHUNK), FUSED_STAGES and FUSED_ROW_PAD come
 // from src/gpu/kernels/knn_fused.rs as -D options.
-#define FUSED_SHARE 32768  // query rows whose blocks start their sweep together
 
 // Where each part of the dynamic shared memory starts, in 4-byte words, as
 // src/gpu/kernels/knn_fused.rs lays it out (FusedLayout there):
@@ -201,10 +206,38 @@ __device__ void merge_queue(float* sd, int* si, const float* qd, const int* qi, 
     __syncwarp();
 }
 
+// Walks the chunks of a block's runs in order; every thread keeps its own copy (the runs
+// are block-uniform).
+struct RunCursor {
+    const int2* run;
+    const int2* end;
+    int chunk, left;
+
+    __device__ RunCursor(const int2* first, const int2* last) : run(first), end(last), chunk(0), left(0) {
+        settle();
+    }
+    // Moves past exhausted (or empty) runs.
+    __device__ void settle() {
+        while (left == 0 && run < end) {
+            chunk = run->x;
+            left = run->y;
+            ++run;
+        }
+    }
+    __device__ int next() {
+        const int c = chunk++;
+        --left;
+        settle();
+        return c;
+    }
+};
+
 template <int KS>
-__device__ void fused_sweep(const float* __restrict__ hi, const float* __restrict__ lo, int n,
-                            const float* __restrict__ sq, int kr, float* __restrict__ state_d,
-                            int* __restrict__ state_i, int block0, FusedLayout layout) {
+__device__ void fused_sweep(const float* __restrict__ hi, const float* __restrict__ lo,
+                            const float* __restrict__ sq, const int* __restrict__ qrows,
+                            const int2* __restrict__ runs, const int* __restrict__ run_off,
+                            int kr, float* __restrict__ state_d, int* __restrict__ state_i,
+                            long long slot0, int block0, FusedLayout layout) {
     constexpr int DP = 8 * KS, ST = DP + FUSED_ROW_PAD;
     const int K = 32 * kr;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -219,45 +252,52 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const long long qbase = (long long)(block0 + blockIdx.x) * FUSED_QUERIES;
+    const long long sbase = (long long)(block0 + blockIdx.x) * FUSED_QUERIES;  // first slot
+    const int* rows = qrows + sbase;
+    float* list_d = state_d + (sbase - slot0) * K;
+    int* list_i = state_i + (sbase - slot0) * K;
 
     for (int r = tid; r < FUSED_QUERIES; r += blockDim.x) {
         qcount[r] = 0;
-        // The list's K-th best (+inf while it is not full); rows past n take nothing.
-        thr[r] = qbase + r < n ? state_d[(qbase + r) * K + K - 1] : -KNN_INF;
+        // The list's K-th best (+inf while it is not full); empty slots take nothing.
+        thr[r] = rows[r] >= 0 ? list_d[r * K + K - 1] : -KNN_INF;
     }
 
     // The warp's 32 queries as A fragments of -2 q (exact scaling), head and tail, held for
-    // the whole sweep; lane's rows are mt * 16 + h * 8 + g (mt, h in {0, 1}).
+    // the whole sweep; lane's slots are mt * 16 + h * 8 + g (mt, h in {0, 1}), their rows
+    // in own[mt][h] (a list never takes its query's own row).
     unsigned ah[2][KS][4], al[2][KS][4];
+    long long own[2][2];
     const int wq = w * 32;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
+        for (int h = 0; h < 2; ++h) own[mt][h] = rows[wq + mt * 16 + h * 8 + g];
+#pragma unroll
         for (int ks = 0; ks < KS; ++ks) {
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
-                const long long row = qbase + wq + mt * 16 + g + (u & 1) * 8;
+                const long long row = own[mt][u & 1];
                 const long long at = row * DP + ks * 8 + t + (u >> 1) * 4;
-                ah[mt][ks][u] = __float_as_uint(-2.f * hi[at]);
-                al[mt][ks][u] = __float_as_uint(-2.f * lo[at]);
+                ah[mt][ks][u] = row >= 0 ? __float_as_uint(-2.f * hi[at]) : 0u;
+                al[mt][ks][u] = row >= 0 ? __float_as_uint(-2.f * lo[at]) : 0u;
             }
         }
     }
 
-    // References in steps of FUSED_CHUNK, wrapping around from a start shared by the blocks
-    // that run together (FUSED_SHARE query rows, so they read each step from the L2 cache)
-    // and near the block's own rows (close to its queries when the points come in a
-    // locality order). A ring of FUSED_STAGES buffers filled with cp.async, two steps ahead.
-    const int steps = (n + FUSED_CHUNK - 1) / FUSED_CHUNK;
-    const int first = (int)((qbase / FUSED_SHARE * FUSED_SHARE / FUSED_CHUNK) % steps);
+    // References in steps of FUSED_CHUNK, the chunks of the block's runs in order. A ring of
+    // FUSED_STAGES buffers filled with cp.async, two steps ahead: one cursor fetches, one
+    // follows it for the rows of the step being computed.
+    const int2* run_first = runs + run_off[block0 + blockIdx.x];
+    const int2* run_last = runs + run_off[block0 + blockIdx.x + 1];
+    int steps = 0;
+    for (const int2* r = run_first; r < run_last; ++r) steps += r->y;
+    RunCursor fetching(run_first, run_last), computing(run_first, run_last);
     constexpr int PER_ROW = DP / 4, PIECES = FUSED_CHUNK * PER_ROW;  // 16-byte pieces
     auto fetch = [&](int j) {  // step j of the sweep into buffer j % FUSED_STAGES
         if (j < steps) {
-            int step = first + j;
-            if (step >= steps) step -= steps;
             float* dst = stage + (j % FUSED_STAGES) * 2 * FUSED_CHUNK * ST;
-            const long long r0 = (long long)step * FUSED_CHUNK;
+            const long long r0 = (long long)fetching.next() * FUSED_CHUNK;
             for (int e = tid; e < 2 * PIECES; e += FUSED_WARPS * 32) {
                 const int part = e >= PIECES, pe = e - part * PIECES;
                 const int r = pe / PER_ROW, c4 = pe - r * PER_ROW;
@@ -278,15 +318,13 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
     for (int j = 0; j < steps; ++j) {
         fetch(j + 2);
         const bool more = j + 1 < steps;
-        int step = first + j;
-        if (step >= steps) step -= steps;
         const int buf = j % FUSED_STAGES;
         const float* sb = stage + buf * 2 * FUSED_CHUNK * ST;
         const float* sqb = sqs + buf * FUSED_CHUNK;
-        const long long r0 = (long long)step * FUSED_CHUNK;
+        const long long r0 = (long long)computing.next() * FUSED_CHUNK;
 
         // A list that is not full yet (K-th best +inf) takes every key: its accumulators
-        // start from ||r||^2 alone and its bound is +inf; rows past n have bound -inf.
+        // start from ||r||^2 alone and its bound is +inf; empty slots have bound -inf.
         float tq[2][2], lim[2][2];
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt)
@@ -347,8 +385,8 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
 #endif
         // Which of the lane's 32 outputs are below the bound: a sign-bit OR over each (mt,
         // nt) group of four says where to look, and only groups with a negative (or an open
-        // list) are examined. Key = output + T_q, into the query's queue (never the query
-        // itself). Most steps of most lanes end at the eight ORs.
+        // list) are examined. Key = output + T_q, into the query's queue (never the query's
+        // own row). Most steps of most lanes end at the eight ORs.
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
             const bool look = lim[mt][0] > 0.f || lim[mt][1] > 0.f;  // a list not yet full
@@ -361,7 +399,7 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
                     for (int u = 0; u < 4; ++u) {
                         const int ql = wq + mt * 16 + (u >> 1) * 8 + g;
                         const long long r = r0 + nt * 8 + 2 * t + (u & 1);
-                        if (acc[mt][nt][u] < lim[mt][u >> 1] && r != qbase + ql) {
+                        if (acc[mt][nt][u] < lim[mt][u >> 1] && r != own[mt][u >> 1]) {
                             const int s = atomicAdd(&qcount[ql], 1);
                             queue_d[ql * FUSED_QUEUE + s] = acc[mt][nt][u] + tq[mt][u >> 1];
                             queue_i[ql * FUSED_QUEUE + s] = (int)r;
@@ -377,8 +415,7 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
         while (due) {
             const int ql = wq + __ffs(due) - 1;
             due &= due - 1;
-            const long long q = qbase + ql;
-            merge_queue(state_d + q * K, state_i + q * K, queue_d + ql * FUSED_QUEUE,
+            merge_queue(list_d + ql * K, list_i + ql * K, queue_d + ql * FUSED_QUEUE,
                         queue_i + ql * FUSED_QUEUE, qcount[ql], kr, thr + ql, scratch, lane);
             if (lane == 0) qcount[ql] = 0;
             __syncwarp();
@@ -387,7 +424,7 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
         cp_async_wait<1>();  // step j + 1 has landed
         __syncthreads();
     }
-    if (sink == 1.2345f) state_d[0] = sink;  // keeps FUSED_MMA_ONLY's products alive
+    if (sink == 1.2345f) list_d[0] = sink;  // keeps FUSED_MMA_ONLY's products alive
 }
 
 // The centred points xc (n x d) split into TF32 heads and tails, padded with zero columns
@@ -409,9 +446,11 @@ extern "C" __global__ void knn_fused_split(const float* __restrict__ xc,
 
 #define FUSED_INSTANCE(KS)                                                                   \
     extern "C" __global__ void __launch_bounds__(FUSED_WARPS * 32)                          \
-        knn_fused_##KS(const float* hi, const float* lo, int n, const float* sq, int kr,     \
-                       float* state_d, int* state_i, int block0, FusedLayout layout) {      \
-        fused_sweep<KS>(hi, lo, n, sq, kr, state_d, state_i, block0, layout);                \
+        knn_fused_##KS(const float* hi, const float* lo, const float* sq, const int* qrows,  \
+                       const int2* runs, const int* run_off, int kr, float* state_d,          \
+                       int* state_i, long long slot0, int block0, FusedLayout layout) {       \
+        fused_sweep<KS>(hi, lo, sq, qrows, runs, run_off, kr, state_d, state_i, slot0, block0, \
+                        layout);                                                             \
     }
 FUSED_INSTANCE(1)
 FUSED_INSTANCE(2)

@@ -13,7 +13,7 @@ use crate::io::Labels;
 use crate::knn::Neighbors;
 use crate::optim::{self, OptimParams, OptimReport};
 use crate::progress::Progress;
-use crate::report::{InputInfo, Quality, Report, StageSeconds};
+use crate::report::{InputInfo, KnnReport, Quality, Report, StageSeconds};
 use crate::repulse::GridSpec;
 use crate::sparse::{Csb, P};
 use crate::{prep, quality, Error, Points, Result};
@@ -21,7 +21,10 @@ use crate::{prep, quality, Error, Points, Result};
 mod params;
 mod prepare;
 
-pub use params::{EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod, AUTO_EXACT_MAX};
+pub use params::{
+    EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod, AUTO_APPROX_GPU_MIN,
+    AUTO_EXACT_MAX,
+};
 pub(crate) use prepare::prepare_points;
 
 /// Neighbours whose label vote and preservation the report measures.
@@ -54,7 +57,8 @@ pub(crate) struct Prepared {
     reduced: bool,
     /// The kNN graph (point mode), for the preservation measure.
     neighbors: Option<Neighbors>,
-    knn_method: Option<&'static str>,
+    /// The kNN stage's report (point mode).
+    knn: Option<KnnReport>,
     /// The internal numbering when it is not the input's: point `r` is input point `order[r]`.
     order: Option<Vec<u32>>,
 }
@@ -78,15 +82,27 @@ pub fn embed(
             .grid
             .unwrap_or_else(|| GridSpec::default_for(params.dims)),
     );
-    params.order = Some(
-        params
-            .order
-            .unwrap_or_else(|| PointOrder::default_for(backend.kind)),
-    );
     let (info, n) = match &input {
         Input::Points(p) => (input_info(name, "points", p.n, p.d), p.n),
         Input::Graph(g) => (input_info(name, "graph", g.rows(), 0), g.rows()),
     };
+    if matches!(input, Input::Points(_)) {
+        params.knn = params.knn.resolve(n, backend.kind != BackendKind::Cpu);
+    }
+    params.order = Some(
+        params
+            .order
+            .unwrap_or_else(|| PointOrder::default_for(backend.kind, params.knn)),
+    );
+    if params.order == Some(PointOrder::Cells)
+        && !(params.knn == KnnMethod::Approx && backend.kind != BackendKind::Cpu)
+    {
+        return Err(Error::param(
+            "order",
+            "`cells` numbers the points by the cells of the GPU's approximate kNN: it needs \
+             --knn approx on the gpu or hybrid backend",
+        ));
+    }
     if let Some(l) = labels {
         if l.codes.len() != n {
             return Err(Error::Data(format!(
@@ -114,7 +130,7 @@ pub fn embed(
         p,
         points,
         neighbors,
-        knn_method,
+        knn,
         order,
         ..
     } = prepared;
@@ -142,8 +158,7 @@ pub fn embed(
         version: env!("CARGO_PKG_VERSION"),
         input: info,
         threads: rayon::current_num_threads(),
-        k: neighbors.as_ref().map(|nb| nb.k),
-        knn_method: knn_method.map(str::to_string),
+        knn,
         p_nnz,
         seconds,
         optimise,
@@ -177,7 +192,7 @@ fn prepare_graph(
         points: None,
         reduced: false,
         neighbors: None,
-        knn_method: None,
+        knn: None,
         order: None,
     })
 }

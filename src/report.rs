@@ -21,10 +21,8 @@ pub struct Report {
     pub backend: Resolved,
     /// Worker threads of the CPU stages.
     pub threads: usize,
-    /// Neighbours per point used for P (point mode).
-    pub k: Option<usize>,
-    /// kNN method that ran (`exact` or `hnsw`; point mode).
-    pub knn_method: Option<String>,
+    /// The kNN stage (point mode): method, k, the recall estimate.
+    pub knn: Option<KnnReport>,
     /// Non-zeros of the symmetric P.
     pub p_nnz: usize,
     /// Seconds per stage.
@@ -35,6 +33,22 @@ pub struct Report {
     pub quality: Quality,
     /// Peak resident memory of the process in bytes (Linux `VmHWM`), at report time.
     pub peak_rss_bytes: Option<u64>,
+}
+
+/// What the kNN stage did.
+#[derive(Clone, Debug, Serialize)]
+pub struct KnnReport {
+    /// The method that ran: `exact`, `hnsw` or `approx`.
+    pub method: &'static str,
+    /// Neighbours per point used for P.
+    pub k: usize,
+    /// The approximate methods' recall, measured on a seeded sample of points against
+    /// their exact neighbours (`None` for `exact`).
+    pub recall_sample: Option<f64>,
+    /// Points in that sample.
+    pub recall_sample_size: Option<usize>,
+    /// The GPU approximate kNN's cells, probes and candidates per query.
+    pub ivf: Option<crate::knn::gpu::ivf::ApproxStats>,
 }
 
 /// The input's shape and origin.

@@ -58,13 +58,16 @@ def line(work, name):
                       for k in STAGES if k in s)
     repulse = " / ".join(num(split.get(k)) for k in ("s2g", "g2g", "g2s", "phi2force"))
     backend = (r.get("backend") or {}).get("kind", "?")
+    knn = r.get("knn") or {}
+    recall = knn.get("recall_sample")
+    knn_text = f" | knn {knn.get('method', '-')}" + (f" recall {recall:.4}" if recall is not None else "")
     print(f"{name}: wall {num(wall)} s, peak {num(peak)} GiB | total {num(s.get('total'))} s: "
           f"{stages} | attract {num(o.get('attract_seconds'))} repulse "
           f"{num(o.get('repulse_seconds'))} (s2g / g2g / g2s / phi2force {repulse}) update "
           f"{num(o.get('update_seconds'))} replan {num(o.get('replan_seconds'))} grid "
           f"{o.get('final_grid', '-')} changes {o.get('grid_changes', '-')} | KL "
           f"{num(o.get('final_kl'), 4)} acc10 {num(q.get('knn_accuracy_10'), 4)} pres10 "
-          f"{num(q.get('knn_preservation_10'), 4)} | {backend}, {r.get('threads', '?')} threads, "
+          f"{num(q.get('knn_preservation_10'), 4)}{knn_text} | {backend}, {r.get('threads', '?')} threads, "
           f"nnz {r.get('p_nnz', '?')}")
     v = o.get("overlap")
     if v:

@@ -127,16 +127,27 @@ pub struct EmbedArgs {
     /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
     #[arg(long, default_value = "auto")]
     pub learning_rate: AutoOr<f32>,
-    /// kNN method: `auto` (exact up to 500k points, hnsw above), `exact`, `hnsw`.
+    /// kNN method: `exact`; `approx` (IVF cells on the GPU, its recall measured on a
+    /// sample every run; hnsw on the cpu backend); `hnsw` (on the host); `auto`: on gpu and
+    /// hybrid exact below 1M points, approx from there; on cpu exact up to 500k, hnsw above.
     #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
     pub knn: KnnArg,
+    /// Cells each point's approximate neighbours are searched in, its own included (`--knn
+    /// approx`): more is slower and finds more of the true neighbours.
+    #[arg(long, default_value_t = 24)]
+    pub knn_probes: usize,
+    /// k-means cells of the approximate kNN: `auto` (about √n / 2) or a number.
+    #[arg(long, default_value = "auto")]
+    pub knn_lists: AutoOr<usize>,
     /// Reduce to this many principal components first when the input has more; `none`
     /// keeps all features.
     #[arg(long, default_value = "50")]
     pub pca: NoneOr<usize>,
     /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
-    /// points get close numbers: faster CPU attraction), `input`, or `auto` (locality on cpu
-    /// and hybrid, input on gpu). The output is in input order either way.
+    /// points get close numbers: faster CPU attraction), `cells` (the approximate kNN's
+    /// cells, free with `--knn approx` on the GPU), `input`, or `auto` (locality on cpu and
+    /// hybrid; on gpu cells with the approximate kNN, else input). The output is in input
+    /// order either way.
     #[arg(long, value_enum, default_value_t = OrderArg::Auto)]
     pub order: OrderArg,
     /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
@@ -185,12 +196,14 @@ pub enum KnnArg {
     Auto,
     Exact,
     Hnsw,
+    Approx,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OrderArg {
     Auto,
     Locality,
+    Cells,
     Input,
 }
 

@@ -9,6 +9,7 @@ use sgtsne::backend::BackendKind;
 use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, PointOrder, Precision, RepulsionMethod};
 use sgtsne::init::InitKind;
 use sgtsne::io::{self, Labels, OutputKind};
+use sgtsne::knn::ivf::IvfParams;
 use sgtsne::optim::OptimParams;
 use sgtsne::repulse::GridSpec;
 
@@ -131,6 +132,16 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             KnnArg::Auto => KnnMethod::Auto,
             KnnArg::Exact => KnnMethod::Exact,
             KnnArg::Hnsw => KnnMethod::Hnsw,
+            KnnArg::Approx => KnnMethod::Approx,
+        },
+        ivf: IvfParams {
+            probes: a.knn_probes,
+            lists: match a.knn_lists {
+                AutoOr::Auto => 0,
+                AutoOr::Value(l) => l,
+            },
+            seed: a.seed,
+            ..IvfParams::default()
         },
         pca: match a.pca {
             NoneOr::None => None,
@@ -140,6 +151,7 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             OrderArg::Auto => None,
             OrderArg::Locality => Some(PointOrder::Locality),
             OrderArg::Input => Some(PointOrder::Input),
+            OrderArg::Cells => Some(PointOrder::Cells),
         },
         init: match a.init {
             InitArg::Pca => InitKind::Pca,
@@ -193,6 +205,14 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs) {
         "  load {:.2} s, pca {:.2} s, knn {:.2} s, affinities {:.2} s, optimise {:.2} s, write {:.2} s",
         s.load, s.pca, s.knn, s.affinities, s.optimise, s.write
     );
+    if let Some(knn) = &r.knn {
+        if let (Some(recall), Some(size)) = (knn.recall_sample, knn.recall_sample_size) {
+            eprintln!(
+                "  knn {} (k = {}): recall {recall:.4} on a sample of {size} points",
+                knn.method, knn.k
+            );
+        }
+    }
     if let Some(o) = &r.optimise.overlap {
         eprintln!(
             "  per iteration (median): attraction {:.2} ms (CPU) and repulsion {:.2} ms (GPU) \

@@ -6,6 +6,7 @@ use serde::{Serialize, Serializer};
 
 use crate::backend::BackendKind;
 use crate::init::InitKind;
+use crate::knn::ivf::IvfParams;
 use crate::optim::OptimParams;
 use crate::repulse::{GridSpec, RepulsionSpec};
 pub use crate::repulse::{Precision, RepulsionMethod};
@@ -16,16 +17,38 @@ use crate::{Error, Result};
 /// at 70k (recall 0.996) and grows as n·log n, so exact stays ahead to several 100k points.
 pub const AUTO_EXACT_MAX: usize = 500_000;
 
+/// Above this many points `--knn auto` on the GPU uses the approximate kNN (IVF,
+/// [`crate::knn::ivf`]) instead of the exact sweep. Measured on the H100 (k = 90, d = 50,
+/// `scripts/bench/knn_scale.sh`): see the README's kNN section.
+pub const AUTO_APPROX_GPU_MIN: usize = 1_000_000;
+
 /// The kNN method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KnnMethod {
-    /// Exact below [`AUTO_EXACT_MAX`] points, HNSW above.
+    /// On the GPU: exact below [`AUTO_APPROX_GPU_MIN`] points, approx from there; on the
+    /// CPU: exact below [`AUTO_EXACT_MAX`] points, HNSW above.
     Auto,
     /// Blocked GEMM and bounded selection.
     Exact,
-    /// Approximate, `hnsw_rs`.
+    /// Approximate, `hnsw_rs` (on the host).
     Hnsw,
+    /// Approximate, IVF cells and the tensor-core sweep on the GPU
+    /// ([`crate::knn::gpu::ivf`]); HNSW on the cpu backend.
+    Approx,
+}
+
+impl KnnMethod {
+    /// The method that runs for n points when the kNN runs on the GPU (`on_gpu`) or the
+    /// host: `Auto` resolved, `Approx` on the host is HNSW.
+    pub fn resolve(self, n: usize, on_gpu: bool) -> KnnMethod {
+        match self {
+            KnnMethod::Auto if on_gpu && n >= AUTO_APPROX_GPU_MIN => KnnMethod::Approx,
+            KnnMethod::Auto if on_gpu || n <= AUTO_EXACT_MAX => KnnMethod::Exact,
+            KnnMethod::Auto | KnnMethod::Approx if !on_gpu => KnnMethod::Hnsw,
+            m => m,
+        }
+    }
 }
 
 /// How the pipeline numbers the points internally; the embedding comes out in input order
@@ -33,6 +56,11 @@ pub enum KnnMethod {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PointOrder {
+    /// Number the points by the cells of the approximate kNN ([`KnnMethod::Approx`] on the
+    /// GPU): its k-means cells in a locality order of their centroids, which the kNN sorts
+    /// the points into anyway, so the order costs nothing and gathers P's neighbours into
+    /// nearby rows. `--order auto` on gpu with the approximate kNN.
+    Cells,
     /// Renumber the points (after PCA, before the kNN) in the leaf order of a PCA tree, so
     /// that close points get close numbers: P's non-zeros gather near the diagonal (fewer,
     /// denser CSB blocks; nearby `y_j` reads in the GPU attraction) and consecutive points
@@ -43,10 +71,12 @@ pub enum PointOrder {
 }
 
 impl PointOrder {
-    /// The order `--order auto` takes on `backend` (see [`EmbedParams::order`]).
-    pub fn default_for(backend: BackendKind) -> Self {
-        match backend {
-            BackendKind::Gpu => PointOrder::Input,
+    /// The order `--order auto` takes on `backend` with the kNN `knn` (resolved, see
+    /// [`EmbedParams::order`]).
+    pub fn default_for(backend: BackendKind, knn: KnnMethod) -> Self {
+        match (backend, knn) {
+            (BackendKind::Gpu, KnnMethod::Approx) => PointOrder::Cells,
+            (BackendKind::Gpu, _) => PointOrder::Input,
             _ => PointOrder::Locality,
         }
     }
@@ -63,11 +93,14 @@ pub struct EmbedParams {
     pub knn: KnnMethod,
     /// Reduce to this many principal components first when d is larger (default 50).
     pub pca: Option<usize>,
+    /// Settings of the approximate kNN (cells, probes).
+    pub ivf: IvfParams,
     /// Internal numbering of the points; `None` = [`PointOrder::default_for`] the backend
-    /// (resolved in the report):
+    /// and kNN (resolved in the report):
     /// [`PointOrder::Locality`] on cpu and hybrid, whose CSB attraction it speeds up (MNIST, 2
-    /// cores), [`PointOrder::Input`] on gpu, where its host-side PCA tree cost more than it
-    /// saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the kNN and optimisation).
+    /// cores), [`PointOrder::Input`] on gpu with the exact kNN, where its host-side PCA tree
+    /// cost more than it saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the kNN and
+    /// optimisation), [`PointOrder::Cells`] on gpu with the approximate kNN (free).
     pub order: Option<PointOrder>,
     /// Initialisation (default PCA; graphs always start random).
     pub init: InitKind,
@@ -98,6 +131,7 @@ impl Default for EmbedParams {
             perplexity: 30.0,
             knn: KnnMethod::Auto,
             pca: Some(50),
+            ivf: IvfParams::default(),
             order: None,
             init: InitKind::Pca,
             grid: None,

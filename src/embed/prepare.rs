@@ -5,13 +5,13 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 
-use super::{EmbedParams, KnnMethod, PointOrder, Prepared, AUTO_EXACT_MAX};
+use super::{EmbedParams, KnnMethod, PointOrder, Prepared};
 use crate::affinity;
 use crate::backend::BackendKind;
 use crate::gpu::Gpu;
-use crate::knn::{self, Neighbors};
+use crate::knn::{self, gpu::ivf, Neighbors};
 use crate::progress::Progress;
-use crate::report::StageSeconds;
+use crate::report::{KnnReport, StageSeconds};
 use crate::sparse::P;
 use crate::{prep, Error, Points, Result};
 
@@ -50,30 +50,58 @@ pub(crate) fn prepare_points(
     };
     seconds.pca = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let resolved = params
-        .order
-        .unwrap_or_else(|| PointOrder::default_for(backend));
-    let (points, order) = match resolved {
-        PointOrder::Locality => {
+    let (mut points, mut order) = match params.order {
+        Some(PointOrder::Locality) => {
             let order = knn::pca_tree_order(&points.data, points.n, points.d);
             (points.permuted(&order), Some(order))
         }
-        PointOrder::Input => (points, None),
+        _ => (points, None),
     };
     seconds.order = t.elapsed().as_secs_f64();
-    let method = match params.knn {
-        KnnMethod::Auto if points.n <= AUTO_EXACT_MAX || on_gpu => KnnMethod::Exact,
-        KnnMethod::Auto => KnnMethod::Hnsw,
-        m => m,
-    };
-    let knn_method = Some(if method == KnnMethod::Hnsw {
-        "hnsw"
-    } else {
-        "exact"
-    });
+    // Resolved by `embed` (`Auto` never reaches here from it).
+    let method = params.knn.resolve(points.n, on_gpu);
     let t = Instant::now();
+    let mut report = KnnReport {
+        method: match method {
+            KnnMethod::Hnsw => "hnsw",
+            KnnMethod::Approx => "approx",
+            _ => "exact",
+        },
+        k,
+        recall_sample: None,
+        recall_sample_size: None,
+        ivf: None,
+    };
     let nb = if on_gpu {
-        let (indices, distances) = gpu_knn(&points, k, method, params, progress)?;
+        let gpu = Gpu::get()?;
+        let (indices, distances) = match method {
+            KnnMethod::Approx => {
+                let approx = ivf::approx_device(gpu, &points, k, &params.ivf, progress)?;
+                report.recall_sample = Some(approx.stats.recall_sample);
+                report.recall_sample_size = Some(approx.stats.sample);
+                report.ivf = Some(approx.stats);
+                if params.order == Some(PointOrder::Cells) {
+                    points = points.permuted(&approx.cells.order);
+                    order = Some(approx.cells.order);
+                    (approx.indices, approx.distances)
+                } else {
+                    approx.unsorted(gpu)?
+                }
+            }
+            KnnMethod::Hnsw => {
+                let nb = hnsw_with_recall(&points, k, params.seed, &mut report, progress)?;
+                let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
+                (
+                    gpu.stream.clone_htod(&idx)?,
+                    gpu.stream.clone_htod(&nb.distances)?,
+                )
+            }
+            _ => {
+                let dev = gpu.stream.clone_htod(&points.data)?;
+                knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
+            }
+        };
+        gpu.stream.synchronize()?;
         if backend == BackendKind::Gpu {
             seconds.knn = t.elapsed().as_secs_f64();
             let (p, nb) = gpu_affinities(&indices, &distances, points.n, k, params, seconds)?;
@@ -82,14 +110,14 @@ pub(crate) fn prepare_points(
                 points: Some(points),
                 reduced,
                 neighbors: Some(nb),
-                knn_method,
+                knn: Some(report),
                 order,
             });
         }
         download_neighbors(&indices, &distances, points.n, k)?
     } else {
         match method {
-            KnnMethod::Hnsw => knn::hnsw(&points, k, params.seed, progress)?,
+            KnnMethod::Hnsw => hnsw_with_recall(&points, k, params.seed, &mut report, progress)?,
             _ => knn::exact(&points, k, progress)?,
         }
     };
@@ -102,35 +130,30 @@ pub(crate) fn prepare_points(
         points: Some(points),
         reduced,
         neighbors: Some(nb),
-        knn_method,
+        knn: Some(report),
         order,
     })
 }
 
-/// kNN on the device: exact there, or HNSW on the CPU then uploaded. Returns the
-/// neighbours' indices and squared distances (n × k each), synchronised.
-fn gpu_knn(
+/// Multiply-adds the CPU's recall estimate of HNSW may spend: a sample of
+/// `RECALL_WORK / (n · d)` points (at most 10,000, at least 100) scanned against all n.
+/// About 2 s on 16 cores.
+const RECALL_WORK: usize = 20_000_000_000;
+
+/// HNSW on the host, its recall measured on a seeded sample by exact scans.
+fn hnsw_with_recall(
     points: &Points,
     k: usize,
-    method: KnnMethod,
-    params: &EmbedParams,
+    seed: u64,
+    report: &mut KnnReport,
     progress: &dyn Progress,
-) -> Result<(CudaSlice<i32>, CudaSlice<f32>)> {
-    let gpu = Gpu::get()?;
-    let s = &gpu.stream;
-    let (indices, distances) = match method {
-        KnnMethod::Hnsw => {
-            let nb = knn::hnsw(points, k, params.seed, progress)?;
-            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-            (s.clone_htod(&idx)?, s.clone_htod(&nb.distances)?)
-        }
-        _ => {
-            let dev = s.clone_htod(&points.data)?;
-            knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
-        }
-    };
-    s.synchronize()?;
-    Ok((indices, distances))
+) -> Result<Neighbors> {
+    let nb = knn::hnsw(points, k, seed, progress)?;
+    let size = (RECALL_WORK / (points.n * points.d).max(1)).clamp(100, 10_000);
+    let (recall, size) = knn::ivf::recall_by_scan(points, &nb, size, seed);
+    report.recall_sample = Some(recall);
+    report.recall_sample_size = Some(size);
+    Ok(nb)
 }
 
 /// Affinities on the GPU from device neighbours: P is born in HYB on the device. The

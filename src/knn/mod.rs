@@ -3,12 +3,14 @@
 //! Input: [`Points`] (n × d). Output: [`Neighbors`], for each point i its k nearest *other*
 //! points j ≠ i by squared Euclidean distance $\lVert x_i - x_j \rVert^2$, ascending.
 //!
-//! Two interchangeable methods with the same signature:
+//! Interchangeable methods with the same contract:
 //!
 //! - [`exact`]: blocked GEMM, $D = \lVert q\rVert^2 + \lVert r\rVert^2 - 2\,Q R^\top$, tile by tile,
 //!   with a bounded per-query selection; never materialises n × n. O(n²d) work, exact.
 //! - [`hnsw`]: hierarchical navigable small-world graph (`hnsw_rs`), approximate,
 //!   O(n log n) work; [`recall`] measures its quality against [`exact`].
+//! - [`ivf`] (GPU, `--knn approx`): k-means cells and the exact kNN's tensor-core sweep over
+//!   each query block's nearest cells, O(n^1.5 d); its recall is estimated on every run.
 //!
 //! Both return the final distances recomputed directly as $\sum_l (x_{il} - x_{jl})^2$, so
 //! the distances of near neighbours carry no GEMM cancellation error, and both order a row by
@@ -19,6 +21,7 @@ mod bench;
 mod exact;
 pub mod gpu;
 mod hnsw;
+pub mod ivf;
 mod order;
 mod scan;
 mod select;

@@ -110,23 +110,31 @@ kernels! {
         sq: out f32 [n_pad],
     }
 
-    /// Sweeps query blocks `block0 ..` over every reference: each query's list in
-    /// `state_d` / `state_i` (32 · `kr` entries, sorted, (+∞, −1) before the first sweep,
-    /// 1 ≤ kr ≤ [`MAX_KR`]) ends holding its K best references by the 3xTF32 key. `hi`,
-    /// `lo` and `sq` as [`KnnFusedSplit`] made them, dp = 8 · `ks` ≤ [`MAX_DIM`]; blocks of
-    /// [`QUERIES`] threads with [`FusedLayout::bytes`] of dynamic shared memory, block b
-    /// taking queries [`QUERIES`] · (block0 + b) …, all within n_pad.
+    /// Sweeps the query slots of blocks `block0 .. block0 + blocks` (each [`QUERIES`] slots;
+    /// `qrows` gives a slot's row, −1 for none) over their references: block B's are the
+    /// chunks of [`CHUNK`] rows named by the runs `runs[2 · run_off[B] ..
+    /// 2 · run_off[B + 1]]` (first chunk, count; every chunk below n_pad / [`CHUNK`], none
+    /// twice). Each slot's list in `state_d` / `state_i` (32 · `kr` entries from slot
+    /// `slot0` on, sorted, (+∞, −1) before the first sweep, 1 ≤ kr ≤ [`MAX_KR`]) ends
+    /// holding its K best reference rows by the 3xTF32 key, never the slot's own row. `hi`,
+    /// `lo` and `sq` as [`KnnFusedSplit`] made them, dp = 8 · `ks` ≤ [`MAX_DIM`]; blocks
+    /// of [`QUERIES`] threads with [`FusedLayout::bytes`] of dynamic shared memory.
     pub struct KnnFusedSweep = "knn_fused_{ks}" {
         variant: defines,
         ks: host,
         n_pad: host,
+        blocks: host,
+        runs_len: host,
         hi: in f32 [n_pad * 8 * ks],
         lo: in f32 [n_pad * 8 * ks],
-        n: usize as i32,
         sq: in f32 [n_pad],
+        qrows: in i32 [(block0 + blocks) * QUERIES],
+        runs: in i32 [2 * runs_len],
+        run_off: in i32 [block0 + blocks + 1],
         kr: usize as i32,
-        state_d: out f32 [n * 32 * kr],
-        state_i: out i32 [n * 32 * kr],
+        state_d: out f32 [((block0 + blocks) * QUERIES).saturating_sub(slot0) * 32 * kr],
+        state_i: out i32 [((block0 + blocks) * QUERIES).saturating_sub(slot0) * 32 * kr],
+        slot0: usize as i64,
         block0: usize as i32,
         layout: FusedLayout,
     }

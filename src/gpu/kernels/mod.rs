@@ -11,6 +11,7 @@ pub mod centre;
 pub mod exact;
 pub mod g2g;
 pub mod g2s;
+pub mod ivf;
 pub mod knn;
 pub mod knn_fused;
 pub mod optim;
@@ -103,6 +104,8 @@ kernel_files! {
     Knn => "knn.cu", knn, false;
     /// Exact kNN with TF32 tensor-core keys and the selection fused behind them.
     KnnFused => "knn_fused.cu", knn_fused, false;
+    /// The approximate kNN's k-means assignment and the return to input order.
+    Ivf => "ivf.cu", ivf, false;
     /// Perplexity calibration and symmetrisation of P into HYB.
     Affinity => "affinity.cu", affinity, false;
 }

@@ -27,7 +27,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 use super::{fill_lists, tiled, Answer, Shape, SLACK};
 use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::kernels::knn_fused::{
-    FusedLayout, KnnFusedSplit, KnnFusedSweep, MAX_DIM, MAX_KR, QUERIES, WARPS,
+    FusedLayout, KnnFusedSplit, KnnFusedSweep, CHUNK, MAX_DIM, MAX_KR, QUERIES, WARPS,
 };
 use crate::gpu::kernels::KernelId;
 use crate::gpu::progress::LaggedProgress;
@@ -36,6 +36,8 @@ use crate::progress::Progress;
 
 /// Blocks per launch: progress is reported between launches (each is many waves).
 const BLOCKS_PER_LAUNCH: usize = 2048;
+/// Query rows whose blocks start the all-pairs sweep at the same chunk.
+const SHARE: usize = 32768;
 
 /// Dimension padded to the k-step of the TF32 mma (the kernel is `knn_fused_<dp / 8>`).
 fn padded_dim(d: usize) -> usize {
@@ -43,9 +45,10 @@ fn padded_dim(d: usize) -> usize {
 }
 
 /// Device bytes the fused path needs beyond the centred points, norms and outputs: the
-/// padded heads, tails and norms, and every query's list.
+/// padded heads, tails and norms, the slots' rows, and every slot's list.
 fn extra_bytes(n: usize, d: usize, list: usize) -> usize {
-    n.div_ceil(QUERIES) * QUERIES * (2 * padded_dim(d) + 1) * 4 + n * list * 8
+    let slots = n.div_ceil(QUERIES) * QUERIES;
+    slots * (2 * padded_dim(d) + 2) * 4 + slots * list * 8
 }
 
 /// Whether the fused kernel suits the device and the shape (TF32 mma: compute capability
@@ -68,83 +71,173 @@ pub(super) fn fits(gpu: &Gpu, shape: Shape) -> Result<bool, GpuError> {
     Ok(need + SLACK <= gpu.free_memory()?)
 }
 
-/// The fused path: centre, sweep every query block over all references ([`sweep`]),
-/// finish every query.
+/// The fused path: centre, split, sweep every point's slot over all references
+/// ([`Plan::all_pairs`]), finish every query.
 pub(super) fn run(
     gpu: &Gpu,
     x: &CudaSlice<f32>,
     shape: Shape,
     progress: &dyn Progress,
 ) -> Result<Answer, GpuError> {
-    let Shape { n, d, .. } = shape;
+    let Shape { n, d, kr, .. } = shape;
     let list = shape.list();
     let s = &gpu.stream;
     let Centred { xc, norms, .. } = centre_on_device(gpu, x, n, d, n)?;
-    let mut state_d = s.alloc_zeros::<f32>(n * list)?;
-    let mut state_i = s.alloc_zeros::<i32>(n * list)?;
-    fill_lists(gpu, &mut state_d, &mut state_i, n * list, f32::INFINITY)?;
+    let split = Split::new(gpu, &xc, &norms, n, d, &[])?;
+    drop((xc, norms));
+    let plan = Plan::all_pairs(gpu, n)?;
+    // A list per slot, the padding's included (never written).
+    let slots = plan.blocks * QUERIES;
+    let mut state_d = s.alloc_zeros::<f32>(slots * list)?;
+    let mut state_i = s.alloc_zeros::<i32>(slots * list)?;
+    fill_lists(gpu, &mut state_d, &mut state_i, slots * list, f32::INFINITY)?;
     let mut answer = Answer::poisoned(gpu, shape)?;
     let lists = Lists {
         d: &mut state_d,
         i: &mut state_i,
+        slot0: 0,
     };
-    sweep(gpu, &xc, &norms, shape, lists, &[], progress)?;
+    sweep(gpu, &split, &plan, 0..plan.blocks, kr, lists, &[], progress)?;
     drop(state_d);
     answer.finish(gpu, x, shape, (0, n), &state_i)?;
     Ok(answer)
 }
 
-/// Every query's sorted candidate list: keys and indices, n × 32 · kr each.
+/// The slots' sorted candidate lists: keys and indices, 32 · kr per slot from slot `slot0`
+/// on.
 pub(super) struct Lists<'a> {
     pub d: &'a mut CudaSlice<f32>,
     pub i: &'a mut CudaSlice<i32>,
+    pub slot0: usize,
 }
 
-/// Fills `lists` ((+∞, −1) before the first sweep) with every query's K best references by
-/// the 3xTF32 key, from the centred points `xc` and their squared norms; `variant` selects
-/// a kernel variant (`&[]`, or `-DFUSED_MMA_ONLY` for the timing split). Progress: one unit
-/// per launch of [`BLOCKS_PER_LAUNCH`] blocks.
+/// The centred points as the sweep reads them: TF32 heads and tails, padded with zero
+/// columns to `dp` and zero rows to `n_pad`, and their squared norms (+∞ past n).
+pub(super) struct Split {
+    hi: CudaSlice<f32>,
+    lo: CudaSlice<f32>,
+    sq: CudaSlice<f32>,
+    n_pad: usize,
+    dp: usize,
+}
+
+impl Split {
+    /// Splits the centred points `xc` (n × d) with their squared `norms`; `variant` selects
+    /// a kernel variant (`&[]`, or `-DFUSED_MMA_ONLY` for the timing split).
+    pub(super) fn new(
+        gpu: &Gpu,
+        xc: &CudaSlice<f32>,
+        norms: &CudaSlice<f32>,
+        n: usize,
+        d: usize,
+        variant: &'static [&'static str],
+    ) -> Result<Split, GpuError> {
+        let s = &gpu.stream;
+        let dp = padded_dim(d);
+        let n_pad = n.div_ceil(QUERIES) * QUERIES;
+        let mut split = Split {
+            hi: s.alloc_zeros::<f32>(n_pad * dp)?,
+            lo: s.alloc_zeros::<f32>(n_pad * dp)?,
+            sq: s.alloc_zeros::<f32>(n_pad)?,
+            n_pad,
+            dp,
+        };
+        KnnFusedSplit {
+            variant,
+            xc,
+            norms,
+            n,
+            d,
+            dp,
+            n_pad,
+            hi: &mut split.hi,
+            lo: &mut split.lo,
+            sq: &mut split.sq,
+        }
+        .launch(gpu, s, gpu.config(n_pad * dp))?;
+        Ok(split)
+    }
+}
+
+/// What a sweep computes: the row of each query slot ([`QUERIES`] slots per block, −1 for
+/// none) and, for each block, the runs of reference chunks ([`CHUNK`] rows) it sweeps, as
+/// [`KnnFusedSweep`] reads them.
+pub(super) struct Plan {
+    qrows: CudaSlice<i32>,
+    runs: CudaSlice<i32>,
+    run_off: CudaSlice<i32>,
+    /// Blocks of slots.
+    pub blocks: usize,
+}
+
+impl Plan {
+    /// Every point against all: slot i is row i; block b sweeps every chunk, starting at
+    /// one shared by the blocks that run together ([`SHARE`] rows, so that they read each
+    /// chunk from the L2 cache) and near the block's own rows (close to its queries when
+    /// the points come in a locality order), wrapping around.
+    pub(super) fn all_pairs(gpu: &Gpu, n: usize) -> Result<Plan, GpuError> {
+        let n_pad = n.div_ceil(QUERIES) * QUERIES;
+        let qrows: Vec<i32> = (0..n_pad)
+            .map(|i| if i < n { i as i32 } else { -1 })
+            .collect();
+        let steps = n.div_ceil(CHUNK);
+        let blocks = n_pad / QUERIES;
+        let mut runs = Vec::with_capacity(4 * blocks);
+        let mut run_off = Vec::with_capacity(blocks + 1);
+        run_off.push(0);
+        for b in 0..blocks {
+            let first = (b * QUERIES / SHARE * SHARE / CHUNK) % steps;
+            runs.extend([first as i32, (steps - first) as i32, 0, first as i32]);
+            run_off.push((runs.len() / 2) as i32);
+        }
+        Plan::upload(gpu, &qrows, &runs, &run_off)
+    }
+
+    /// A plan from its host parts: `qrows` ([`QUERIES`] per block), `runs` (first chunk,
+    /// count pairs, flattened) and `run_off` (blocks + 1 offsets into the runs).
+    pub(super) fn upload(
+        gpu: &Gpu,
+        qrows: &[i32],
+        runs: &[i32],
+        run_off: &[i32],
+    ) -> Result<Plan, GpuError> {
+        let s = &gpu.stream;
+        debug_assert_eq!(qrows.len(), (run_off.len() - 1) * QUERIES);
+        Ok(Plan {
+            qrows: s.clone_htod(qrows)?,
+            runs: s.clone_htod(runs)?,
+            run_off: s.clone_htod(run_off)?,
+            blocks: run_off.len() - 1,
+        })
+    }
+}
+
+/// Fills the lists of the slots of `blocks` (from (+∞, −1) before the first sweep) with
+/// each query's K best references of its runs by the 3xTF32 key. Progress: one unit per
+/// launch of [`BLOCKS_PER_LAUNCH`] blocks.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn sweep(
     gpu: &Gpu,
-    xc: &CudaSlice<f32>,
-    norms: &CudaSlice<f32>,
-    shape: Shape,
+    split: &Split,
+    plan: &Plan,
+    blocks: std::ops::Range<usize>,
+    kr: usize,
     lists: Lists,
     variant: &'static [&'static str],
     progress: &dyn Progress,
 ) -> Result<(), GpuError> {
-    let Shape { n, d, kr, .. } = shape;
     let s = &gpu.stream;
-    let dp = padded_dim(d);
-    let n_pad = n.div_ceil(QUERIES) * QUERIES;
-    let mut hi = s.alloc_zeros::<f32>(n_pad * dp)?;
-    let mut lo = s.alloc_zeros::<f32>(n_pad * dp)?;
-    let mut sq = s.alloc_zeros::<f32>(n_pad)?;
-    KnnFusedSplit {
-        variant,
-        xc,
-        norms,
-        n,
-        d,
-        dp,
-        n_pad,
-        hi: &mut hi,
-        lo: &mut lo,
-        sq: &mut sq,
-    }
-    .launch(gpu, s, gpu.config(n_pad * dp))?;
-
-    let layout = FusedLayout::new(dp, kr);
-    let ks = dp / 8;
+    let layout = FusedLayout::new(split.dp, kr);
+    let ks = split.dp / 8;
     gpu.function(KernelId::KnnFused, variant, &format!("knn_fused_{ks}"))?
         .set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             layout.bytes() as i32,
         )?;
-    let blocks = n_pad / QUERIES;
-    let mut done = LaggedProgress::begin(progress, "knn", blocks.div_ceil(BLOCKS_PER_LAUNCH));
-    for block0 in (0..blocks).step_by(BLOCKS_PER_LAUNCH) {
-        let count = BLOCKS_PER_LAUNCH.min(blocks - block0);
+    let launches = blocks.len().div_ceil(BLOCKS_PER_LAUNCH);
+    let mut done = LaggedProgress::begin(progress, "knn", launches);
+    for block0 in blocks.clone().step_by(BLOCKS_PER_LAUNCH) {
+        let count = BLOCKS_PER_LAUNCH.min(blocks.end - block0);
         let cfg = LaunchConfig {
             grid_dim: (count as u32, 1, 1),
             block_dim: ((WARPS * 32) as u32, 1, 1),
@@ -153,14 +246,19 @@ pub(super) fn sweep(
         KnnFusedSweep {
             variant,
             ks,
-            n_pad,
-            hi: &hi,
-            lo: &lo,
-            n,
-            sq: &sq,
+            n_pad: split.n_pad,
+            blocks: count,
+            runs_len: plan.runs.len() / 2,
+            hi: &split.hi,
+            lo: &split.lo,
+            sq: &split.sq,
+            qrows: &plan.qrows,
+            runs: &plan.runs,
+            run_off: &plan.run_off,
             kr,
             state_d: &mut *lists.d,
             state_i: &mut *lists.i,
+            slot0: lists.slot0,
             block0,
             layout,
         }
@@ -199,20 +297,28 @@ mod tests {
             .0
             .data;
             let list = shape.list();
+            let plan = Plan::all_pairs(gpu, n).unwrap();
             for (label, host) in [("uniform", uniform), ("mixture 40", mixture)] {
                 let x = s.clone_htod(&host).unwrap();
                 let Centred { xc, norms, .. } = centre_on_device(gpu, &x, n, d, n).unwrap();
-                let mut sd = s.alloc_zeros::<f32>(n * list).unwrap();
-                let mut si = s.alloc_zeros::<i32>(n * list).unwrap();
-                fill_lists(gpu, &mut sd, &mut si, n * list, f32::INFINITY).unwrap();
+                let slots = plan.blocks * QUERIES;
+                let mut sd = s.alloc_zeros::<f32>(slots * list).unwrap();
+                let mut si = s.alloc_zeros::<i32>(slots * list).unwrap();
+                fill_lists(gpu, &mut sd, &mut si, slots * list, f32::INFINITY).unwrap();
                 let mut time = |variant: &'static [&'static str]| {
+                    let split = Split::new(gpu, &xc, &norms, n, d, variant).unwrap();
                     s.synchronize().unwrap();
                     let t0 = std::time::Instant::now();
                     let lists = Lists {
                         d: &mut sd,
                         i: &mut si,
+                        slot0: 0,
                     };
-                    sweep(gpu, &xc, &norms, shape, lists, variant, &Silent).unwrap();
+                    let blocks = 0..plan.blocks;
+                    sweep(
+                        gpu, &split, &plan, blocks, shape.kr, lists, variant, &Silent,
+                    )
+                    .unwrap();
                     s.synchronize().unwrap();
                     t0.elapsed().as_secs_f64()
                 };

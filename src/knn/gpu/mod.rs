@@ -20,6 +20,7 @@
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
 pub(crate) mod fused;
+pub mod ivf;
 mod tiled;
 
 pub use tiled::Tiles;

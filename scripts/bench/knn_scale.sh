@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# GPU machine: the approximate kNN at scale, `embed --backend gpu` on `sgtsne gen --n N
+# --dim 50 --clusters 40` mixtures (made once into .bench/gen/), defaults otherwise. Per run
+# one summary line (with the kNN's sample recall); the tables "kNN at scale" of
+# benches/RESULTS.md.
+#
+#   scripts/bench/knn_scale.sh [SECTION...]        # default: 1m3 5m 10m
+#
+#   1m3    1.3M: warm-up, exact ×1, approx ×3 (cells order), approx in input order ×1,
+#          approx at 12 and 48 probes ×1 (about 2 minutes)
+#   5m     5M: approx ×2, exact ×1 (about 2.5 minutes)
+#   10m    10M: approx ×2 (cells order), approx in input order ×1 (about 3 minutes)
+#   sizes  the `--knn auto` threshold: exact and approx at 250k, 500k, 1M (about 1 minute)
+#
+# Writes $OUT/knn-scale.txt and $OUT/knn-scale.tgz.
+set -uo pipefail
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_begin knn-scale
+
+# mixture N: sets the array `input` to the N-point mixture and its labels, made on first use.
+mixture() {
+  local n=$1 f=$gen_dir/gen${1}_d50_c40.npy l=$gen_dir/gen${1}_d50_c40_labels.npy
+  if [ ! -s "$f" ] || [ ! -s "$l" ]; then
+    mkdir -p "$gen_dir"
+    logged "gen-$n" "$sgtsne" gen --n "$n" --dim 50 --clusters 40 -o "$f" --labels "$l" || exit 1
+  fi
+  input=("$f" --labels "$l")
+}
+
+[ $# -gt 0 ] || set -- 1m3 5m 10m
+for section in "$@"; do
+  case $section in
+    1m3)
+      mixture 1300000
+      embed big-warmup "${input[@]}" --backend gpu --knn approx
+      embed big-exact "${input[@]}" --backend gpu --knn exact
+      for r in 1 2 3; do
+        embed "big-approx-$r" "${input[@]}" --backend gpu --knn approx
+      done
+      medians "1.3M approx" big-approx-1 big-approx-2 big-approx-3
+      embed big-approx-input "${input[@]}" --backend gpu --knn approx --order input
+      embed big-approx-p12 "${input[@]}" --backend gpu --knn approx --knn-probes 12
+      embed big-approx-p48 "${input[@]}" --backend gpu --knn approx --knn-probes 48
+      ;;
+    5m)
+      mixture 5000000
+      for r in 1 2; do
+        embed "5m-approx-$r" "${input[@]}" --backend gpu --knn approx
+      done
+      embed 5m-exact "${input[@]}" --backend gpu --knn exact
+      ;;
+    10m)
+      mixture 10000000
+      for r in 1 2; do
+        embed "10m-approx-$r" "${input[@]}" --backend gpu --knn approx
+      done
+      medians "10M approx" 10m-approx-1 10m-approx-2
+      embed 10m-approx-input "${input[@]}" --backend gpu --knn approx --order input
+      ;;
+    sizes)
+      for n in 250000 500000 1000000; do
+        mixture "$n"
+        embed "$n-exact" "${input[@]}" --backend gpu --knn exact
+        embed "$n-approx" "${input[@]}" --backend gpu --knn approx
+      done
+      ;;
+    *) say "unknown section $section (1m3, 5m, 10m, sizes)" ;;
+  esac
+done
+bench_end

@@ -1,0 +1,348 @@
+//! The approximate all-points kNN on the GPU (`--knn approx`): IVF cells by k-means, then
+//! the exact kNN's tensor-core sweep ([`super::fused`]) over each query block's probe cells
+//! only. The host side (sample, centroid updates, sort, probe lists, runs) is
+//! [`crate::knn::ivf`]; why this method, and its numbers, are in its doc and in the README.
+//!
+//! Steps: k-means on a seeded sample (assignment on the device, [`IvfAssign`]; updates on
+//! the host); every point assigned to its cell; the points sorted by cell on the device;
+//! one sweep whose block b covers the probe cells of its queries' cells; the exact finish
+//! (`knn_finish`) in double. Memory: the points (input and sorted copy, TF32 split), the
+//! answer (n × k), and candidate lists for as many query blocks at a time as the free
+//! memory holds; never n × n nor n × lists.
+//!
+//! Every run measures its recall: the exact kNN of whole query blocks drawn at random (a
+//! sweep of all references for those slots), against the approximate rows
+//! ([`crate::knn::ivf::sample_recall`]).
+
+use cudarc::driver::{CudaSlice, LaunchConfig};
+use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
+
+use super::fused::{self, Lists, Plan, Split};
+use super::{check_params, fill_lists, Answer, Shape, SLACK};
+use crate::gpu::centre::{centre_on_device, Centred};
+use crate::gpu::kernels::ivf::{IvfAssign, IvfUnsort, THREADS};
+use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
+use crate::gpu::{Gpu, GpuError};
+use crate::knn::ivf::{self as host, Cells, IvfParams};
+use crate::knn::Neighbors;
+use crate::progress::Progress;
+use crate::{Error, Points, Result};
+
+/// Points in the recall sample (whole query blocks of [`QUERIES`]).
+pub const RECALL_SAMPLE: usize = 10_000;
+
+/// What an approximate kNN run measured, for the report.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct ApproxStats {
+    /// The recall measured on the sample ([`RECALL_SAMPLE`] points or all).
+    pub recall_sample: f64,
+    /// Points in the recall sample.
+    pub sample: usize,
+    /// k-means cells.
+    pub lists: usize,
+    /// Cells probed per query (its own included; more where cells are small).
+    pub probes: usize,
+    /// References swept per query, on average.
+    pub candidates: f64,
+}
+
+/// The approximate kNN of the points sorted by cell.
+pub struct Approx {
+    /// The cells: `cells.order[p]` is the input row at sorted position p.
+    pub cells: Cells,
+    /// n × k neighbour positions (in the sorted numbering), rows by sorted position.
+    pub indices: CudaSlice<i32>,
+    /// n × k squared distances, ascending per row.
+    pub distances: CudaSlice<f32>,
+    pub stats: ApproxStats,
+}
+
+impl Approx {
+    /// The neighbours in the input's numbering (row i: input point i), on the device.
+    pub fn unsorted(&self, gpu: &Gpu) -> Result<(CudaSlice<i32>, CudaSlice<f32>)> {
+        let n = self.cells.order.len();
+        let k = self.indices.len() / n.max(1);
+        let s = &gpu.stream;
+        let order: Vec<i32> = self.cells.order.iter().map(|&i| i as i32).collect();
+        let order = s.clone_htod(&order)?;
+        let mut out_i = s.alloc_zeros::<i32>(n * k)?;
+        let mut out_d = s.alloc_zeros::<f32>(n * k)?;
+        IvfUnsort {
+            sorted_i: &self.indices,
+            sorted_d: &self.distances,
+            order: &order,
+            n,
+            k,
+            out_i: &mut out_i,
+            out_d: &mut out_d,
+        }
+        .launch(gpu, s, gpu.config(n))?;
+        Ok((out_i, out_d))
+    }
+}
+
+/// The approximate kNN of `points` (host, input order): see the module doc. Progress
+/// (`"knn"`): one unit per sweep launch.
+pub fn approx_device(
+    gpu: &Gpu,
+    points: &Points,
+    k: usize,
+    params: &IvfParams,
+    progress: &dyn Progress,
+) -> Result<Approx> {
+    let (n, d) = (points.n, points.d);
+    check_params(n, d, k)?;
+    params.check(n, k)?;
+    if d > MAX_DIM {
+        return Err(Error::param(
+            "knn",
+            format!(
+                "the approximate kNN takes at most {MAX_DIM} dimensions, the points have {d}: \
+                 reduce them with --pca (default 50) or use --knn exact"
+            ),
+        ));
+    }
+    let s = &gpu.stream;
+    let lists = params.lists_for(n);
+
+    // k-means on the sample, then every point to its cell, cells in a locality order.
+    let rows = host::kmeans_sample(n, lists, params.sample_per_list, params.seed);
+    let sample_x: Vec<f32> = rows
+        .iter()
+        .flat_map(|&i| points.row(i as usize).iter().copied())
+        .collect();
+    let sample_dev = s.clone_htod(&sample_x)?;
+    let mut centroids = host::initial_centroids(&sample_x, d, lists, params.seed);
+    let lists = centroids.len() / d;
+    let mut rng = StdRng::seed_from_u64(params.seed);
+    for _ in 0..params.kmeans_iters {
+        let labels = assign(gpu, &sample_dev, rows.len(), d, &centroids)?;
+        host::update_centroids(&sample_x, d, &labels, &mut centroids, &mut rng);
+    }
+    drop(sample_dev);
+    let centroids = host::order_cells(&centroids, d);
+    let x = s.clone_htod(&points.data)?;
+    let labels = assign(gpu, &x, n, d, &centroids)?;
+    drop(x);
+    let cells = Cells::sort(&labels, lists);
+    drop(labels);
+
+    // The probe plan: each block's runs of reference chunks.
+    let probes = cells.probe_lists(&centroids, d, params.probes, 2 * (k + 1));
+    let (runs, run_off) = cells.block_runs(&probes, QUERIES, CHUNK);
+    let candidates = mean_candidates(&runs, &run_off);
+    let shape = Shape::new(n, d, k);
+    let n_pad = n.div_ceil(QUERIES) * QUERIES;
+    let qrows: Vec<i32> = (0..n_pad)
+        .map(|i| if i < n { i as i32 } else { -1 })
+        .collect();
+    let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
+    drop((qrows, runs, run_off));
+
+    // The sorted points on the device, split for the sweep.
+    let sorted = s.clone_htod(&points.permuted(&cells.order).data)?;
+    let Centred { xc, norms, .. } = centre_on_device(gpu, &sorted, n, d, n)?;
+    let split = Split::new(gpu, &xc, &norms, n, d, &[])?;
+    drop((xc, norms));
+
+    let mut answer = Answer::poisoned(gpu, shape)?;
+    sweep_in_batches(gpu, &sorted, &split, &plan, shape, &mut answer, progress)?;
+    drop(plan);
+
+    let (recall, sample_size) =
+        measure_recall(gpu, points, &cells, &split, &answer, shape, params.seed)?;
+    Ok(Approx {
+        cells,
+        indices: answer.indices,
+        distances: answer.distances,
+        stats: ApproxStats {
+            recall_sample: recall,
+            sample: sample_size,
+            lists,
+            probes: params.probes,
+            candidates,
+        },
+    })
+}
+
+/// [`approx_device`] with the answer in the input's numbering, on the host.
+pub fn approx_gpu(
+    points: &Points,
+    k: usize,
+    params: &IvfParams,
+    progress: &dyn Progress,
+) -> Result<(Neighbors, ApproxStats)> {
+    let gpu = Gpu::get()?;
+    let approx = approx_device(gpu, points, k, params, progress)?;
+    let (indices, distances) = approx.unsorted(gpu)?;
+    let s = &gpu.stream;
+    let nb = Neighbors {
+        n: points.n,
+        k,
+        indices: s
+            .clone_dtoh(&indices)?
+            .into_iter()
+            .map(|j| j as u32)
+            .collect(),
+        distances: s.clone_dtoh(&distances)?,
+    };
+    Ok((nb, approx.stats))
+}
+
+/// Nearest centroid of each of the n points `x` (device) among `centroids` (host).
+fn assign(
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    n: usize,
+    d: usize,
+    centroids: &[f32],
+) -> Result<Vec<u32>, GpuError> {
+    let s = &gpu.stream;
+    let lists = centroids.len() / d;
+    let c = s.clone_htod(centroids)?;
+    let mut labels = s.alloc_zeros::<i32>(n)?;
+    IvfAssign {
+        x,
+        n,
+        d,
+        centroids: &c,
+        lists,
+        labels: &mut labels,
+    }
+    .launch(
+        gpu,
+        s,
+        LaunchConfig {
+            grid_dim: (n.div_ceil(THREADS) as u32, 1, 1),
+            block_dim: (THREADS as u32, 1, 1),
+            shared_mem_bytes: 0,
+        },
+    )?;
+    Ok(s.clone_dtoh(&labels)?
+        .into_iter()
+        .map(|l| l as u32)
+        .collect())
+}
+
+/// References per query the plan sweeps, on average.
+fn mean_candidates(runs: &[i32], run_off: &[i32]) -> f64 {
+    let chunks: i64 = runs.chunks_exact(2).map(|r| r[1] as i64).sum();
+    let blocks = run_off.len().saturating_sub(1).max(1);
+    chunks as f64 * CHUNK as f64 / blocks as f64
+}
+
+/// Sweeps every block and finishes its queries, with the candidate lists of as many
+/// blocks at a time as the free memory holds.
+fn sweep_in_batches(
+    gpu: &Gpu,
+    sorted: &CudaSlice<f32>,
+    split: &Split,
+    plan: &Plan,
+    shape: Shape,
+    answer: &mut Answer,
+    progress: &dyn Progress,
+) -> Result<(), GpuError> {
+    let s = &gpu.stream;
+    let list = shape.list();
+    let per_block = QUERIES * list * 8;
+    let free = gpu.free_memory()?.saturating_sub(SLACK);
+    let batch = (free / per_block).clamp(1, plan.blocks);
+    let mut state_d = s.alloc_zeros::<f32>(batch * QUERIES * list)?;
+    let mut state_i = s.alloc_zeros::<i32>(batch * QUERIES * list)?;
+    for b0 in (0..plan.blocks).step_by(batch) {
+        let b1 = (b0 + batch).min(plan.blocks);
+        let slots = (b1 - b0) * QUERIES;
+        fill_lists(gpu, &mut state_d, &mut state_i, slots * list, f32::INFINITY)?;
+        let lists = Lists {
+            d: &mut state_d,
+            i: &mut state_i,
+            slot0: b0 * QUERIES,
+        };
+        fused::sweep(gpu, split, plan, b0..b1, shape.kr, lists, &[], progress)?;
+        let q0 = b0 * QUERIES;
+        let q_count = (b1 * QUERIES).min(shape.n) - q0;
+        answer.finish(gpu, sorted, shape, (q0, q_count), &state_i)?;
+    }
+    Ok(())
+}
+
+/// The recall on whole query blocks drawn at random (about [`RECALL_SAMPLE`] points): their
+/// exact candidate lists by a sweep over every reference, against their approximate rows,
+/// both in the input's numbering. Returns (recall, sample size).
+fn measure_recall(
+    gpu: &Gpu,
+    points: &Points,
+    cells: &Cells,
+    split: &Split,
+    answer: &Answer,
+    shape: Shape,
+    seed: u64,
+) -> Result<(f64, usize)> {
+    let s = &gpu.stream;
+    let Shape { n, k, kr, .. } = shape;
+    let blocks = n.div_ceil(QUERIES);
+    let take = RECALL_SAMPLE.div_ceil(QUERIES).min(blocks);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x0dd_ba11);
+    let mut chosen: Vec<usize> = sample(&mut rng, blocks, take).into_vec();
+    chosen.sort_unstable();
+    let steps = n.div_ceil(CHUNK) as i32;
+    let mut qrows = Vec::with_capacity(take * QUERIES);
+    for &b in &chosen {
+        qrows.extend((b * QUERIES..(b + 1) * QUERIES).map(|p| if p < n { p as i32 } else { -1 }));
+    }
+    let runs: Vec<i32> = (0..take).flat_map(|_| [0, steps]).collect();
+    let run_off: Vec<i32> = (0..=take as i32).collect();
+    let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
+    let list = shape.list();
+    let mut state_d = s.alloc_zeros::<f32>(take * QUERIES * list)?;
+    let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
+    fill_lists(
+        gpu,
+        &mut state_d,
+        &mut state_i,
+        take * QUERIES * list,
+        f32::INFINITY,
+    )?;
+    let lists = Lists {
+        d: &mut state_d,
+        i: &mut state_i,
+        slot0: 0,
+    };
+    fused::sweep(
+        gpu,
+        split,
+        &plan,
+        0..take,
+        kr,
+        lists,
+        &[],
+        &crate::progress::Silent,
+    )?;
+    let exact: Vec<i32> = s.clone_dtoh(&state_i)?;
+
+    let order = &cells.order;
+    let mut rows = Vec::new();
+    let mut approx = Vec::new();
+    let mut candidates = Vec::new();
+    for (t, &b) in chosen.iter().enumerate() {
+        let (p0, p1) = (b * QUERIES, ((b + 1) * QUERIES).min(n));
+        let block_rows = s.clone_dtoh(&answer.indices.slice(p0 * k..p1 * k))?;
+        approx.extend(block_rows.iter().map(|&j| order[j as usize]));
+        for p in p0..p1 {
+            rows.push(order[p]);
+            let slot = t * QUERIES + (p - p0);
+            candidates.push(
+                exact[slot * list..(slot + 1) * list]
+                    .iter()
+                    .filter(|&&j| j >= 0)
+                    .map(|&j| order[j as usize])
+                    .collect(),
+            );
+        }
+    }
+    let recall = host::sample_recall(points, k, &rows, &approx, &candidates);
+    Ok((recall, rows.len()))
+}
+
+#[cfg(test)]
+mod tests;

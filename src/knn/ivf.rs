@@ -1,0 +1,507 @@
+//! The host side of the approximate all-points kNN (`--knn approx`): an inverted file
+//! (IVF-Flat, Jégou et al. 2011; FAISS' `IndexIVFFlat`) whose cells are the k-means cells of
+//! the points, searched all at once rather than one query at a time.
+//!
+//! The points are sorted by cell, so that every cell is a contiguous range of rows, and the
+//! cells are numbered in a locality order of their centroids ([`super::pca_tree_order`]):
+//! neighbouring cells sit close in memory too. A query's candidates are then the points of
+//! the `probes` cells whose centroids are nearest its own cell's centroid: the candidates of
+//! a block of consecutive queries are a few contiguous ranges of rows, which the GPU sweeps
+//! with the tensor-core kernel of the exact kNN (`crate::knn::gpu::ivf`). Probing from the
+//! cell rather than from each query loses a little recall for points at a cell's edge, and
+//! buys the dense product tiles that make the sweep fast; the recall is measured on every
+//! run ([`sample_recall`]).
+//!
+//! This file holds what the host computes: the sample and the centroid updates of k-means
+//! (the assignment runs on the device), the sort by cell, the probe lists and each query
+//! block's runs of reference chunks.
+
+use rand::{rngs::StdRng, seq::index::sample, Rng, SeedableRng};
+use rayon::prelude::*;
+
+use super::{order::pca_tree_order, sq_dist, Neighbors};
+use crate::{Error, Points, Result};
+
+/// Settings of the approximate kNN.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct IvfParams {
+    /// k-means cells; 0 = [`IvfParams::lists_for`] n.
+    pub lists: usize,
+    /// Cells probed per query, its own included. More: higher recall, proportionally more
+    /// work. Default 24.
+    pub probes: usize,
+    /// Lloyd iterations of the k-means. Default 10.
+    pub kmeans_iters: usize,
+    /// Points of the k-means sample per cell (FAISS uses 39 to 256). Default 64.
+    pub sample_per_list: usize,
+    /// Seed of the k-means sample and start.
+    pub seed: u64,
+}
+
+impl Default for IvfParams {
+    fn default() -> Self {
+        IvfParams {
+            lists: 0,
+            probes: 24,
+            kmeans_iters: 10,
+            sample_per_list: 64,
+            seed: 0,
+        }
+    }
+}
+
+impl IvfParams {
+    /// Cells for n points: about √n / 2 (cells of 2√n points, 6300 at 10M), at least 1 and at
+    /// most n / 64, so that a cell holds a few query blocks and the candidates of a query
+    /// (`probes` cells, ≈ 48 √n points) grow as √n: the sweep costs O(n^1.5 d) against the
+    /// exact O(n² d).
+    pub fn lists_for(&self, n: usize) -> usize {
+        if self.lists > 0 {
+            return self.lists.min(n).max(1);
+        }
+        let auto = ((n as f64).sqrt() / 2.0).round() as usize;
+        auto.min(n / 64).max(1)
+    }
+
+    /// Checks the settings against n and k.
+    pub fn check(&self, n: usize, k: usize) -> Result<()> {
+        if self.probes == 0 {
+            return Err(Error::param("knn-probes", "must be at least 1"));
+        }
+        if self.kmeans_iters == 0 {
+            return Err(Error::param("kmeans iterations", "must be at least 1"));
+        }
+        if self.sample_per_list == 0 {
+            return Err(Error::param(
+                "kmeans sample",
+                "must be at least 1 point per cell",
+            ));
+        }
+        if k >= n {
+            return Err(Error::param(
+                "k",
+                format!("{k} neighbours need at least {} points, got {n}", k + 1),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The k-means sample: `min(n, lists · per_list)` distinct rows, seeded, ascending.
+pub fn kmeans_sample(n: usize, lists: usize, per_list: usize, seed: u64) -> Vec<u32> {
+    let m = (lists.saturating_mul(per_list)).min(n);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rows: Vec<u32> = sample(&mut rng, n, m)
+        .into_iter()
+        .map(|i| i as u32)
+        .collect();
+    rows.sort_unstable();
+    rows
+}
+
+/// The first centroids: `lists` distinct rows of the sample `x` (m × d), seeded.
+pub fn initial_centroids(x: &[f32], d: usize, lists: usize, seed: u64) -> Vec<f32> {
+    let m = x.len() / d.max(1);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut c = Vec::with_capacity(lists * d);
+    for i in sample(&mut rng, m, lists.min(m)) {
+        c.extend_from_slice(&x[i * d..(i + 1) * d]);
+    }
+    c
+}
+
+/// Lloyd's update: each centroid becomes the mean of the sample points `x` (m × d) assigned
+/// to it (`labels`). An emptied cell takes a point of the largest cell, drawn with `rng`,
+/// so that no cell is wasted. Returns the number of emptied cells.
+pub fn update_centroids(
+    x: &[f32],
+    d: usize,
+    labels: &[u32],
+    centroids: &mut [f32],
+    rng: &mut StdRng,
+) -> usize {
+    let lists = centroids.len() / d;
+    let mut sums = vec![0f64; lists * d];
+    let mut counts = vec![0usize; lists];
+    for (row, &l) in x.chunks_exact(d).zip(labels) {
+        let l = l as usize;
+        counts[l] += 1;
+        for (s, &v) in sums[l * d..(l + 1) * d].iter_mut().zip(row) {
+            *s += v as f64;
+        }
+    }
+    let largest = (0..lists).max_by_key(|&l| counts[l]).unwrap_or(0);
+    let members: Vec<usize> = (0..labels.len())
+        .filter(|&i| labels[i] as usize == largest)
+        .collect();
+    let mut emptied = 0;
+    for l in 0..lists {
+        let c = &mut centroids[l * d..(l + 1) * d];
+        if counts[l] > 0 {
+            for (c, &s) in c.iter_mut().zip(&sums[l * d..(l + 1) * d]) {
+                *c = (s / counts[l] as f64) as f32;
+            }
+        } else if !members.is_empty() {
+            let i = members[rng.random_range(0..members.len())];
+            c.copy_from_slice(&x[i * d..(i + 1) * d]);
+            emptied += 1;
+        }
+    }
+    emptied
+}
+
+/// The centroids (`lists` × d) renumbered in a locality order ([`pca_tree_order`]), so that
+/// near cells get near numbers and the points sorted by cell keep neighbours close.
+pub fn order_cells(centroids: &[f32], d: usize) -> Vec<f32> {
+    let lists = centroids.len() / d;
+    pca_tree_order(centroids, lists, d)
+        .iter()
+        .flat_map(|&c| {
+            centroids[c as usize * d..(c as usize + 1) * d]
+                .iter()
+                .copied()
+        })
+        .collect()
+}
+
+/// The points sorted by cell: `order[p]` is the input row at position p (cells in label
+/// order, input order within a cell), `offsets[l] .. offsets[l + 1]` the positions of
+/// cell l.
+#[derive(Clone, Debug)]
+pub struct Cells {
+    pub order: Vec<u32>,
+    pub offsets: Vec<usize>,
+}
+
+impl Cells {
+    /// Counting sort of the points by `labels` (each below `lists`).
+    pub fn sort(labels: &[u32], lists: usize) -> Cells {
+        let mut offsets = vec![0usize; lists + 1];
+        for &l in labels {
+            offsets[l as usize + 1] += 1;
+        }
+        for l in 0..lists {
+            offsets[l + 1] += offsets[l];
+        }
+        let mut next = offsets.clone();
+        let mut order = vec![0u32; labels.len()];
+        for (i, &l) in labels.iter().enumerate() {
+            order[next[l as usize]] = i as u32;
+            next[l as usize] += 1;
+        }
+        Cells { order, offsets }
+    }
+
+    /// Number of cells.
+    pub fn lists(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The cell of position p.
+    fn cell_of(&self, p: usize) -> usize {
+        self.offsets.partition_point(|&o| o <= p) - 1
+    }
+
+    /// For each cell, the cells it probes: the `probes` cells whose centroids are nearest
+    /// its own (itself first), and more, nearest first, until they hold at least
+    /// `min_points` points, so that every query has enough candidates.
+    pub fn probe_lists(
+        &self,
+        centroids: &[f32],
+        d: usize,
+        probes: usize,
+        min_points: usize,
+    ) -> Vec<Vec<u32>> {
+        let lists = self.lists();
+        (0..lists)
+            .into_par_iter()
+            .map(|l| {
+                let c = &centroids[l * d..(l + 1) * d];
+                let mut by_distance: Vec<(f32, u32)> = (0..lists)
+                    .map(|m| {
+                        let dist = if m == l {
+                            -1.0
+                        } else {
+                            sq_dist(c, &centroids[m * d..(m + 1) * d])
+                        };
+                        (dist, m as u32)
+                    })
+                    .collect();
+                by_distance.sort_unstable_by(super::by_dist_then_index);
+                let mut probed = Vec::with_capacity(probes);
+                let mut points = 0;
+                for (_, m) in by_distance {
+                    if probed.len() >= probes && points >= min_points {
+                        break;
+                    }
+                    points += self.offsets[m as usize + 1] - self.offsets[m as usize];
+                    probed.push(m);
+                }
+                probed
+            })
+            .collect()
+    }
+
+    /// The references of each block of `block` consecutive positions, as runs of `chunk`
+    /// rows: (first chunk, count) pairs, flattened, and `run_off` (blocks + 1 entries, in
+    /// runs). A block's runs cover the probe cells of every cell its positions fall in, each
+    /// chunk once, starting at the chunk of its own first position and wrapping around, so
+    /// that its lists fill with near points first.
+    pub fn block_runs(
+        &self,
+        probes: &[Vec<u32>],
+        block: usize,
+        chunk: usize,
+    ) -> (Vec<i32>, Vec<i32>) {
+        let n = *self.offsets.last().unwrap_or(&0);
+        let blocks = n.div_ceil(block);
+        let per_block: Vec<Vec<(usize, usize)>> = (0..blocks)
+            .into_par_iter()
+            .map(|b| {
+                let (p0, p1) = (b * block, ((b + 1) * block).min(n));
+                let mut ranges: Vec<(usize, usize)> = (self.cell_of(p0)..=self.cell_of(p1 - 1))
+                    .flat_map(|l| probes[l].iter())
+                    .map(|&m| {
+                        let (a, e) = (self.offsets[m as usize], self.offsets[m as usize + 1]);
+                        (a / chunk, e.div_ceil(chunk))
+                    })
+                    .filter(|(a, e)| a < e)
+                    .collect();
+                ranges.sort_unstable();
+                let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+                for (a, e) in ranges {
+                    match merged.last_mut() {
+                        Some(last) if a <= last.1 => last.1 = last.1.max(e),
+                        _ => merged.push((a, e)),
+                    }
+                }
+                // Start at the run holding the block's own first chunk.
+                // (The own cell is always probed, so some run holds that chunk.)
+                let own = p0 / chunk;
+                let Some(start) = merged.iter().position(|&(a, e)| a <= own && own < e) else {
+                    return merged.iter().map(|&(a, e)| (a, e - a)).collect();
+                };
+                let (a, e) = merged[start];
+                let mut runs = vec![(own, e - own)];
+                runs.extend(merged[start + 1..].iter().map(|&(a, e)| (a, e - a)));
+                runs.extend(merged[..start].iter().map(|&(a, e)| (a, e - a)));
+                if own > a {
+                    runs.push((a, own - a));
+                }
+                runs
+            })
+            .collect();
+        let mut runs = Vec::new();
+        let mut run_off = Vec::with_capacity(blocks + 1);
+        run_off.push(0i32);
+        for block_runs in per_block {
+            for (first, count) in block_runs {
+                runs.push(first as i32);
+                runs.push(count as i32);
+            }
+            run_off.push((runs.len() / 2) as i32);
+        }
+        (runs, run_off)
+    }
+}
+
+/// Rows of the recall sample: `min(n, size)` distinct rows, seeded, ascending.
+pub fn recall_sample(n: usize, size: usize, seed: u64) -> Vec<u32> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_5a3f_1e00_0001);
+    let mut rows: Vec<u32> = sample(&mut rng, n, size.min(n))
+        .into_iter()
+        .map(|i| i as u32)
+        .collect();
+    rows.sort_unstable();
+    rows
+}
+
+/// The recall on the sample `rows`: `approx` holds their approximate neighbours (k per
+/// row, in order), `candidates[s]` any superset of row s's exact k nearest, whose distances
+/// are recomputed from `points` so that the k smallest are the exact neighbours. A
+/// neighbour of the approximate row counts as found when its distance is at most the exact
+/// k-th distance, so that ties (duplicate points) do not count as misses. Mean over the
+/// sample; 1 for an empty one.
+pub fn sample_recall(
+    points: &Points,
+    k: usize,
+    rows: &[u32],
+    approx: &[u32],
+    candidates: &[Vec<u32>],
+) -> f64 {
+    if rows.is_empty() || k == 0 {
+        return 1.0;
+    }
+    let found: f64 = rows
+        .par_iter()
+        .zip(approx.par_chunks(k))
+        .zip(candidates)
+        .map(|((&i, found), cand)| {
+            let q = points.row(i as usize);
+            let mut dist: Vec<f32> = cand
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| exact_distance(q, points.row(j as usize)))
+                .collect();
+            dist.sort_unstable_by(f32::total_cmp);
+            let kth = dist.get(k - 1).copied().unwrap_or(f32::INFINITY);
+            let hits = found
+                .iter()
+                .filter(|&&j| j != i && exact_distance(q, points.row(j as usize)) <= kth)
+                .count();
+            hits.min(k) as f64 / k as f64
+        })
+        .sum();
+    found / rows.len() as f64
+}
+
+/// The recall of the neighbours `nb` of `points` on a seeded sample of `size` rows, each
+/// row's exact neighbours found by a scan of all points ([`scan_candidates`]): the CPU's
+/// recall estimate, O(n · size · d). Returns (recall, sample size).
+pub fn recall_by_scan(points: &Points, nb: &Neighbors, size: usize, seed: u64) -> (f64, usize) {
+    let rows = recall_sample(points.n, size, seed);
+    let approx: Vec<u32> = rows
+        .iter()
+        .flat_map(|&i| nb.row_indices(i as usize).iter().copied())
+        .collect();
+    let candidates = scan_candidates(points, &rows, nb.k);
+    (
+        sample_recall(points, nb.k, &rows, &approx, &candidates),
+        rows.len(),
+    )
+}
+
+/// Exact k nearest of each sampled row by a scan of all points (the CPU's recall sample):
+/// O(n · |rows| · d).
+fn scan_candidates(points: &Points, rows: &[u32], k: usize) -> Vec<Vec<u32>> {
+    rows.par_iter()
+        .map(|&i| {
+            let q = points.row(i as usize);
+            // A margin over k, so that f32 rounding of the scan's distances cannot push an
+            // exact neighbour out: sample_recall ranks these again in f64.
+            let keep = k + 8;
+            let mut top = super::select::TopK::new(keep, 4 * keep);
+            for j in 0..points.n {
+                if j != i as usize {
+                    top.offer(sq_dist(q, points.row(j)), j as u32);
+                }
+            }
+            top.sorted().iter().map(|&(_, j)| j).collect()
+        })
+        .collect()
+}
+
+/// Squared distance in f64, rounded once: the distance the kNN reports.
+fn exact_distance(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
+        .sum::<f64>() as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_sort_by_label_keeping_input_order() {
+        let cells = Cells::sort(&[2, 0, 2, 1, 0], 3);
+        assert_eq!(cells.order, vec![1, 4, 3, 0, 2]);
+        assert_eq!(cells.offsets, vec![0, 2, 3, 5]);
+        assert_eq!(cells.cell_of(2), 1);
+        assert_eq!(cells.cell_of(4), 2);
+    }
+
+    #[test]
+    fn probes_take_the_own_cell_first_and_enough_points() {
+        // Cells at 0, 1, 2, 10 on a line, of 1, 1, 1 and 5 points.
+        let cells = Cells::sort(&[0, 1, 2, 3, 3, 3, 3, 3], 4);
+        let centroids = [0.0, 1.0, 2.0, 10.0];
+        let probes = cells.probe_lists(&centroids, 1, 2, 0);
+        assert_eq!(probes[0], vec![0, 1]);
+        assert_eq!(probes[3], vec![3, 2]);
+        // At least 4 points: cell 0 must reach past its two nearest (2 points).
+        let probes = cells.probe_lists(&centroids, 1, 2, 4);
+        assert_eq!(probes[0], vec![0, 1, 2, 3]);
+    }
+
+    /// Every block's runs start at its own chunk, name no chunk twice, and cover every
+    /// position of its cells' probe cells.
+    #[test]
+    fn block_runs_cover_the_probe_cells_once() {
+        let labels: Vec<u32> = (0..1000u32).map(|i| (i * 7 + i / 13) % 9).collect();
+        let cells = Cells::sort(&labels, 9);
+        let probes: Vec<Vec<u32>> = (0..9u32).map(|l| vec![l, (l + 4) % 9]).collect();
+        let (block, chunk) = (128, 32);
+        let (runs, run_off) = cells.block_runs(&probes, block, chunk);
+        assert_eq!(run_off.len(), 1000usize.div_ceil(block) + 1);
+        for b in 0..run_off.len() - 1 {
+            let pairs = &runs[2 * run_off[b] as usize..2 * run_off[b + 1] as usize];
+            assert_eq!(
+                pairs[0] as usize,
+                b * block / chunk,
+                "block {b} starts elsewhere"
+            );
+            let mut chunks: Vec<i32> = pairs
+                .chunks_exact(2)
+                .flat_map(|r| r[0]..r[0] + r[1])
+                .collect();
+            let all = chunks.len();
+            chunks.sort_unstable();
+            chunks.dedup();
+            assert_eq!(chunks.len(), all, "block {b} names a chunk twice");
+            let (p0, p1) = (b * block, ((b + 1) * block).min(1000));
+            for p in p0..p1 {
+                for &m in &probes[cells.cell_of(p)] {
+                    let (a, e) = (cells.offsets[m as usize], cells.offsets[m as usize + 1]);
+                    for r in a..e {
+                        assert!(
+                            chunks.binary_search(&((r / chunk) as i32)).is_ok(),
+                            "block {b}: row {r} of probe cell {m} missing"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn recall_counts_ties_as_found() {
+        // Points 0, 1, 1, 5 on a line; the exact 1 nearest of row 0 is row 1 or 2 (a tie).
+        let points = Points::new(4, 1, vec![0.0, 1.0, 1.0, 5.0]);
+        let candidates = vec![vec![1, 2, 3]];
+        assert_eq!(sample_recall(&points, 1, &[0], &[2], &candidates), 1.0);
+        assert_eq!(sample_recall(&points, 1, &[0], &[3], &candidates), 0.0);
+        let nb = Neighbors {
+            n: 4,
+            k: 1,
+            indices: vec![2, 2, 1, 1],
+            distances: vec![1.0, 0.0, 0.0, 16.0],
+        };
+        assert_eq!(recall_by_scan(&points, &nb, 10, 1), (1.0, 4));
+    }
+
+    #[test]
+    fn kmeans_update_means_and_refills_empty_cells() {
+        let x = [0.0, 1.0, 2.0, 12.0];
+        let mut c = vec![1.5, 11.0, 100.0];
+        let mut rng = StdRng::seed_from_u64(0);
+        let emptied = update_centroids(&x, 1, &[0, 0, 0, 1], &mut c, &mut rng);
+        assert_eq!(emptied, 1);
+        assert_eq!(&c[..2], &[1.0, 12.0]);
+        assert!(
+            [0.0, 1.0, 2.0].contains(&c[2]),
+            "refilled from the largest cell: {}",
+            c[2]
+        );
+    }
+
+    #[test]
+    fn lists_grow_as_the_root_of_n() {
+        let p = IvfParams::default();
+        assert_eq!(p.lists_for(10), 1);
+        assert_eq!(p.lists_for(10_000_000), 1581);
+        assert!(p.lists_for(70_000) <= 70_000 / 64);
+        assert_eq!(IvfParams { lists: 5, ..p }.lists_for(3), 3);
+    }
+}
