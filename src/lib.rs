@@ -18,6 +18,7 @@
 //! | optimise | [`optim`] | gradient descent with momentum and gains |
 //! | orchestration | [`backend`], [`embed`] | the whole run, with a [`report::Report`] |
 //! | grid-size sweeps | [`sweep`] | (n × grid) → error and time tables, heat maps |
+//! | generated data | [`gen`] | seeded Gaussian mixture or deformed real images → [`Points`] + labels |
 //!
 //! The library never reads argv and never prints: progress goes through
 //! [`progress::Progress`], results through return values.

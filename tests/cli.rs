@@ -26,7 +26,14 @@ fn fails_cleanly(input: &Path, extra: &[&str], needles: &[&str]) {
         "-q",
     ];
     args.extend_from_slice(extra);
-    let out = sgtsne(&args);
+    fails_cleanly_with(&args, &out_path, needles);
+}
+
+/// Runs `sgtsne ARGS`, whose output is `out_path`, and checks that it fails cleanly: non-zero
+/// exit, no panic, a message containing each of `needles`, no output file and no temporary
+/// file beside it.
+fn fails_cleanly_with(args: &[&str], out_path: &Path, needles: &[&str]) {
+    let out = sgtsne(args);
     let err = stderr(&out);
     assert!(!out.status.success(), "expected failure for {args:?}");
     assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
@@ -40,7 +47,7 @@ fn fails_cleanly(input: &Path, extra: &[&str], needles: &[&str]) {
         !out_path.exists(),
         "partial output left behind for {args:?}"
     );
-    let leftovers: Vec<PathBuf> = std::fs::read_dir(dir)
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(out_path.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with('.'))
@@ -263,4 +270,132 @@ fn info_reports_the_gpu_status() {
     let text = String::from_utf8_lossy(&run.stdout);
     assert!(text.contains("sgtsne "), "{text}");
     assert!(text.contains("gpu:"), "{text}");
+}
+
+/// `n` smooth s × s float images (`im.npy`) and labels i mod 3 (`lab.npy`) in `dir`.
+fn image_files(dir: &tempfile::TempDir, n: usize, s: usize) -> (PathBuf, PathBuf) {
+    let pixels: Vec<f32> = (0..n * s * s)
+        .map(|k| {
+            let (i, x, y) = (k / (s * s), k % s, k / s % s);
+            ((x * (i + 1) + y * (i % 5)) % (2 * s)) as f32 / (2 * s) as f32
+        })
+        .collect();
+    let images = dir.path().join("im.npy");
+    sgtsne::io::write_embedding(&images, &pixels, s * s).unwrap();
+    let labels = dir.path().join("lab.npy");
+    let codes: Vec<u32> = (0..n as u32).map(|i| i % 3).collect();
+    sgtsne::io::write_labels(&labels, &codes).unwrap();
+    (images, labels)
+}
+
+/// `gen --deform-images IMAGES --image-labels LABELS -o OUT` and `extra`.
+fn gen_args<'a>(
+    images: &'a Path,
+    labels: &'a Path,
+    out: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "gen",
+        "--deform-images",
+        images.to_str().unwrap(),
+        "--image-labels",
+        labels.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn gen_deformed_images_writes_rows_and_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let (images, labels) = image_files(&dir, 20, 6);
+    let run = |threads: &str, name: &str| {
+        let out = dir.path().join(format!("{name}.npy"));
+        let out_labels = dir.path().join(format!("{name}_labels.npy"));
+        let extra = [
+            "--n",
+            "50",
+            "--dim",
+            "4",
+            "--seed",
+            "3",
+            "--threads",
+            threads,
+            "--labels",
+            out_labels.to_str().unwrap(),
+            "-q",
+        ];
+        let status = sgtsne(&gen_args(&images, &labels, &out, &extra));
+        assert!(status.status.success(), "{}", stderr(&status));
+        (out, out_labels)
+    };
+    let (out, out_labels) = run("2", "a");
+    let rows = sgtsne::io::read_points(&out).unwrap();
+    assert_eq!((rows.n, rows.d), (50, 4));
+    let l = sgtsne::io::read_labels(&out_labels).unwrap();
+    assert_eq!(l.names, ["0", "1", "2"]);
+    let want: Vec<u32> = (0..50).map(|i| (i % 20) % 3).collect();
+    assert_eq!(l.codes, want);
+    let (again, _) = run("1", "b");
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(again).unwrap());
+}
+
+#[test]
+fn gen_deformed_images_bad_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (images, labels) = image_files(&dir, 20, 4);
+    let out = dir.path().join("out.npy");
+    let gen = |images: &Path, labels: &Path, extra: &[&str], needles: &[&str]| {
+        let mut args = gen_args(images, labels, &out, &["--n", "30"]);
+        args.extend_from_slice(extra);
+        fails_cleanly_with(&args, &out, needles);
+    };
+    // More components than pixels.
+    gen(
+        &images,
+        &labels,
+        &["--dim", "17"],
+        &["im.npy", "17 principal components", "16-pixel"],
+    );
+    // Not square.
+    let odd = dir.path().join("odd.npy");
+    sgtsne::io::write_embedding(&odd, &[0.5; 30], 10).unwrap();
+    gen(&odd, &labels, &[], &["odd.npy", "10 pixels", "not square"]);
+    // Not images.
+    let ints = write(&dir, "ints.npy", b"not an npy file at all");
+    gen(&ints, &labels, &[], &["ints.npy"]);
+    // A label count that does not match.
+    let few = dir.path().join("few.npy");
+    sgtsne::io::write_labels(&few, &[1, 2]).unwrap();
+    gen(
+        &images,
+        &few,
+        &[],
+        &["few.npy", "2 labels for the 20 images"],
+    );
+    // A strength that makes no sense.
+    gen(
+        &images,
+        &labels,
+        &["--deform-strength=-1"],
+        &["--deform-strength -1", "out of bounds", "rotation_deg"],
+    );
+    // --clusters has no meaning here (a usage error, exit code 2).
+    let run = sgtsne(&gen_args(&images, &labels, &out, &["--clusters", "5"]));
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("--clusters"), "{}", stderr(&run));
+    // --image-labels is required.
+    let run = sgtsne(&[
+        "gen",
+        "--deform-images",
+        images.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("--image-labels"), "{}", stderr(&run));
+    assert!(!out.exists());
 }

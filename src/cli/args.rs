@@ -20,7 +20,8 @@ pub enum Command {
     Embed(Box<EmbedArgs>),
     /// Show the version, the CPU threads and whether a CUDA device is usable (and why not).
     Info,
-    /// Generate a seeded Gaussian mixture with uneven cluster sizes (for scale tests).
+    /// Generate data for scale tests: a seeded Gaussian mixture with uneven cluster sizes, or
+    /// randomly deformed copies of real images (--deform-images).
     Gen(GenArgs),
     /// Measure the repulsion's error and time over (n × grid size) from a TOML config and
     /// write a CSV, heat maps and the error-model fit.
@@ -69,21 +70,53 @@ pub struct GenArgs {
     /// Number of points.
     #[arg(long, default_value_t = 1_300_000)]
     pub n: usize,
-    /// Dimension of each point.
+    /// Dimension of each point; with --deform-images, the number of principal components
+    /// kept.
     #[arg(long, default_value_t = 50)]
     pub dim: usize,
-    /// Number of clusters.
-    #[arg(long, default_value_t = 40)]
-    pub clusters: usize,
-    /// Seed.
+    /// Number of clusters of the Gaussian mixture [default: 40]. Not with --deform-images.
+    #[arg(long, conflicts_with = "deform_images")]
+    pub clusters: Option<usize>,
+    /// Real images instead of a mixture ("infinite MNIST"): row i is a randomly deformed copy
+    /// (rotation, scale, shear, shift, smooth elastic field) of image i mod n_images of this
+    /// .npy (n_images × s² pixels: square s × s images, uint8 0–255 or floats 0–1),
+    /// projected on the images' first --dim principal components. Rows 0..n_images are the
+    /// images themselves unless --deform-all.
+    #[arg(long, value_name = "IMAGES.npy", requires = "image_labels")]
+    pub deform_images: Option<PathBuf>,
+    /// The label of each image of --deform-images (.npy or a one-column .csv); each row gets
+    /// its image's label.
+    #[arg(long, value_name = "LABELS", requires = "deform_images")]
+    pub image_labels: Option<PathBuf>,
+    /// With --deform-images: deform the first n_images rows too instead of copying the
+    /// originals.
+    #[arg(long, requires = "deform_images")]
+    pub deform_all: bool,
+    /// With --deform-images: scale every deformation range by this factor (0: exact copies;
+    /// 1: rotation ±12°, scale 0.9–1.1, shear ±0.15, shift ±1.5 px, elastic field of RMS
+    /// 1 px varying over 7 px).
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "F",
+        requires = "deform_images"
+    )]
+    pub deform_strength: f32,
+    /// Seed: the same seed gives the same output, on any number of threads.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where to write the points (.npy or .csv).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// Where to write each point's cluster (.npy).
+    /// Where to write each point's label (.npy): its cluster, or its image's label.
     #[arg(long, value_name = "LABELS.npy")]
     pub labels: Option<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bar or summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,5 @@
-//! Input and output: points (`.npy`, `.csv`/`.tsv`/`.txt`, `.fvecs`), labels, graphs
-//! (`.mtx`), embeddings (`.npy`, `.csv`) and PNG scatter plots.
+//! Input and output: points (`.npy`, `.csv`/`.tsv`/`.txt`, `.fvecs`), square images
+//! (`.npy`), labels, graphs (`.mtx`), embeddings (`.npy`, `.csv`) and PNG scatter plots.
 //!
 //! file → [`Points`](crate::Points) / [`Labels`] / `sprs::CsMat<f64>`;
 //! embedding → file.
@@ -15,6 +15,7 @@
 
 mod error;
 mod fvecs;
+mod images;
 mod labels;
 mod mtx;
 mod npy;
@@ -24,8 +25,11 @@ mod text;
 mod write;
 
 pub use error::{IoError, Place};
+pub use images::{image_side, read_images};
 pub use labels::{read_labels, read_labels_npy_bytes, Labels};
 pub use mtx::read_graph;
 pub use npy::read_points_npy_bytes;
+#[cfg(test)]
+pub(crate) use npy::tests::npy_file as npy_test_file;
 pub use read::read_points;
 pub use write::{check_output_path, write_atomic, write_embedding, write_labels, OutputKind};

@@ -21,6 +21,8 @@ pub enum OutputKind {
     Plot,
     /// The JSON run report: `.json`.
     Report,
+    /// Integer labels ([`write_labels`]): `.npy`.
+    Labels,
 }
 
 impl OutputKind {
@@ -29,6 +31,7 @@ impl OutputKind {
             OutputKind::Embedding => "an embedding",
             OutputKind::Plot => "a plot",
             OutputKind::Report => "a report",
+            OutputKind::Labels => "labels",
         }
     }
 
@@ -37,6 +40,7 @@ impl OutputKind {
             OutputKind::Embedding => &["npy", "csv"],
             OutputKind::Plot => &["png"],
             OutputKind::Report => &["json"],
+            OutputKind::Labels => &["npy"],
         }
     }
 
@@ -45,6 +49,7 @@ impl OutputKind {
             OutputKind::Embedding => ".npy, .csv",
             OutputKind::Plot => ".png",
             OutputKind::Report => ".json",
+            OutputKind::Labels => ".npy",
         }
     }
 }
@@ -297,6 +302,8 @@ mod tests {
         check_output_path(&d.join("y.CSV"), OutputKind::Embedding).unwrap();
         check_output_path(&d.join("p.png"), OutputKind::Plot).unwrap();
         check_output_path(&d.join("r.json"), OutputKind::Report).unwrap();
+        check_output_path(&d.join("l.npy"), OutputKind::Labels).unwrap();
+        assert!(check_output_path(&d.join("l.csv"), OutputKind::Labels).is_err());
         let e = check_output_path(&d.join("p.jpg"), OutputKind::Plot).unwrap_err();
         assert!(
             e.to_string()

@@ -20,8 +20,8 @@ use npyz::{DType, Endianness, NpyHeader, Order, TypeChar};
 use super::error::IoError;
 
 pub(crate) use labels::read_labels_from;
-pub(crate) use points::read_points_npy;
 pub use points::read_points_npy_bytes;
+pub(crate) use points::{read_points_npy, read_points_npy_as};
 
 /// The numeric element types this reader converts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,16 +17,25 @@ const CHUNK_ELEMS: usize = 1 << 20;
 /// Elements one rayon task decodes.
 const TASK_ELEMS: usize = 1 << 15;
 
-/// Reads a 2-D (or 1-D, as n × 1) numeric array as row-major, finite `f32` points.
-fn read_points_from(mut r: impl Read, total: u64, path: &Path) -> Result<Points, IoError> {
+/// Reads a 2-D (or 1-D, as n × 1) numeric array as row-major, finite `f32` points, and its
+/// element type. `accept` sees the element type and its dtype string (`<f4`, `|u1`, `|b1`, …)
+/// before any data is read; its `Err` is the reason the dtype is refused.
+fn read_points_from(
+    mut r: impl Read,
+    total: u64,
+    path: &Path,
+    accept: impl FnOnce(Num, &str) -> Result<(), &'static str>,
+) -> Result<(Points, Num), IoError> {
     let (h, _) = Header::read(&mut r, total, path)?;
-    let Elem::Num { num, big } = h.elem else {
-        return Err(IoError::Dtype {
-            path: path.into(),
-            dtype: h.dtype,
-            reason: "points must be numeric",
-        });
+    let dtype_error = |reason| IoError::Dtype {
+        path: path.into(),
+        dtype: h.dtype.clone(),
+        reason,
     };
+    let Elem::Num { num, big } = h.elem else {
+        return Err(dtype_error("points must be numeric"));
+    };
+    accept(num, &h.dtype).map_err(dtype_error)?;
     if h.rows == 0 || h.cols == 0 {
         return Err(IoError::no_data(
             path,
@@ -80,7 +89,7 @@ fn read_points_from(mut r: impl Read, total: u64, path: &Path) -> Result<Points,
     } else {
         stored
     };
-    Ok(Points::new(h.rows, h.cols, data))
+    Ok((Points::new(h.rows, h.cols, data), num))
 }
 
 /// Decodes `bytes` into `out` as `f32`; the index of the first value that is not finite
@@ -102,14 +111,23 @@ fn decode(num: Num, big: bool, bytes: &[u8], out: &mut [f32]) -> Option<usize> {
 
 /// Reads points from an `.npy` file (see the module doc for dtypes).
 pub(crate) fn read_points_npy(path: &Path) -> Result<Points, IoError> {
+    Ok(read_points_npy_as(path, |_, _| Ok(()))?.0)
+}
+
+/// Reads points from an `.npy` file whose element type `accept` approves (see
+/// `read_points_from`), and that element type.
+pub(crate) fn read_points_npy_as(
+    path: &Path,
+    accept: impl FnOnce(Num, &str) -> Result<(), &'static str>,
+) -> Result<(Points, Num), IoError> {
     let file = std::fs::File::open(path).map_err(|e| IoError::read(path, e))?;
     let total = file.metadata().map_err(|e| IoError::read(path, e))?.len();
-    read_points_from(file, total, path)
+    read_points_from(file, total, path, accept)
 }
 
 /// Reads points from the bytes of an `.npy` file; `name` stands for the path in errors.
 pub fn read_points_npy_bytes(bytes: &[u8], name: &str) -> Result<Points, IoError> {
-    read_points_from(bytes, bytes.len() as u64, Path::new(name))
+    Ok(read_points_from(bytes, bytes.len() as u64, Path::new(name), |_, _| Ok(()))?.0)
 }
 
 #[cfg(test)]

@@ -1,5 +1,4 @@
-//! `sgtsne gen`: synthetic data for scale work, produced where it is used (large inputs do
-//! not travel well): a seeded Gaussian mixture with uneven cluster sizes.
+//! A seeded Gaussian mixture with uneven cluster sizes.
 //!
 //! Cluster c gets a share ∝ (c + 1)^−0.8 of the points (a Zipf-like spread: the largest
 //! cluster is several times the median, like cell types in single-cell data), a centre
