@@ -81,7 +81,7 @@ pub(crate) fn prepare_points(
                 report.recall_sample_size = Some(approx.stats.sample);
                 report.ivf = Some(approx.stats);
                 if params.order == Some(PointOrder::Cells) {
-                    points = points.permuted(&approx.cells.order);
+                    points = approx.sorted_points;
                     order = Some(approx.cells.order);
                     (approx.indices, approx.distances)
                 } else {

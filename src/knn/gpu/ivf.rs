@@ -50,6 +50,8 @@ pub struct ApproxStats {
 pub struct Approx {
     /// The cells: `cells.order[p]` is the input row at sorted position p.
     pub cells: Cells,
+    /// The points in that order (host), for a caller that goes on in it.
+    pub sorted_points: Points,
     /// n × k neighbour positions (in the sorted numbering), rows by sorted position.
     pub indices: CudaSlice<i32>,
     /// n × k squared distances, ascending per row.
@@ -140,7 +142,8 @@ pub fn approx_device(
     drop((qrows, runs, run_off));
 
     // The sorted points on the device, split for the sweep.
-    let sorted = s.clone_htod(&points.permuted(&cells.order).data)?;
+    let sorted_points = points.permuted(&cells.order);
+    let sorted = s.clone_htod(&sorted_points.data)?;
     let Centred { xc, norms, .. } = centre_on_device(gpu, &sorted, n, d, n)?;
     let split = Split::new(gpu, &xc, &norms, n, d, &[])?;
     drop((xc, norms));
@@ -153,6 +156,7 @@ pub fn approx_device(
         measure_recall(gpu, points, &cells, &split, &answer, shape, params.seed)?;
     Ok(Approx {
         cells,
+        sorted_points,
         indices: answer.indices,
         distances: answer.distances,
         stats: ApproxStats {
