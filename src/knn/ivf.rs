@@ -356,7 +356,7 @@ pub fn sample_recall(
 }
 
 /// The recall of the neighbours `nb` of `points` on a seeded sample of `size` rows, each
-/// row's exact neighbours found by a scan of all points ([`scan_candidates`]): the CPU's
+/// row's exact neighbours found by a scan of all points (`scan_candidates`): the CPU's
 /// recall estimate, O(n · size · d). Returns (recall, sample size).
 pub fn recall_by_scan(points: &Points, nb: &Neighbors, size: usize, seed: u64) -> (f64, usize) {
     let rows = recall_sample(points.n, size, seed);

@@ -1,5 +1,5 @@
 //! The approximate all-points kNN on the GPU (`--knn approx`): IVF cells by k-means, then
-//! the exact kNN's tensor-core sweep ([`super::fused`]) over each query block's probe cells
+//! the exact kNN's tensor-core sweep (`knn::gpu::fused`) over each query block's probe cells
 //! only. The host side (sample, centroid updates, sort, probe lists, runs) is
 //! [`crate::knn::ivf`]; why this method, and its numbers, are in its doc and in the README.
 //!
