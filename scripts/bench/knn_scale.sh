@@ -10,6 +10,8 @@
 #          approx at 12 and 48 probes ×1 (about 2 minutes)
 #   5m     5M: approx ×2, exact ×1 (about 2.5 minutes)
 #   10m    10M: approx ×2 (cells order), approx in input order ×1 (about 3 minutes)
+#   digits 1.3M deformed MNIST digits (scripts/bench/stage_images.sh): warm-up, exact ×1,
+#          approx ×3, approx at 64 probes ×1 (about 1.5 minutes)
 #   sizes  the `--knn auto` threshold: exact and approx at 250k, 500k, 1M (about 1 minute)
 #
 # Writes $OUT/knn-scale.txt and $OUT/knn-scale.tgz.
@@ -17,16 +19,6 @@ set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 bench_begin knn-scale
-
-# mixture N: sets the array `input` to the N-point mixture and its labels, made on first use.
-mixture() {
-  local n=$1 f=$gen_dir/gen${1}_d50_c40.npy l=$gen_dir/gen${1}_d50_c40_labels.npy
-  if [ ! -s "$f" ] || [ ! -s "$l" ]; then
-    mkdir -p "$gen_dir"
-    logged "gen-$n" "$sgtsne" gen --n "$n" --dim 50 --clusters 40 -o "$f" --labels "$l" || exit 1
-  fi
-  input=("$f" --labels "$l")
-}
 
 [ $# -gt 0 ] || set -- 1m3 5m 10m
 for section in "$@"; do
@@ -58,6 +50,16 @@ for section in "$@"; do
       medians "10M approx" 10m-approx-1 10m-approx-2
       embed 10m-approx-input "${input[@]}" --backend gpu --knn approx --order input
       ;;
+    digits)
+      digits 1300000
+      embed digits-warmup "${input[@]}" --backend gpu --knn approx
+      embed digits-exact "${input[@]}" --backend gpu --knn exact
+      for r in 1 2 3; do
+        embed "digits-approx-$r" "${input[@]}" --backend gpu --knn approx
+      done
+      medians "1.3M digits approx" digits-approx-1 digits-approx-2 digits-approx-3
+      embed digits-approx-p64 "${input[@]}" --backend gpu --knn approx --knn-probes 64
+      ;;
     sizes)
       for n in 250000 500000 1000000; do
         mixture "$n"
@@ -65,7 +67,7 @@ for section in "$@"; do
         embed "$n-approx" "${input[@]}" --backend gpu --knn approx
       done
       ;;
-    *) say "unknown section $section (1m3, 5m, 10m, sizes)" ;;
+    *) say "unknown section $section (1m3, 5m, 10m, digits, sizes)" ;;
   esac
 done
 bench_end

@@ -12,6 +12,8 @@
 #   medians LABEL NAME...  medians of wall, report total and optimise over the runs NAME...
 #   logged NAME CMD...   runs CMD timed, its output in the work folder; one line with the wall
 #   mnist_input, big_input   set the arrays `mnist` and `big` to an input and its labels
+#   mixture N, digits N      set the array `input` to N mixture points or N deformed MNIST
+#                        digits and their labels, generated into $BENCH_GEN on first use
 #   bench_end            archives the work folder's reports and logs as $OUT/NAME.tgz
 #
 # Environment (all optional):
@@ -115,6 +117,37 @@ big_input() {
   fi
   # shellcheck disable=SC2034
   big=("$f" --labels "$l")
+}
+
+# mixture N: sets the array `input` to the N × 50 mixture of 40 clusters (seed 0) and its
+# labels, made on first use.
+mixture() {
+  local n=$1 f=$gen_dir/gen${1}_d50_c40.npy l=$gen_dir/gen${1}_d50_c40_labels.npy
+  if [ ! -s "$f" ] || [ ! -s "$l" ]; then
+    mkdir -p "$gen_dir"
+    logged "gen-$n" "$sgtsne" gen --n "$n" --dim 50 --clusters 40 -o "$f" --labels "$l" || exit 1
+  fi
+  input=("$f" --labels "$l")
+}
+
+# digits N: sets the array `input` to N deformed MNIST digits (the 70k images, then
+# deformed copies; PCA 50; seed 0) and their labels, made on first use from the images that
+# scripts/bench/stage_images.sh staged.
+digits() {
+  local n=$1 f=$gen_dir/digits${1}_d50.npy l=$gen_dir/digits${1}_d50_labels.npy
+  local images=$gen_dir/mnist70k_784_u8.npy staged=$bench_root/.bench/images
+  if [ ! -s "$f" ] || [ ! -s "$l" ]; then
+    mkdir -p "$gen_dir"
+    if [ ! -s "$images" ]; then
+      [ -s "$staged/mnist70k_784_u8.npy.gz" ] ||
+        { say "no $staged/mnist70k_784_u8.npy.gz: run scripts/bench/stage_images.sh first"; exit 1; }
+      gunzip -c "$staged/mnist70k_784_u8.npy.gz" > "$images"
+    fi
+    logged "digits-$n" "$sgtsne" gen --deform-images "$images" \
+      --image-labels "$staged/mnist70k_labels_u8.npy" --n "$n" --dim 50 --seed 0 \
+      -o "$f" --labels "$l" || exit 1
+  fi
+  input=("$f" --labels "$l")
 }
 
 bench_end() {

@@ -167,8 +167,16 @@ pub struct EmbedArgs {
     pub knn: KnnArg,
     /// Cells each point's approximate neighbours are searched in, its own included (`--knn
     /// approx`): more is slower and finds more of the true neighbours.
-    #[arg(long, default_value_t = 24)]
+    #[arg(long, default_value_t = 64)]
     pub knn_probes: usize,
+    /// Refinement rounds of the approximate kNN: each looks for better neighbours among
+    /// the neighbours' neighbours (`--knn approx` on the GPU; 0: none).
+    #[arg(long, default_value_t = 2)]
+    pub knn_refine: usize,
+    /// Neighbours of a point, and of each of them, a refinement round looks at (fan² new
+    /// candidates per point): more is slower and finds more.
+    #[arg(long, default_value_t = 16)]
+    pub knn_fan: usize,
     /// k-means cells of the approximate kNN: `auto` (about √n / 2) or a number.
     #[arg(long, default_value = "auto")]
     pub knn_lists: AutoOr<usize>,

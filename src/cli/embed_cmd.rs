@@ -136,6 +136,8 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         },
         ivf: IvfParams {
             probes: a.knn_probes,
+            refine: a.knn_refine,
+            fan: a.knn_fan,
             lists: match a.knn_lists {
                 AutoOr::Auto => 0,
                 AutoOr::Value(l) => l,

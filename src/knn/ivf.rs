@@ -4,17 +4,17 @@
 //!
 //! The points are sorted by cell, so that every cell is a contiguous range of rows, and the
 //! cells are numbered in a locality order of their centroids ([`super::pca_tree_order`]):
-//! neighbouring cells sit close in memory too. A query's candidates are then the points of
-//! the `probes` cells whose centroids are nearest its own cell's centroid: the candidates of
-//! a block of consecutive queries are a few contiguous ranges of rows, which the GPU sweeps
-//! with the tensor-core kernel of the exact kNN (`crate::knn::gpu::ivf`). Probing from the
-//! cell rather than from each query loses a little recall for points at a cell's edge, and
-//! buys the dense product tiles that make the sweep fast; the recall is measured on every
-//! run ([`sample_recall`]).
+//! neighbouring cells sit close in memory too; within a cell the points follow a locality
+//! order of their own. A block of consecutive queries is then a compact part of a cell, and
+//! its candidates are the points of the `probes` cells whose centroids are nearest the
+//! block's mean: a few contiguous ranges of rows, which the GPU sweeps with the tensor-core
+//! kernel of the exact kNN (`crate::knn::gpu::ivf`). Probing per block rather than per
+//! query loses a little recall for the block's outlying queries, and buys the dense product
+//! tiles that make the sweep fast; the recall is measured on every run ([`sample_recall`]).
 //!
 //! This file holds what the host computes: the sample and the centroid updates of k-means
-//! (the assignment runs on the device), the sort by cell, the probe lists and each query
-//! block's runs of reference chunks.
+//! (the assignment runs on the device), the sort by cell, each query block's probe cells
+//! and its runs of reference chunks.
 
 use rand::{rngs::StdRng, seq::index::sample, Rng, SeedableRng};
 use rayon::prelude::*;
@@ -28,12 +28,18 @@ pub struct IvfParams {
     /// k-means cells; 0 = [`IvfParams::lists_for`] n.
     pub lists: usize,
     /// Cells probed per query, its own included. More: higher recall, proportionally more
-    /// work. Default 24.
+    /// work. Default 64.
     pub probes: usize,
     /// Lloyd iterations of the k-means. Default 10.
     pub kmeans_iters: usize,
     /// Points of the k-means sample per cell (FAISS uses 39 to 256). Default 64.
     pub sample_per_list: usize,
+    /// Rounds of refinement by neighbours of neighbours after the sweep
+    /// (`crate::knn::gpu::refine`). Default 2.
+    pub refine: usize,
+    /// Neighbours of a row, and of each of them, that a refinement round looks at (fan²
+    /// candidates per row; at most k). Default 16.
+    pub fan: usize,
     /// Seed of the k-means sample and start.
     pub seed: u64,
 }
@@ -42,9 +48,11 @@ impl Default for IvfParams {
     fn default() -> Self {
         IvfParams {
             lists: 0,
-            probes: 24,
+            probes: 64,
             kmeans_iters: 10,
             sample_per_list: 64,
+            refine: 2,
+            fan: 16,
             seed: 0,
         }
     }
@@ -53,8 +61,8 @@ impl Default for IvfParams {
 impl IvfParams {
     /// Cells for n points: about √n / 2 (cells of 2√n points, 6300 at 10M), at least 1 and at
     /// most n / 64, so that a cell holds a few query blocks and the candidates of a query
-    /// (`probes` cells, ≈ 48 √n points) grow as √n: the sweep costs O(n^1.5 d) against the
-    /// exact O(n² d).
+    /// (`probes` cells, ≈ 128 √n points at 64 probes) grow as √n: the sweep costs
+    /// O(n^1.5 d) against the exact O(n² d).
     pub fn lists_for(&self, n: usize) -> usize {
         if self.lists > 0 {
             return self.lists.min(n).max(1);
@@ -76,6 +84,9 @@ impl IvfParams {
                 "kmeans sample",
                 "must be at least 1 point per cell",
             ));
+        }
+        if self.fan == 0 && self.refine > 0 {
+            return Err(Error::param("knn-fan", "must be at least 1"));
         }
         if k >= n {
             return Err(Error::param(
@@ -202,36 +213,77 @@ impl Cells {
         self.offsets.partition_point(|&o| o <= p) - 1
     }
 
-    /// For each cell, the cells it probes: the `probes` cells whose centroids are nearest
-    /// its own (itself first), and more, nearest first, until they hold at least
-    /// `min_points` points, so that every query has enough candidates.
-    pub fn probe_lists(
+    /// Orders the points within each cell in a locality order (the leaf order of a PCA
+    /// tree of the cell's points, [`pca_tree_order`]), so that a block of consecutive
+    /// positions is a compact part of its cell, and returns the points in the new order.
+    pub fn order_within(&mut self, points: &Points) -> Points {
+        let d = points.d;
+        let mut slices = Vec::with_capacity(self.lists());
+        let mut rest = self.order.as_mut_slice();
+        for l in 0..self.offsets.len() - 1 {
+            let (cell, tail) = rest.split_at_mut(self.offsets[l + 1] - self.offsets[l]);
+            slices.push(cell);
+            rest = tail;
+        }
+        slices.into_par_iter().for_each(|cell| {
+            let x: Vec<f32> = cell
+                .iter()
+                .flat_map(|&i| points.row(i as usize).iter().copied())
+                .collect();
+            let local = pca_tree_order(&x, cell.len(), d);
+            let rows: Vec<u32> = local.iter().map(|&c| cell[c as usize]).collect();
+            cell.copy_from_slice(&rows);
+        });
+        points.permuted(&self.order)
+    }
+
+    /// For each block of `block` consecutive positions of the points sorted by cell
+    /// (`sorted`), the cells it probes: the cells its positions fall in, then the cells
+    /// whose centroids are nearest the block's mean, until there are `probes` of them (or
+    /// the own cells, if more) and they hold at least `min_points` points, so that every
+    /// query has enough candidates. Probing from the block rather than from its cell
+    /// follows the queries: a block at a cell's edge probes the cells across that edge.
+    pub fn block_probes(
         &self,
+        sorted: &Points,
         centroids: &[f32],
-        d: usize,
         probes: usize,
         min_points: usize,
+        block: usize,
     ) -> Vec<Vec<u32>> {
+        let (n, d) = (sorted.n, sorted.d);
         let lists = self.lists();
-        (0..lists)
+        (0..n.div_ceil(block))
             .into_par_iter()
-            .map(|l| {
-                let c = &centroids[l * d..(l + 1) * d];
+            .map(|b| {
+                let (p0, p1) = (b * block, ((b + 1) * block).min(n));
+                let mut mean = vec![0f64; d];
+                for p in p0..p1 {
+                    for (m, &x) in mean.iter_mut().zip(sorted.row(p)) {
+                        *m += x as f64;
+                    }
+                }
+                let mean: Vec<f32> = mean
+                    .iter()
+                    .map(|&m| (m / (p1 - p0) as f64) as f32)
+                    .collect();
+                let own = self.cell_of(p0)..=self.cell_of(p1 - 1);
                 let mut by_distance: Vec<(f32, u32)> = (0..lists)
                     .map(|m| {
-                        let dist = if m == l {
+                        let dist = if own.contains(&m) {
                             -1.0
                         } else {
-                            sq_dist(c, &centroids[m * d..(m + 1) * d])
+                            sq_dist(&mean, &centroids[m * d..(m + 1) * d])
                         };
                         (dist, m as u32)
                     })
                     .collect();
                 by_distance.sort_unstable_by(super::by_dist_then_index);
-                let mut probed = Vec::with_capacity(probes);
+                let wanted = probes.max(own.end() - own.start() + 1);
+                let mut probed = Vec::with_capacity(wanted);
                 let mut points = 0;
                 for (_, m) in by_distance {
-                    if probed.len() >= probes && points >= min_points {
+                    if probed.len() >= wanted && points >= min_points {
                         break;
                     }
                     points += self.offsets[m as usize + 1] - self.offsets[m as usize];
@@ -244,7 +296,7 @@ impl Cells {
 
     /// The references of each block of `block` consecutive positions, as runs of `chunk`
     /// rows: (first chunk, count) pairs, flattened, and `run_off` (blocks + 1 entries, in
-    /// runs). A block's runs cover the probe cells of every cell its positions fall in, each
+    /// runs). Block b's runs cover its probe cells `probes[b]` (its own among them), each
     /// chunk once, starting at the chunk of its own first position and wrapping around, so
     /// that its lists fill with near points first.
     pub fn block_runs(
@@ -258,9 +310,9 @@ impl Cells {
         let per_block: Vec<Vec<(usize, usize)>> = (0..blocks)
             .into_par_iter()
             .map(|b| {
-                let (p0, p1) = (b * block, ((b + 1) * block).min(n));
-                let mut ranges: Vec<(usize, usize)> = (self.cell_of(p0)..=self.cell_of(p1 - 1))
-                    .flat_map(|l| probes[l].iter())
+                let p0 = b * block;
+                let mut ranges: Vec<(usize, usize)> = probes[b]
+                    .iter()
                     .map(|&m| {
                         let (a, e) = (self.offsets[m as usize], self.offsets[m as usize + 1]);
                         (a / chunk, e.div_ceil(chunk))
@@ -413,16 +465,61 @@ mod tests {
     }
 
     #[test]
-    fn probes_take_the_own_cell_first_and_enough_points() {
-        // Cells at 0, 1, 2, 10 on a line, of 1, 1, 1 and 5 points.
+    fn block_probes_take_the_own_cells_first_then_the_nearest_and_enough_points() {
+        // Cells at 0, 1, 2, 10 on a line, of 1, 1, 1 and 5 points; blocks of 2 positions.
         let cells = Cells::sort(&[0, 1, 2, 3, 3, 3, 3, 3], 4);
+        let sorted = Points::new(8, 1, vec![0.0, 1.0, 2.0, 10.0, 10.0, 10.0, 10.0, 10.0]);
         let centroids = [0.0, 1.0, 2.0, 10.0];
-        let probes = cells.probe_lists(&centroids, 1, 2, 0);
-        assert_eq!(probes[0], vec![0, 1]);
-        assert_eq!(probes[3], vec![3, 2]);
-        // At least 4 points: cell 0 must reach past its two nearest (2 points).
-        let probes = cells.probe_lists(&centroids, 1, 2, 4);
+        let probes = cells.block_probes(&sorted, &centroids, 3, 0, 2);
+        // Block 0 (positions 0, 1: cells 0 and 1, mean 0.5) takes both, then cell 2.
+        assert_eq!(probes[0], vec![0, 1, 2]);
+        // Block 1 (cells 2 and 3, mean 6): its own, then the nearest of the rest (1).
+        assert_eq!(probes[1], vec![2, 3, 1]);
+        assert_eq!(probes[3], vec![3, 2, 1]);
+        // At least 8 points: everything.
+        let probes = cells.block_probes(&sorted, &centroids, 1, 8, 2);
         assert_eq!(probes[0], vec![0, 1, 2, 3]);
+    }
+
+    /// Within each cell the points follow a locality order; the cells keep their points.
+    #[test]
+    fn order_within_keeps_each_cell_and_sorts_its_points() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let n = 400;
+        let labels: Vec<u32> = (0..n as u32).map(|i| i % 3).collect();
+        let data: Vec<f32> = (0..n).map(|_| rng.random::<f32>()).collect();
+        let points = Points::new(n, 1, data);
+        let mut cells = Cells::sort(&labels, 3);
+        let before = cells.clone();
+        let sorted = cells.order_within(&points);
+        for l in 0..3 {
+            let range = cells.offsets[l]..cells.offsets[l + 1];
+            let mut a = before.order[range.clone()].to_vec();
+            let mut b = cells.order[range.clone()].to_vec();
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b, "cell {l} changed its points");
+            // Consecutive points are close: in 1-D the PCA tree's leaves follow the line.
+            let gap = |order: &[u32]| {
+                order
+                    .windows(2)
+                    .map(|w| (points.row(w[0] as usize)[0] - points.row(w[1] as usize)[0]).abs())
+                    .sum::<f32>()
+                    / (order.len() - 1) as f32
+            };
+            let range = cells.offsets[l]..cells.offsets[l + 1];
+            let (was, now) = (
+                gap(&before.order[range.clone()]),
+                gap(&cells.order[range.clone()]),
+            );
+            assert!(
+                now < 0.4 * was,
+                "cell {l}: mean gap {now} against {was} before"
+            );
+            for p in range {
+                assert_eq!(sorted.row(p), points.row(cells.order[p] as usize));
+            }
+        }
     }
 
     /// Every block's runs start at its own chunk, name no chunk twice, and cover every
@@ -431,8 +528,17 @@ mod tests {
     fn block_runs_cover_the_probe_cells_once() {
         let labels: Vec<u32> = (0..1000u32).map(|i| (i * 7 + i / 13) % 9).collect();
         let cells = Cells::sort(&labels, 9);
-        let probes: Vec<Vec<u32>> = (0..9u32).map(|l| vec![l, (l + 4) % 9]).collect();
         let (block, chunk) = (128, 32);
+        // Each block probes its own cells and the cells 4 further on.
+        let probes: Vec<Vec<u32>> = (0..1000usize.div_ceil(block))
+            .map(|b| {
+                let own = cells.cell_of(b * block)..=cells.cell_of(((b + 1) * block).min(1000) - 1);
+                let mut p: Vec<u32> = own.flat_map(|l| [l as u32, (l as u32 + 4) % 9]).collect();
+                p.sort_unstable();
+                p.dedup();
+                p
+            })
+            .collect();
         let (runs, run_off) = cells.block_runs(&probes, block, chunk);
         assert_eq!(run_off.len(), 1000usize.div_ceil(block) + 1);
         for b in 0..run_off.len() - 1 {
@@ -452,7 +558,10 @@ mod tests {
             assert_eq!(chunks.len(), all, "block {b} names a chunk twice");
             let (p0, p1) = (b * block, ((b + 1) * block).min(1000));
             for p in p0..p1 {
-                for &m in &probes[cells.cell_of(p)] {
+                assert!(probes[b].contains(&(cells.cell_of(p) as u32)));
+            }
+            {
+                for &m in &probes[b] {
                     let (a, e) = (cells.offsets[m as usize], cells.offsets[m as usize + 1]);
                     for r in a..e {
                         assert!(

@@ -14,6 +14,7 @@ pub mod g2s;
 pub mod ivf;
 pub mod knn;
 pub mod knn_fused;
+pub mod knn_refine;
 pub mod optim;
 pub mod phi2force;
 pub mod repulse;
@@ -106,6 +107,8 @@ kernel_files! {
     KnnFused => "knn_fused.cu", knn_fused, false;
     /// The approximate kNN's k-means assignment and the return to input order.
     Ivf => "ivf.cu", ivf, false;
+    /// The approximate kNN's refinement by neighbours of neighbours.
+    KnnRefine => "knn_refine.cu", knn_refine, false;
     /// Perplexity calibration and symmetrisation of P into HYB.
     Affinity => "affinity.cu", affinity, false;
 }

@@ -4,11 +4,12 @@
 //! [`crate::knn::ivf`]; why this method, and its numbers, are in its doc and in the README.
 //!
 //! Steps: k-means on a seeded sample (assignment on the device, [`IvfAssign`]; updates on
-//! the host); every point assigned to its cell; the points sorted by cell on the device;
-//! one sweep whose block b covers the probe cells of its queries' cells; the exact finish
-//! (`knn_finish`) in double. Memory: the points (input and sorted copy, TF32 split), the
-//! answer (n × k), and candidate lists for as many query blocks at a time as the free
-//! memory holds; never n × n nor n × lists.
+//! the host); every point assigned to its cell; the points sorted by cell, and within a
+//! cell in a locality order; one sweep whose block b covers the cells nearest its queries;
+//! the exact finish (`knn_finish`) in double; rounds of refinement by neighbours of
+//! neighbours ([`super::refine`]). Memory: the points (input and sorted copy, TF32 split),
+//! the answer (n × k, and one more index buffer for the refinement), and candidate lists
+//! for as many query blocks at a time as the free memory holds; never n × n nor n × lists.
 //!
 //! Every run measures its recall: the exact kNN of whole query blocks drawn at random (a
 //! sweep of all references for those slots), against the approximate rows
@@ -17,7 +18,10 @@
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 
+use std::time::Instant;
+
 use super::fused::{self, Lists, Plan, Split};
+use super::refine::refine;
 use super::{check_params, fill_lists, Answer, Shape, SLACK};
 use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::kernels::ivf::{IvfAssign, IvfUnsort, THREADS};
@@ -34,8 +38,11 @@ pub const RECALL_SAMPLE: usize = 10_000;
 /// What an approximate kNN run measured, for the report.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct ApproxStats {
-    /// The recall measured on the sample ([`RECALL_SAMPLE`] points or all).
+    /// The recall measured on the sample ([`RECALL_SAMPLE`] points or all): of the final
+    /// graph.
     pub recall_sample: f64,
+    /// The same sample's recall after the sweep of the cells, before the refinement.
+    pub recall_sweep: f64,
     /// Points in the recall sample.
     pub sample: usize,
     /// k-means cells.
@@ -44,6 +51,26 @@ pub struct ApproxStats {
     pub probes: usize,
     /// References swept per query, on average.
     pub candidates: f64,
+    /// Refinement rounds and their fan (`crate::knn::gpu::refine`).
+    pub refine: usize,
+    pub fan: usize,
+    /// Seconds per step.
+    pub seconds: ApproxSeconds,
+}
+
+/// Seconds per step of the approximate kNN.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ApproxSeconds {
+    /// k-means on the sample.
+    pub kmeans: f64,
+    /// Assignment of every point, the sort by cell, the probe plan and the split points.
+    pub cells: f64,
+    /// The sweep of each block's probe cells, with the exact finish.
+    pub sweep: f64,
+    /// The refinement rounds.
+    pub refine: f64,
+    /// The recall sample's exact neighbours and both recalls.
+    pub recall: f64,
 }
 
 /// The approximate kNN of the points sorted by cell.
@@ -106,6 +133,8 @@ pub fn approx_device(
     }
     let s = &gpu.stream;
     let lists = params.lists_for(n);
+    let mut seconds = ApproxSeconds::default();
+    let mut clock = Clock::start(gpu)?;
 
     // k-means on the sample, then every point to its cell, cells in a locality order.
     let rows = host::kmeans_sample(n, lists, params.sample_per_list, params.seed);
@@ -122,16 +151,25 @@ pub fn approx_device(
         host::update_centroids(&sample_x, d, &labels, &mut centroids, &mut rng);
     }
     drop(sample_dev);
+    seconds.kmeans = clock.lap()?;
     let centroids = host::order_cells(&centroids, d);
     let x = s.clone_htod(&points.data)?;
     let labels = assign(gpu, &x, n, d, &centroids)?;
     drop(x);
-    let cells = Cells::sort(&labels, lists);
+    let mut cells = Cells::sort(&labels, lists);
     drop(labels);
+    let sorted_points = cells.order_within(points);
 
     // The probe plan: each block's runs of reference chunks.
-    let probes = cells.probe_lists(&centroids, d, params.probes, 2 * (k + 1));
+    let probes = cells.block_probes(
+        &sorted_points,
+        &centroids,
+        params.probes,
+        2 * (k + 1),
+        QUERIES,
+    );
     let (runs, run_off) = cells.block_runs(&probes, QUERIES, CHUNK);
+    drop(probes);
     let candidates = mean_candidates(&runs, &run_off);
     let shape = Shape::new(n, d, k);
     let n_pad = n.div_ceil(QUERIES) * QUERIES;
@@ -142,31 +180,86 @@ pub fn approx_device(
     drop((qrows, runs, run_off));
 
     // The sorted points on the device, split for the sweep.
-    let sorted_points = points.permuted(&cells.order);
     let sorted = s.clone_htod(&sorted_points.data)?;
     let Centred { xc, norms, .. } = centre_on_device(gpu, &sorted, n, d, n)?;
     let split = Split::new(gpu, &xc, &norms, n, d, &[])?;
     drop((xc, norms));
+    seconds.cells = clock.lap()?;
 
     let mut answer = Answer::poisoned(gpu, shape)?;
     sweep_in_batches(gpu, &sorted, &split, &plan, shape, &mut answer, progress)?;
     drop(plan);
+    seconds.sweep = clock.lap()?;
 
-    let (recall, sample_size) =
-        measure_recall(gpu, points, &cells, &split, &answer, shape, params.seed)?;
+    let sample = RecallSample::exact(gpu, &cells, &split, shape, params.seed)?;
+    drop(split);
+    let recall_sweep = sample.recall(gpu, points, &cells, &answer.indices, k)?;
+    seconds.recall = clock.lap()?;
+
+    let fan = params.fan.min(k);
+    let Answer {
+        indices,
+        mut distances,
+    } = answer;
+    let indices = refine(
+        gpu,
+        &sorted,
+        (n, d, k),
+        indices,
+        &mut distances,
+        params.refine,
+        fan,
+        progress,
+    )?;
+    seconds.refine = clock.lap()?;
+    let recall = if params.refine > 0 {
+        sample.recall(gpu, points, &cells, &indices, k)?
+    } else {
+        recall_sweep
+    };
+    seconds.recall += clock.lap()?;
     Ok(Approx {
         cells,
         sorted_points,
-        indices: answer.indices,
-        distances: answer.distances,
+        indices,
+        distances,
         stats: ApproxStats {
             recall_sample: recall,
-            sample: sample_size,
+            recall_sweep,
+            sample: sample.rows.len(),
             lists,
             probes: params.probes,
             candidates,
+            refine: params.refine,
+            fan,
+            seconds,
         },
     })
+}
+
+/// Wall seconds between points where the device has caught up with the host.
+struct Clock<'a> {
+    gpu: &'a Gpu,
+    last: Instant,
+}
+
+impl<'a> Clock<'a> {
+    fn start(gpu: &'a Gpu) -> Result<Self, GpuError> {
+        gpu.stream.synchronize()?;
+        Ok(Clock {
+            gpu,
+            last: Instant::now(),
+        })
+    }
+
+    /// Seconds since the last lap, once the queued work is done.
+    fn lap(&mut self) -> Result<f64, GpuError> {
+        self.gpu.stream.synchronize()?;
+        let now = Instant::now();
+        let t = (now - self.last).as_secs_f64();
+        self.last = now;
+        Ok(t)
+    }
 }
 
 /// [`approx_device`] with the answer in the input's numbering, on the host.
@@ -270,82 +363,118 @@ fn sweep_in_batches(
     Ok(())
 }
 
-/// The recall on whole query blocks drawn at random (about [`RECALL_SAMPLE`] points): their
-/// exact candidate lists by a sweep over every reference, against their approximate rows,
-/// both in the input's numbering. Returns (recall, sample size).
-fn measure_recall(
-    gpu: &Gpu,
-    points: &Points,
-    cells: &Cells,
-    split: &Split,
-    answer: &Answer,
-    shape: Shape,
-    seed: u64,
-) -> Result<(f64, usize)> {
-    let s = &gpu.stream;
-    let Shape { n, k, kr, .. } = shape;
-    let blocks = n.div_ceil(QUERIES);
-    let take = RECALL_SAMPLE.div_ceil(QUERIES).min(blocks);
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x0dd_ba11);
-    let mut chosen: Vec<usize> = sample(&mut rng, blocks, take).into_vec();
-    chosen.sort_unstable();
-    let steps = n.div_ceil(CHUNK) as i32;
-    let mut qrows = Vec::with_capacity(take * QUERIES);
-    for &b in &chosen {
-        qrows.extend((b * QUERIES..(b + 1) * QUERIES).map(|p| if p < n { p as i32 } else { -1 }));
-    }
-    let runs: Vec<i32> = (0..take).flat_map(|_| [0, steps]).collect();
-    let run_off: Vec<i32> = (0..=take as i32).collect();
-    let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
-    let list = shape.list();
-    let mut state_d = s.alloc_zeros::<f32>(take * QUERIES * list)?;
-    let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
-    fill_lists(
-        gpu,
-        &mut state_d,
-        &mut state_i,
-        take * QUERIES * list,
-        f32::INFINITY,
-    )?;
-    let lists = Lists {
-        d: &mut state_d,
-        i: &mut state_i,
-        slot0: 0,
-    };
-    fused::sweep(
-        gpu,
-        split,
-        &plan,
-        0..take,
-        kr,
-        lists,
-        &[],
-        &crate::progress::Silent,
-    )?;
-    let exact: Vec<i32> = s.clone_dtoh(&state_i)?;
+/// The recall sample: whole query blocks drawn at random (about [`RECALL_SAMPLE`]
+/// points), with their exact candidate lists (a sweep over every reference), in the
+/// input's numbering.
+struct RecallSample {
+    /// The sorted positions of the sample, block by block.
+    positions: Vec<usize>,
+    /// The input rows at those positions.
+    rows: Vec<u32>,
+    /// Each row's exact candidates (a superset of its k nearest), input rows.
+    candidates: Vec<Vec<u32>>,
+}
 
-    let order = &cells.order;
-    let mut rows = Vec::new();
-    let mut approx = Vec::new();
-    let mut candidates = Vec::new();
-    for (t, &b) in chosen.iter().enumerate() {
-        let (p0, p1) = (b * QUERIES, ((b + 1) * QUERIES).min(n));
-        let block_rows = s.clone_dtoh(&answer.indices.slice(p0 * k..p1 * k))?;
-        approx.extend(block_rows.iter().map(|&j| order[j as usize]));
-        for p in p0..p1 {
-            rows.push(order[p]);
-            let slot = t * QUERIES + (p - p0);
-            candidates.push(
-                exact[slot * list..(slot + 1) * list]
-                    .iter()
-                    .filter(|&&j| j >= 0)
-                    .map(|&j| order[j as usize])
-                    .collect(),
+impl RecallSample {
+    fn exact(
+        gpu: &Gpu,
+        cells: &Cells,
+        split: &Split,
+        shape: Shape,
+        seed: u64,
+    ) -> Result<Self, GpuError> {
+        let s = &gpu.stream;
+        let Shape { n, kr, .. } = shape;
+        let blocks = n.div_ceil(QUERIES);
+        let take = RECALL_SAMPLE.div_ceil(QUERIES).min(blocks);
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x0dd_ba11);
+        let mut chosen: Vec<usize> = sample(&mut rng, blocks, take).into_vec();
+        chosen.sort_unstable();
+        let steps = n.div_ceil(CHUNK) as i32;
+        let mut qrows = Vec::with_capacity(take * QUERIES);
+        for &b in &chosen {
+            qrows.extend(
+                (b * QUERIES..(b + 1) * QUERIES).map(|p| if p < n { p as i32 } else { -1 }),
             );
         }
+        let runs: Vec<i32> = (0..take).flat_map(|_| [0, steps]).collect();
+        let run_off: Vec<i32> = (0..=take as i32).collect();
+        let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
+        let list = shape.list();
+        let mut state_d = s.alloc_zeros::<f32>(take * QUERIES * list)?;
+        let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
+        fill_lists(
+            gpu,
+            &mut state_d,
+            &mut state_i,
+            take * QUERIES * list,
+            f32::INFINITY,
+        )?;
+        let lists = Lists {
+            d: &mut state_d,
+            i: &mut state_i,
+            slot0: 0,
+        };
+        fused::sweep(
+            gpu,
+            split,
+            &plan,
+            0..take,
+            kr,
+            lists,
+            &[],
+            &crate::progress::Silent,
+        )?;
+        let exact: Vec<i32> = s.clone_dtoh(&state_i)?;
+        let order = &cells.order;
+        let mut sample = RecallSample {
+            positions: Vec::new(),
+            rows: Vec::new(),
+            candidates: Vec::new(),
+        };
+        for (t, &b) in chosen.iter().enumerate() {
+            for p in b * QUERIES..((b + 1) * QUERIES).min(n) {
+                sample.positions.push(p);
+                sample.rows.push(order[p]);
+                let slot = t * QUERIES + (p - b * QUERIES);
+                sample.candidates.push(
+                    exact[slot * list..(slot + 1) * list]
+                        .iter()
+                        .filter(|&&j| j >= 0)
+                        .map(|&j| order[j as usize])
+                        .collect(),
+                );
+            }
+        }
+        Ok(sample)
     }
-    let recall = host::sample_recall(points, k, &rows, &approx, &candidates);
-    Ok((recall, rows.len()))
+
+    /// The recall of the graph `indices` (n × k sorted positions, rows by sorted position)
+    /// on the sample ([`host::sample_recall`]).
+    fn recall(
+        &self,
+        gpu: &Gpu,
+        points: &Points,
+        cells: &Cells,
+        indices: &CudaSlice<i32>,
+        k: usize,
+    ) -> Result<f64, GpuError> {
+        let s = &gpu.stream;
+        let mut approx = Vec::with_capacity(self.positions.len() * k);
+        // The positions come in whole blocks: copy a block's rows at once.
+        for block in self.positions.chunk_by(|a, b| b / QUERIES == a / QUERIES) {
+            let (p0, p1) = (block[0], block[block.len() - 1] + 1);
+            let rows = s.clone_dtoh(&indices.slice(p0 * k..p1 * k))?;
+            approx.extend(rows.iter().map(|&j| cells.order[j as usize]));
+        }
+        Ok(host::sample_recall(
+            points,
+            k,
+            &self.rows,
+            &approx,
+            &self.candidates,
+        ))
+    }
 }
 
 #[cfg(test)]

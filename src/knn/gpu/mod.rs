@@ -21,6 +21,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 
 pub(crate) mod fused;
 pub mod ivf;
+pub mod refine;
 mod tiled;
 
 pub use tiled::Tiles;
