@@ -162,7 +162,7 @@ pub struct EmbedArgs {
     pub learning_rate: AutoOr<f32>,
     /// kNN method: `exact`; `approx` (IVF cells on the GPU, its recall measured on a
     /// sample every run; hnsw on the cpu backend); `hnsw` (on the host); `auto`: on gpu and
-    /// hybrid exact below 4M points, approx from there; on cpu exact up to 500k, hnsw above.
+    /// hybrid exact below 500k points, approx from there; on cpu exact up to 500k, hnsw above.
     #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
     pub knn: KnnArg,
     /// Cells each point's approximate neighbours are searched in, its own included (`--knn
