@@ -18,6 +18,7 @@ use crate::repulse::GridSpec;
 use crate::sparse::{Csb, P};
 use crate::{prep, quality, Error, Points, Result};
 
+pub mod memory;
 mod params;
 mod prepare;
 
@@ -103,6 +104,7 @@ pub fn embed(
              --knn approx on the gpu or hybrid backend",
         ));
     }
+    let (memory_estimate, watch) = plan_memory(&input, &params, backend.kind)?;
     if let Some(l) = labels {
         if l.codes.len() != n {
             return Err(Error::Data(format!(
@@ -153,6 +155,10 @@ pub fn embed(
     }
     seconds.quality = t.elapsed().as_secs_f64();
     seconds.total = start.elapsed().as_secs_f64();
+    let memory = memory::MemoryReport {
+        peak_device_bytes: watch.map(memory::DeviceWatch::finish),
+        ..memory_estimate
+    };
 
     let report = Report {
         version: env!("CARGO_PKG_VERSION"),
@@ -164,10 +170,46 @@ pub fn embed(
         optimise,
         quality,
         peak_rss_bytes: crate::report::peak_rss_bytes(),
+        memory,
         backend,
         params,
     };
     Ok(Embedding { y, dims, report })
+}
+
+/// The memory estimate of a run on points (nothing for a graph, whose P is given), checked
+/// against the host's and, on the gpu and hybrid backends, the device's available memory
+/// before any work; and the watch of the device's peak.
+fn plan_memory(
+    input: &Input,
+    params: &EmbedParams,
+    backend: BackendKind,
+) -> Result<(memory::MemoryReport, Option<memory::DeviceWatch>)> {
+    let on_gpu = backend != BackendKind::Cpu;
+    let watch = if on_gpu {
+        Some(memory::DeviceWatch::start(Gpu::get()?)?)
+    } else {
+        None
+    };
+    let Input::Points(points) = input else {
+        return Ok((memory::MemoryReport::default(), watch));
+    };
+    let shape = memory::RunShape {
+        n: points.n,
+        d_in: points.d,
+        d: params.pca.map_or(points.d, |m| m.min(points.d)),
+        k: params.k().min(points.n.saturating_sub(1)),
+        dims: params.dims,
+    };
+    let estimate = memory::estimate(shape, backend, params.knn);
+    let device = if on_gpu {
+        Some(memory::device_available(Gpu::get()?)?)
+    } else {
+        None
+    };
+    let host = memory::host_available((points.n * points.d * 4) as u64);
+    memory::check(&estimate, shape, host, device)?;
+    Ok((estimate, watch))
 }
 
 /// Stages 4 and 5 in graph mode: P from the graph, λ-rescaled (SG-t-SNE); the

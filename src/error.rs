@@ -26,9 +26,27 @@ pub enum Error {
     /// A GPU operation failed.
     #[error(transparent)]
     Gpu(Box<crate::gpu::GpuError>),
+    /// The run would need more memory than the machine has (checked before the work).
+    #[error(
+        "this run needs about {:.1} GiB of {what} memory, but {:.1} GiB is available; \
+         lower it with {hints}",
+        gib(*needed),
+        gib(*available)
+    )]
+    Memory {
+        what: &'static str,
+        needed: u64,
+        available: u64,
+        hints: String,
+    },
     /// A sweep configuration cannot be used.
     #[error(transparent)]
     SweepConfig(#[from] crate::sweep::ConfigError),
+}
+
+/// Bytes in GiB, for messages.
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
 }
 
 /// Result with [`enum@Error`] as the default error.

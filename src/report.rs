@@ -33,6 +33,8 @@ pub struct Report {
     pub quality: Quality,
     /// Peak resident memory of the process in bytes (Linux `VmHWM`), at report time.
     pub peak_rss_bytes: Option<u64>,
+    /// The memory estimated before the work and the device's peak.
+    pub memory: crate::embed::memory::MemoryReport,
 }
 
 /// What the kNN stage did.

@@ -2,9 +2,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn sgtsne(args: &[&str]) -> Output {
+    sgtsne_env(args, &[])
+}
+
+/// `sgtsne ARGS` with the environment variables `env` set.
+fn sgtsne_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sgtsne"))
         .args(args)
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .output()
         .expect("the sgtsne binary runs")
 }
@@ -33,7 +39,12 @@ fn fails_cleanly(input: &Path, extra: &[&str], needles: &[&str]) {
 /// exit, no panic, a message containing each of `needles`, no output file and no temporary
 /// file beside it.
 fn fails_cleanly_with(args: &[&str], out_path: &Path, needles: &[&str]) {
-    let out = sgtsne(args);
+    fails_cleanly_env(args, &[], out_path, needles)
+}
+
+/// [`fails_cleanly_with`] with the environment variables `env` set.
+fn fails_cleanly_env(args: &[&str], env: &[(&str, &str)], out_path: &Path, needles: &[&str]) {
+    let out = sgtsne_env(args, env);
     let err = stderr(&out);
     assert!(!out.status.success(), "expected failure for {args:?}");
     assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
@@ -201,6 +212,34 @@ fn too_few_points_for_the_perplexity() {
     let dir = tempfile::tempdir().unwrap();
     let input = write(&dir, "small.csv", csv_rows(90).as_bytes());
     fails_cleanly(&input, &[], &["90 points", "perplexity"]);
+}
+
+/// A run whose memory estimate passes what the machine has (here capped to 1 MB) fails
+/// before the work, saying how much it needs and which flags lower it; nothing is written.
+#[test]
+fn too_big_for_the_memory_fails_before_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "points.csv", csv_rows(3000).as_bytes());
+    let out_path = dir.path().join("out.npy");
+    let report = dir.path().join("report.json");
+    let args = [
+        "embed",
+        input.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "-q",
+    ];
+    fails_cleanly_env(
+        &args,
+        &[("SGTSNE_MAX_HOST_BYTES", "1000000")],
+        &out_path,
+        &["GiB of host memory", "available", "--perplexity"],
+    );
+    assert!(!report.exists(), "a report was written");
 }
 
 #[test]

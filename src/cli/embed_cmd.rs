@@ -235,6 +235,9 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs) {
     if let Some(rss) = r.peak_rss_bytes {
         line += &format!(", peak memory {:.2} GiB", rss as f64 / (1u64 << 30) as f64);
     }
+    if let Some(dev) = r.memory.peak_device_bytes {
+        line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
+    }
     eprintln!("{line}");
     for p in [&args.output, &args.plot, &args.report]
         .into_iter()

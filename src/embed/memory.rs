@@ -1,0 +1,290 @@
+//! Memory planned before the work starts: an estimate of the host and device bytes a run
+//! needs, from n, the dimensions, k and the backend, checked against what the machine has,
+//! so that a run too big for it fails at once with a message that says how much is needed
+//! and which flags lower it, rather than running out of memory after minutes of work.
+//!
+//! The estimates are per-point byte counts of the buffers each stage holds at its peak
+//! (named below), calibrated on the H100 runs of `scripts/bench/knn_scale.sh` (peak RSS and
+//! the device peak the [`DeviceWatch`] sees): they are meant to be slightly above the
+//! measured peaks, never far below. Two environment variables cap what a run may plan on
+//! (shared machines, and the tests): `SGTSNE_MAX_HOST_BYTES` and `SGTSNE_MAX_DEVICE_BYTES`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::KnnMethod;
+use crate::backend::BackendKind;
+use crate::gpu::Gpu;
+use crate::{Error, Result};
+
+/// Bytes the process needs beside the data (code, runtime, CUDA context on the host).
+const HOST_FIXED: u64 = 256 << 20;
+/// Device bytes beside the data: cuFFT plans, cuBLAS workspace, grids, the driver's reserve.
+const DEVICE_FIXED: u64 = 1 << 30;
+
+/// The shape of a run, as far as memory goes.
+#[derive(Clone, Copy, Debug)]
+pub struct RunShape {
+    /// Points.
+    pub n: usize,
+    /// Features per point as read.
+    pub d_in: usize,
+    /// Features after PCA.
+    pub d: usize,
+    /// Neighbours per point (k = ⌈3 · perplexity⌉).
+    pub k: usize,
+    /// Embedding dimensions.
+    pub dims: usize,
+}
+
+/// What a run is estimated to need, and what it used.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct MemoryReport {
+    /// Host bytes estimated before the work started.
+    pub estimated_host_bytes: u64,
+    /// Device bytes estimated before the work started (0 on the cpu backend).
+    pub estimated_device_bytes: u64,
+    /// The most device memory this run held at once, sampled every few milliseconds
+    /// ([`DeviceWatch`]); `None` on the cpu backend.
+    pub peak_device_bytes: Option<u64>,
+}
+
+/// The estimate for `shape` on `backend` with the kNN `method`.
+pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> MemoryReport {
+    let RunShape {
+        n,
+        d_in,
+        d,
+        k,
+        dims,
+    } = shape;
+    let (n, d_in, d, k, dims) = (n as u64, d_in as u64, d as u64, k as u64, dims as u64);
+    // P, symmetric: at most 2k entries per row, a value and a column index each, 8 bytes.
+    let p = n * 2 * k * 8;
+    let on_gpu = backend != BackendKind::Cpu;
+    // Host: the input and its PCA, the kNN answer coming back (indices), then on the cpu
+    // and hybrid backends P in CSR and its CSB copy, and the optimiser's vectors.
+    let mut host = HOST_FIXED + n * (d_in * 4 + d * 4 + k * 4 + 200 + dims * 4 * 4);
+    if backend != BackendKind::Gpu {
+        host += n * k * 8 + 2 * p;
+    }
+    if !on_gpu {
+        return MemoryReport {
+            estimated_host_bytes: host,
+            ..MemoryReport::default()
+        };
+    }
+    // Device, the larger of two peaks. The kNN: the points (and their cell-sorted copy
+    // for approx), their TF32 split (2 × 64 floats), the answer (index and distance), the
+    // refinement's second index buffer and one batch of candidate lists (a fraction of the
+    // answer; the sweep batches to fit). The affinities: the kNN graph, the conditional
+    // probabilities, the symmetrisation's pairs (8 bytes per entry) and P itself in HYB,
+    // whose ELL part pads rows to a common width (a quarter more).
+    let approx = method == KnnMethod::Approx;
+    let knn = n * (d * 4 * if approx { 2 } else { 1 } + 512 + k * 8)
+        + if approx { n * k * 4 } else { 0 }
+        + n * k * 2;
+    let affinities = n * k * 8 + n * k * 4 + n * k * 8 + p * 5 / 4;
+    let optimise = p * 5 / 4 + n * dims * 4 * 8;
+    MemoryReport {
+        estimated_host_bytes: host,
+        estimated_device_bytes: DEVICE_FIXED + knn.max(affinities).max(optimise),
+        peak_device_bytes: None,
+    }
+}
+
+/// Host bytes the run may plan on: `SGTSNE_MAX_HOST_BYTES`, or the kernel's
+/// `MemAvailable` plus `held` (what the run already holds, e.g. the input, which the
+/// estimate counts too); `None` where neither is known (then nothing is checked).
+pub fn host_available(held: u64) -> Option<u64> {
+    if let Some(cap) = env_bytes("SGTSNE_MAX_HOST_BYTES") {
+        return Some(cap);
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024 + held)
+}
+
+/// Device bytes the run may plan on: the free memory, capped by `SGTSNE_MAX_DEVICE_BYTES`.
+pub fn device_available(gpu: &Gpu) -> Result<u64> {
+    let free = gpu.free_memory().map_err(Error::from)? as u64;
+    Ok(env_bytes("SGTSNE_MAX_DEVICE_BYTES").map_or(free, |cap| cap.min(free)))
+}
+
+fn env_bytes(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+/// Fails with [`Error::Memory`] when the estimate passes what is available.
+pub fn check(
+    estimate: &MemoryReport,
+    shape: RunShape,
+    host: Option<u64>,
+    device: Option<u64>,
+) -> Result<()> {
+    let hints = |on_device: bool| {
+        let mut h = format!(
+            "--perplexity (k = {} neighbours per point now; memory grows with k)",
+            shape.k
+        );
+        if shape.d_in > shape.d || shape.d > 50 {
+            h += ", --pca (fewer input dimensions)";
+        }
+        if on_device {
+            h += ", --knn approx (no full candidate lists), --backend cpu (host memory only)";
+        } else {
+            h += ", --backend gpu (P and the optimiser on the device)";
+        }
+        h
+    };
+    if let Some(avail) = host {
+        if estimate.estimated_host_bytes > avail {
+            return Err(Error::Memory {
+                what: "host",
+                needed: estimate.estimated_host_bytes,
+                available: avail,
+                hints: hints(false),
+            });
+        }
+    }
+    if let Some(avail) = device {
+        if estimate.estimated_device_bytes > avail {
+            return Err(Error::Memory {
+                what: "device",
+                needed: estimate.estimated_device_bytes,
+                available: avail,
+                hints: hints(true),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Samples the device's free memory on a side thread every [`DeviceWatch::PERIOD`] and
+/// keeps the lowest: the run's peak is the free memory at the start less that lowest.
+/// Allocations shorter than the period can slip between samples; the stages' big buffers
+/// live for seconds.
+pub struct DeviceWatch {
+    start_free: usize,
+    lowest: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DeviceWatch {
+    /// Time between samples.
+    pub const PERIOD: Duration = Duration::from_millis(5);
+
+    /// Starts sampling `gpu`.
+    pub fn start(gpu: &'static Gpu) -> Result<Self> {
+        let start_free = gpu.free_memory().map_err(Error::from)?;
+        let lowest = Arc::new(AtomicUsize::new(start_free));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (lowest, stop) = (lowest.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(free) = gpu.free_memory() {
+                        lowest.fetch_min(free, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Self::PERIOD);
+                }
+            })
+        };
+        Ok(DeviceWatch {
+            start_free,
+            lowest,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops sampling; the peak in bytes.
+    pub fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.start_free
+            .saturating_sub(self.lowest.load(Ordering::Relaxed)) as u64
+    }
+}
+
+impl Drop for DeviceWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(n: usize) -> RunShape {
+        RunShape {
+            n,
+            d_in: 50,
+            d: 50,
+            k: 90,
+            dims: 2,
+        }
+    }
+
+    #[test]
+    fn estimates_grow_with_n_and_k_and_cover_the_measured_peaks() {
+        let small = estimate(shape(1_000_000), BackendKind::Gpu, KnnMethod::Approx);
+        let big = estimate(shape(10_000_000), BackendKind::Gpu, KnnMethod::Approx);
+        assert!(big.estimated_device_bytes > 7 * small.estimated_device_bytes);
+        let fewer_k = estimate(
+            RunShape {
+                k: 30,
+                ..shape(10_000_000)
+            },
+            BackendKind::Gpu,
+            KnnMethod::Approx,
+        );
+        assert!(fewer_k.estimated_device_bytes < big.estimated_device_bytes / 2);
+        // Peak RSS measured on the H100 machine, gpu backend, approx kNN: 9.11 GiB at 10M,
+        // 18.16 GiB at 20M (`knn_scale.sh 10m`, `20m`). The estimate covers them within 25 %.
+        for (n, rss) in [(10_000_000, 9.11), (20_000_000, 18.16)] {
+            let host = estimate(shape(n), BackendKind::Gpu, KnnMethod::Approx).estimated_host_bytes
+                as f64
+                / (1u64 << 30) as f64;
+            assert!(
+                host >= rss && host <= rss * 1.25,
+                "{n}: {host} GiB against {rss}"
+            );
+        }
+        // The 20M run fitted in the 80 GB H100 (79.2 GiB free): its estimate must too.
+        let twenty = estimate(shape(20_000_000), BackendKind::Gpu, KnnMethod::Approx);
+        assert!(twenty.estimated_device_bytes < 79 << 30);
+        let cpu = estimate(shape(1_000_000), BackendKind::Cpu, KnnMethod::Hnsw);
+        assert_eq!(cpu.estimated_device_bytes, 0);
+    }
+
+    #[test]
+    fn a_run_too_big_names_the_need_the_room_and_the_flags() {
+        let s = shape(10_000_000);
+        let e = estimate(s, BackendKind::Gpu, KnnMethod::Approx);
+        let err = check(&e, s, Some(u64::MAX), Some(8 << 30)).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("device"), "{msg}");
+        assert!(msg.contains("8.0 GiB"), "{msg}");
+        assert!(
+            msg.contains("--perplexity") && msg.contains("--backend cpu"),
+            "{msg}"
+        );
+        let err = check(&e, s, Some(1 << 30), None).unwrap_err();
+        assert!(err.to_string().contains("host"), "{err}");
+        assert!(check(&e, s, None, None).is_ok());
+        assert!(check(&e, s, Some(u64::MAX), Some(u64::MAX)).is_ok());
+    }
+}
