@@ -12,6 +12,10 @@
 #   10m    10M: approx ×2 (cells order), approx in input order ×1 (about 3 minutes)
 #   digits 1.3M deformed MNIST digits (scripts/bench/stage_images.sh): warm-up, exact ×1,
 #          approx ×3, approx at 64 probes ×1 (about 1.5 minutes)
+#   digits10m  10M deformed MNIST digits: approx ×2 (about 3 minutes)
+#   20m    20M mixture: approx ×1 on the 80 GB H100 (about 3 minutes)
+#   cpu    1.3M mixture, `--backend cpu --threads 16` (HNSW kNN; about 5 minutes)
+#   cold   1.3M deformed digits with an empty kernel cache, then warm ×2 (about 30 s)
 #   sizes  the `--knn auto` threshold: exact and approx at 250k, 500k, 1M (about 1 minute)
 #
 # Writes $OUT/knn-scale.txt and $OUT/knn-scale.tgz.
@@ -60,6 +64,29 @@ for section in "$@"; do
       medians "1.3M digits approx" digits-approx-1 digits-approx-2 digits-approx-3
       embed digits-approx-p64 "${input[@]}" --backend gpu --knn approx --knn-probes 64
       ;;
+    digits10m)
+      digits 10000000
+      for r in 1 2; do
+        embed "digits10m-approx-$r" "${input[@]}" --backend gpu --knn approx
+      done
+      medians "10M digits approx" digits10m-approx-1 digits10m-approx-2
+      ;;
+    20m)
+      mixture 20000000
+      embed 20m-approx "${input[@]}" --backend gpu --knn approx
+      ;;
+    cpu)
+      mixture 1300000
+      embed cpu-1m3 "${input[@]}" --backend cpu --threads 16
+      ;;
+    cold)
+      digits 1300000
+      cache=$(mktemp -d /tmp/sgtsne-cold-cache.XXXXXX)
+      SGTSNE_CACHE=$cache embed digits-cold "${input[@]}" --backend gpu
+      for r in 1 2; do
+        SGTSNE_CACHE=$cache embed "digits-warm-$r" "${input[@]}" --backend gpu
+      done
+      ;;
     sizes)
       for n in 250000 500000 1000000; do
         mixture "$n"
@@ -67,7 +94,7 @@ for section in "$@"; do
         embed "$n-approx" "${input[@]}" --backend gpu --knn approx
       done
       ;;
-    *) say "unknown section $section (1m3, 5m, 10m, digits, sizes)" ;;
+    *) say "unknown section $section (1m3, 5m, 10m, digits, digits10m, 20m, cpu, cold, sizes)" ;;
   esac
 done
 bench_end

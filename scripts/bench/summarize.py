@@ -61,7 +61,11 @@ def line(work, name):
     knn = r.get("knn") or {}
     recall = knn.get("recall_sample")
     knn_text = f" | knn {knn.get('method', '-')}" + (f" recall {recall:.4}" if recall is not None else "")
-    print(f"{name}: wall {num(wall)} s, peak {num(peak)} GiB | total {num(s.get('total'))} s: "
+    mem = r.get("memory") or {}
+    dev = mem.get("peak_device_bytes")
+    est = mem.get("estimated_device_bytes")
+    dev_text = f", device {dev / 2**30:.2f} GiB (est. {est / 2**30:.2f})" if dev is not None and est else ""
+    print(f"{name}: wall {num(wall)} s, peak {num(peak)} GiB{dev_text} | total {num(s.get('total'))} s: "
           f"{stages} | attract {num(o.get('attract_seconds'))} repulse "
           f"{num(o.get('repulse_seconds'))} (s2g / g2g / g2s / phi2force {repulse}) update "
           f"{num(o.get('update_seconds'))} replan {num(o.get('replan_seconds'))} grid "
