@@ -7,6 +7,9 @@ use std::time::Instant;
 use crate::affinity::{self, GraphParams};
 use crate::backend::gpu::optimize_device;
 use crate::backend::{cpu::CpuGradient, hybrid::optimize_hybrid, BackendKind};
+use crate::gpu::compile::Variant;
+use crate::gpu::kernels::KernelId;
+use crate::gpu::real::DeviceReal;
 use crate::gpu::Gpu;
 use crate::init::{self, InitKind};
 use crate::io::Labels;
@@ -113,6 +116,17 @@ pub fn embed(
             )));
         }
     }
+
+    // The device's kernels compile in the background from here on, while the points are
+    // reduced and searched, on as many threads as the run may use; the guard lives until
+    // the run ends (see `Precompile`).
+    let _precompile = match backend.kind {
+        BackendKind::Cpu => None,
+        kind => {
+            let variants = device_kernels(matches!(input, Input::Points(_)), kind, &params);
+            Some(Gpu::get()?.precompile(&variants, rayon::current_num_threads()))
+        }
+    };
 
     // Stages 2–4: prepare, kNN, affinities.
     let prepared = match input {
@@ -339,11 +353,110 @@ fn optimise(
     Ok(report)
 }
 
+/// The kernel files and variants a run on the `backend` device uses, roughly in the order
+/// it first uses them, for [`Gpu::precompile`]: in point mode the centring (PCA, kNN) and
+/// the kNN's files, then on gpu the affinities, the attraction and the update, and the
+/// repulsion's files (the FFT's in the grids' precision, or the exact one). A file missed
+/// here still compiles when first used; one listed but unused costs a core for a while.
+fn device_kernels(points: bool, backend: BackendKind, params: &EmbedParams) -> Vec<Variant> {
+    let on_gpu = backend == BackendKind::Gpu;
+    let mut files = Vec::new();
+    if points {
+        files.push(KernelId::Centre);
+        match params.knn {
+            KnnMethod::Hnsw => {}
+            KnnMethod::Approx => files.extend([
+                KernelId::Ivf,
+                KernelId::Knn,
+                KernelId::KnnFused,
+                KernelId::KnnRefine,
+            ]),
+            _ => files.extend([KernelId::Knn, KernelId::KnnFused]),
+        }
+        if on_gpu {
+            files.push(KernelId::Affinity);
+        }
+    }
+    if on_gpu {
+        files.extend([KernelId::AttractHyb, KernelId::Optim]);
+    }
+    let mut variants: Vec<Variant> = files.into_iter().map(|id| (id, &[][..])).collect();
+    let real = grid_defines(params.precision);
+    match params.repulsion {
+        RepulsionMethod::Fft => variants.extend(
+            [
+                KernelId::S2g,
+                KernelId::G2g,
+                KernelId::G2s,
+                KernelId::Phi2force,
+            ]
+            .map(|id| (id, real)),
+        ),
+        RepulsionMethod::Exact => variants.push((KernelId::Exact, &[])),
+    }
+    variants
+}
+
+/// The NVRTC defines of the repulsion's kernels for grids in `precision`.
+fn grid_defines(precision: Precision) -> &'static [&'static str] {
+    match precision {
+        Precision::F32 => <f32 as DeviceReal>::DEFINES,
+        Precision::F64 => <f64 as DeviceReal>::DEFINES,
+    }
+}
+
 fn input_info(name: &str, kind: &'static str, n: usize, d: usize) -> InputInfo {
     InputInfo {
         name: name.to_string(),
         kind,
         n,
         d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel file is compiled ahead for some run (a new file must join the list),
+    /// the repulsion's in the grids' precision only, and the exact repulsion's file only
+    /// for the exact repulsion.
+    #[test]
+    fn device_kernels_cover_every_file() {
+        let mut listed = Vec::new();
+        for backend in [BackendKind::Gpu, BackendKind::Hybrid] {
+            for knn in [KnnMethod::Exact, KnnMethod::Approx, KnnMethod::Hnsw] {
+                for (repulsion, precision) in [
+                    (RepulsionMethod::Fft, Precision::F32),
+                    (RepulsionMethod::Fft, Precision::F64),
+                    (RepulsionMethod::Exact, Precision::F32),
+                ] {
+                    let params = EmbedParams {
+                        knn,
+                        repulsion,
+                        precision,
+                        ..Default::default()
+                    };
+                    let variants = device_kernels(true, backend, &params);
+                    let exact = repulsion == RepulsionMethod::Exact;
+                    let count =
+                        |f: fn(KernelId) -> bool| variants.iter().filter(|v| f(v.0)).count();
+                    assert_eq!(count(|id| id == KernelId::Exact), exact as usize);
+                    assert_eq!(count(KernelId::repulse), if exact { 0 } else { 4 });
+                    for &(id, defines) in &variants {
+                        let want = if id.repulse() {
+                            grid_defines(precision)
+                        } else {
+                            &[][..]
+                        };
+                        assert_eq!(defines, want, "{}", id.file());
+                    }
+                    listed.extend(variants.into_iter().map(|(id, _)| id));
+                }
+            }
+        }
+        for id in KernelId::ALL {
+            assert!(listed.contains(id), "{} is never compiled ahead", id.file());
+        }
     }
 }

@@ -1,16 +1,28 @@
-//! NVRTC compilation to device code (cubin), with an on-disk cache.
+//! NVRTC compilation to device code (cubin), with an on-disk cache, and ahead of use on
+//! background threads.
 //!
 //! Kernels are compiled for the device's real architecture (`sm_XY`), so NVRTC runs
 //! `ptxas` and the driver loads machine code as is. (Loading PTX instead makes the driver
 //! compile it at every module load, in whichever stage first uses the file: ≈ 0.2 s for the
 //! kNN files, paid again by every process whose driver cache is cold.) Compiling takes
-//! NVRTC a few hundred milliseconds per file; the cubin is cached under `$SGTSNE_CACHE` (or
-//! `$XDG_CACHE_HOME/sgtsne`, or `~/.cache/sgtsne`) keyed by a hash of the source, the
-//! architecture and the options, so a second run starts at once. A cache that cannot be
-//! read or written is skipped silently: it only saves time.
+//! NVRTC a few hundred milliseconds to a few seconds per file; the cubin is cached under
+//! `$SGTSNE_CACHE` (or `$XDG_CACHE_HOME/sgtsne`, or `~/.cache/sgtsne`) keyed by a hash of
+//! the source, the architecture and the options, so a second run starts at once. A cache
+//! that cannot be read or written is skipped silently: it only saves time.
+//!
+//! With an empty cache, compiling each file when a stage first uses it, one after the
+//! other, cost a 1.3M-point run on the H100 about 10 s of its 32 s. So a run names the
+//! variants it will use up front ([`Cubins::precompile`]) and they compile on as many
+//! threads as the run may use (NVRTC is thread-safe for distinct programs) while the run
+//! loads, reduces and searches its points; a stage that needs a file still in compilation
+//! waits for that compilation rather than starting a second one ([`Cubins::get`]).
 
+use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
 
 use cudarc::nvrtc::{result, sys};
 
@@ -56,19 +68,140 @@ pub enum Origin {
     Cached,
 }
 
-/// The cubin of `id` compiled with `defines` for `arch`, from the cache or freshly
-/// compiled (then cached).
-pub fn cubin(id: KernelId, defines: &[&str], arch: &'static str) -> Result<Vec<u8>, GpuError> {
-    Ok(cubin_cached_in(id, defines, arch, cache_dir())?.0)
+/// A kernel file and the NVRTC defines that select one of its variants (`&[]` for the
+/// plain file, [`crate::gpu::real::DeviceReal::DEFINES`] for the repulsion's grids in
+/// double): what is compiled, cached and loaded as one module.
+pub type Variant = (KernelId, &'static [&'static str]);
+
+/// What compiling one variant gave: its cubin, or the compiler's log (kept as text, since
+/// [`GpuError`] is not `Clone`, and turned into [`GpuError::Compile`] by each caller).
+type Outcome = Result<Vec<u8>, String>;
+
+/// The cubins of one architecture, each compiled (or read from the disk cache) at most once
+/// per process, by whichever comes first: a background worker of [`Cubins::precompile`] or
+/// a caller of [`Cubins::get`], the other waiting for it.
+pub struct Cubins {
+    arch: &'static str,
+    cache: Option<PathBuf>,
+    slots: Mutex<HashMap<Variant, Arc<OnceLock<Outcome>>>>,
 }
 
-/// [`cubin`] with an explicit cache folder (`None`: no cache), and where it came from.
+impl Cubins {
+    /// The cubins for `arch`, cached in the usual folder.
+    pub fn new(arch: &'static str) -> Self {
+        Self::in_cache(arch, cache_dir())
+    }
+
+    /// The cubins for `arch`, cached in `cache` (`None`: no cache).
+    fn in_cache(arch: &'static str, cache: Option<PathBuf>) -> Self {
+        Cubins {
+            arch,
+            cache,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The one slot of `variant`, made empty on first request.
+    fn slot(&self, variant: Variant) -> Arc<OnceLock<Outcome>> {
+        // A poisoned map is still whole: a panic elsewhere cannot leave an insert half done.
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.entry(variant).or_default().clone()
+    }
+
+    /// Fills `slot` from the cache or NVRTC, unless it is filled or being filled (then waits).
+    fn fill<'s>(&self, slot: &'s OnceLock<Outcome>, (id, defines): Variant) -> &'s Outcome {
+        slot.get_or_init(|| {
+            cubin_cached_in(id, defines, self.arch, self.cache.clone()).map(|(bin, _)| bin)
+        })
+    }
+
+    /// The cubin of `id` compiled with `defines`: from this process's earlier request, from
+    /// a background compilation (waiting for it to finish), from the disk cache, or compiled
+    /// now (then cached).
+    pub fn get(&self, id: KernelId, defines: &'static [&'static str]) -> Result<Vec<u8>, GpuError> {
+        self.fill(&self.slot((id, defines)), (id, defines))
+            .clone()
+            .map_err(|log| GpuError::Compile {
+                file: id.file(),
+                arch: self.arch.to_string(),
+                log,
+            })
+    }
+
+    /// Starts compiling `variants` on at most `threads` background threads, taking them in
+    /// the order given (put first what the run uses first: with fewer threads than
+    /// variants, the early stages then wait least). Each outcome, error included, waits in
+    /// its slot for [`Cubins::get`]. Fewer threads start when the system refuses more; with
+    /// none, each variant compiles on first use as before.
+    pub fn precompile(self: &Arc<Self>, variants: &[Variant], threads: usize) -> Precompile {
+        let jobs: Arc<[Variant]> = variants.into();
+        let next = Arc::new(AtomicUsize::new(0));
+        let workers = (0..threads.clamp(1, jobs.len().max(1)))
+            .map_while(|_| {
+                let (cubins, jobs, next) = (self.clone(), jobs.clone(), next.clone());
+                std::thread::Builder::new()
+                    .name("sgtsne-nvrtc".into())
+                    .spawn(move || {
+                        while let Some(&variant) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            cubins.fill(&cubins.slot(variant), variant);
+                        }
+                    })
+                    .ok()
+            })
+            .collect();
+        Precompile {
+            next,
+            end: jobs.len(),
+            workers,
+        }
+    }
+}
+
+/// The background compilation [`Cubins::precompile`] started. Dropping it cancels the
+/// variants no worker has begun and waits for those under way: NVRTC cannot be stopped in
+/// the middle of a program, and a process that exits while a worker is inside it would run
+/// the compiler library's exit-time destructors under that worker's feet. A run holds it
+/// until it ends, when what it used has been compiled anyway; a run that fails early waits
+/// at most for the compilations in flight.
+pub struct Precompile {
+    next: Arc<AtomicUsize>,
+    end: usize,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Precompile {
+    /// Waits for the workers to run out of variants (without cancelling any).
+    fn join(&mut self) {
+        for worker in self.workers.drain(..) {
+            // A worker's outcome is in its slot; a panicked worker left its slot empty,
+            // and the variant compiles again on first use.
+            let _ = worker.join();
+        }
+    }
+
+    /// Waits until every variant is compiled, for tests that look at all of them.
+    #[cfg(test)]
+    fn finish(mut self) {
+        self.join();
+    }
+}
+
+impl Drop for Precompile {
+    fn drop(&mut self) {
+        self.next.fetch_max(self.end, Ordering::Relaxed);
+        self.join();
+    }
+}
+
+/// The cubin of `id` compiled with `defines` for `arch`, from the cache folder `cache`
+/// (`None`: no cache) or freshly compiled (then cached), and where it came from; on
+/// failure, the compiler's log.
 fn cubin_cached_in(
     id: KernelId,
     defines: &[&str],
     arch: &'static str,
     cache: Option<PathBuf>,
-) -> Result<(Vec<u8>, Origin), GpuError> {
+) -> Result<(Vec<u8>, Origin), String> {
     let source = id.source();
     let opts = options(arch, id, defines);
     let key = format!(
@@ -85,13 +218,7 @@ fn cubin_cached_in(
             return Ok((bytes, Origin::Cached));
         }
     }
-    let bin = compile(&source, &opts)
-        .map_err(|log| GpuError::Compile {
-            file: id.file(),
-            arch: arch.to_string(),
-            log,
-        })?
-        .cubin;
+    let bin = compile(&source, &opts)?.cubin;
     if let Some(path) = cached {
         let _ = store(&path, &bin);
     }
@@ -211,6 +338,17 @@ pub(crate) fn nvrtc_for_test() -> bool {
     false
 }
 
+/// Every kernel file, and the repulsion's also with double grids.
+#[cfg(test)]
+fn every_variant() -> Vec<Variant> {
+    let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
+    let variants = KernelId::ALL.iter().flat_map(|&id| {
+        let double = id.repulse().then_some((id, f64_defines));
+        std::iter::once((id, &[][..])).chain(double)
+    });
+    variants.collect()
+}
+
 /// Every kernel file and variant (the repulsion's also with double grids), compiled for
 /// sm_90 now.
 #[cfg(test)]
@@ -232,12 +370,7 @@ pub(crate) fn compile_for_test() -> Option<Vec<Compiled>> {
         return None;
     }
     let all = ALL.get_or_init(|| {
-        let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
-        let variants = KernelId::ALL.iter().flat_map(|&id| {
-            let double = id.repulse().then_some((id, f64_defines));
-            std::iter::once((id, &[][..])).chain(double)
-        });
-        let jobs: Vec<_> = variants.collect();
+        let jobs = every_variant();
         std::thread::scope(|s| {
             let handles: Vec<_> = jobs
                 .iter()
@@ -296,6 +429,81 @@ mod tests {
         let (again, origin) = cubin_cached_in(KernelId::Optim, &[], "sm_90", cache).unwrap();
         assert_eq!(origin, Origin::Cached);
         assert_eq!(again, first);
+    }
+
+    fn cores() -> usize {
+        std::thread::available_parallelism().map_or(1, |c| c.get())
+    }
+
+    /// The background compilation gives every variant the bytes a compilation of its own
+    /// gives, keeps them for later requests and writes them to the cache, where a fresh
+    /// process finds them.
+    #[test]
+    fn precompile_matches_serial_and_fills_the_cache() {
+        let Some(files) = compile_for_test() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let cubins = Arc::new(Cubins::in_cache("sm_90", Some(dir.path().to_path_buf())));
+        cubins.precompile(&every_variant(), cores()).finish();
+        for file in files {
+            let variant = (file.id, file.defines);
+            let kept = cubins.slot(variant).get().cloned();
+            assert_eq!(kept, Some(Ok(file.cubin.clone())), "{}", file.id.file());
+            let cache = Some(dir.path().to_path_buf());
+            let (cached, origin) = cubin_cached_in(file.id, file.defines, "sm_90", cache).unwrap();
+            assert_eq!(origin, Origin::Cached, "{}", file.id.file());
+            assert_eq!(cached, file.cubin, "{}", file.id.file());
+        }
+    }
+
+    /// A variant that fails in the background fails its first use with the compiler's log,
+    /// as [`GpuError::Compile`] naming the file.
+    #[test]
+    fn precompile_errors_wait_for_first_use() {
+        if !nvrtc_for_test() {
+            return;
+        }
+        let cubins = Arc::new(Cubins::in_cache("sm_90", None));
+        let bad: Variant = (KernelId::Optim, &["--no-such-option"]);
+        cubins.precompile(&[bad], 1).finish();
+        assert!(cubins.slot(bad).get().is_some_and(|r| r.is_err()));
+        match cubins.get(bad.0, bad.1) {
+            Err(GpuError::Compile { file, arch, log }) => {
+                assert_eq!((file, arch.as_str()), ("optim.cu", "sm_90"));
+                assert!(!log.is_empty());
+            }
+            other => panic!("expected a compile error, got {other:?}"),
+        }
+    }
+
+    /// Compiling every variant one after the other, as first use did (each one's time, and
+    /// the sum), against [`Cubins::precompile`] on every core; no cache. The slowest file
+    /// bounds what a cold run can still wait for. `--ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn precompile_bench() {
+        if !nvrtc_for_test() {
+            return;
+        }
+        let variants = every_variant();
+        let mut serial = 0.0;
+        for &(id, defines) in &variants {
+            let t = std::time::Instant::now();
+            cubin_cached_in(id, defines, "sm_90", None).unwrap();
+            let seconds = t.elapsed().as_secs_f64();
+            println!("{:>15} {defines:?}: {seconds:.2} s", id.file());
+            serial += seconds;
+        }
+        let t = std::time::Instant::now();
+        let cubins = Arc::new(Cubins::in_cache("sm_90", None));
+        cubins.precompile(&variants, cores()).finish();
+        let parallel = t.elapsed().as_secs_f64();
+        let cores = cores();
+        println!(
+            "{} variants for sm_90: serial {serial:.2} s, parallel on {cores} cores {parallel:.2} s",
+            variants.len()
+        );
     }
 
     /// A compile error comes back with the compiler's log, naming the file.

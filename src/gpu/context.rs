@@ -1,5 +1,6 @@
 //! One CUDA context per process, its stream, and the kernel modules compiled for it.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -7,7 +8,7 @@ use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
-use super::compile::{arch_name, cubin};
+use super::compile::{arch_name, Cubins, Precompile, Variant};
 use super::kernels::KernelId;
 use super::{probe, Device, GpuError};
 use crate::{Error, Result};
@@ -22,13 +23,10 @@ pub struct Gpu {
     pub device: Device,
     /// The stream every stage launches on, in order.
     pub stream: Arc<CudaStream>,
-    arch: &'static str,
     multiprocessors: usize,
-    modules: Mutex<HashMap<ModuleKey, Arc<CudaModule>>>,
+    cubins: Arc<Cubins>,
+    modules: Mutex<HashMap<Variant, Arc<CudaModule>>>,
 }
-
-/// A loaded module: its kernel file and the NVRTC defines it was compiled with.
-type ModuleKey = (KernelId, &'static [&'static str]);
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
 
@@ -47,8 +45,8 @@ impl Gpu {
             Ok(Gpu {
                 device,
                 stream,
-                arch,
                 multiprocessors,
+                cubins: Arc::new(Cubins::new(arch)),
                 modules: Mutex::new(HashMap::new()),
             })
         })
@@ -58,31 +56,50 @@ impl Gpu {
         })
     }
 
+    /// Starts compiling, on at most `threads` background threads, the kernel files and
+    /// variants a run is about to use (in the order it uses them), so that compilation
+    /// overlaps the run's first stages instead of stalling each stage in turn;
+    /// [`Gpu::function`] then waits for a file still in compilation. Keep the guard until
+    /// the run ends (see [`Precompile`] for why).
+    pub fn precompile(&self, variants: &[Variant], threads: usize) -> Precompile {
+        self.cubins.precompile(variants, threads)
+    }
+
     /// The kernel `name` of file `id` compiled with the NVRTC `defines` (a variant of the
     /// file, e.g. [`crate::gpu::real::DeviceReal::DEFINES`]; `&[]` for the plain file),
-    /// compiled and loaded on first use. Launches go through the kernels' declarations
-    /// ([`crate::gpu::launch`]); this is for what a launch does not set (function attributes).
+    /// compiled (or awaited from [`Gpu::precompile`]) and loaded on first use. Launches go
+    /// through the kernels' declarations ([`crate::gpu::launch`]); this is for what a launch
+    /// does not set (function attributes).
     pub fn function(
         &self,
         id: KernelId,
         defines: &'static [&'static str],
         name: &str,
     ) -> std::result::Result<CudaFunction, GpuError> {
-        let module = {
-            let mut modules = self.modules.lock().expect("module cache lock");
-            match modules.get(&(id, defines)) {
-                Some(m) => m.clone(),
-                None => {
-                    let m = self
-                        .device
-                        .context
-                        .load_module(Ptx::from_binary(cubin(id, defines, self.arch)?))?;
-                    modules.insert((id, defines), m.clone());
-                    m
+        let loaded = self.modules_lock().get(&(id, defines)).cloned();
+        let module = match loaded {
+            Some(m) => m,
+            None => {
+                // Outside the lock: a compilation takes seconds, and other threads may
+                // want modules that are ready meanwhile.
+                let bin = self.cubins.get(id, defines)?;
+                match self.modules_lock().entry((id, defines)) {
+                    Entry::Occupied(e) => e.get().clone(),
+                    Entry::Vacant(e) => e
+                        .insert(self.device.context.load_module(Ptx::from_binary(bin))?)
+                        .clone(),
                 }
             }
         };
         Ok(module.load_function(name)?)
+    }
+
+    /// The loaded modules; a poisoned lock still guards a whole map (a panic cannot leave
+    /// an insert half done).
+    fn modules_lock(&self) -> std::sync::MutexGuard<'_, HashMap<Variant, Arc<CudaModule>>> {
+        self.modules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A launch covering `n` work items with [`BLOCK`] threads per block, the grid capped
