@@ -266,10 +266,13 @@ mod tests {
         // Device peaks measured there (`knn_scale.sh cold digits10m`): 3.72 GiB at 1.3M and
         // 28.47 GiB at 10M deformed digits. The estimate covers them within 50 %.
         for (n, peak) in [(1_300_000, 3.72), (10_000_000, 28.47)] {
-            let dev = estimate(shape(n), BackendKind::Gpu, KnnMethod::Approx)
-                .estimated_device_bytes as f64
+            let dev = estimate(shape(n), BackendKind::Gpu, KnnMethod::Approx).estimated_device_bytes
+                as f64
                 / (1u64 << 30) as f64;
-            assert!(dev >= peak && dev <= peak * 1.5, "{n}: {dev} GiB against {peak}");
+            assert!(
+                dev >= peak && dev <= peak * 1.5,
+                "{n}: {dev} GiB against {peak}"
+            );
         }
         // The 20M run fitted in the 80 GB H100 (79.2 GiB free): its estimate must too.
         let twenty = estimate(shape(20_000_000), BackendKind::Gpu, KnnMethod::Approx);
