@@ -452,6 +452,13 @@ extern "C" __global__ void knn_fused_split(const float* __restrict__ xc,
         fused_sweep<KS>(hi, lo, sq, qrows, runs, run_off, kr, state_d, state_i, slot0, block0, \
                         layout);                                                             \
     }
+// FUSED_KS (src/knn/gpu/fused.rs, `sweep_variant`) compiles the one sweep a run uses: each
+// instance is a large unrolled kernel, and compiling all eight took most of a first run's
+// wait for NVRTC. Without it (the declarations' check, the benchmarks) all are compiled.
+#define FUSED_INSTANCE_OF(KS) FUSED_INSTANCE(KS)
+#ifdef FUSED_KS
+FUSED_INSTANCE_OF(FUSED_KS)
+#else
 FUSED_INSTANCE(1)
 FUSED_INSTANCE(2)
 FUSED_INSTANCE(3)
@@ -460,3 +467,4 @@ FUSED_INSTANCE(5)
 FUSED_INSTANCE(6)
 FUSED_INSTANCE(7)
 FUSED_INSTANCE(8)
+#endif

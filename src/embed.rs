@@ -123,7 +123,11 @@ pub fn embed(
     let _precompile = match backend.kind {
         BackendKind::Cpu => None,
         kind => {
-            let variants = device_kernels(matches!(input, Input::Points(_)), kind, &params);
+            let d = match &input {
+                Input::Points(p) => Some(params.pca.map_or(p.d, |m| m.min(p.d))),
+                Input::Graph(_) => None,
+            };
+            let variants = device_kernels(d, kind, &params);
             Some(Gpu::get()?.precompile(&variants, rayon::current_num_threads()))
         }
     };
@@ -358,10 +362,10 @@ fn optimise(
 /// the kNN's files, then on gpu the affinities, the attraction and the update, and the
 /// repulsion's files (the FFT's in the grids' precision, or the exact one). A file missed
 /// here still compiles when first used; one listed but unused costs a core for a while.
-fn device_kernels(points: bool, backend: BackendKind, params: &EmbedParams) -> Vec<Variant> {
+fn device_kernels(d: Option<usize>, backend: BackendKind, params: &EmbedParams) -> Vec<Variant> {
     let on_gpu = backend == BackendKind::Gpu;
     let mut files = Vec::new();
-    if points {
+    if d.is_some() {
         files.push(KernelId::Centre);
         match params.knn {
             KnnMethod::Hnsw => {}
@@ -380,7 +384,21 @@ fn device_kernels(points: bool, backend: BackendKind, params: &EmbedParams) -> V
     if on_gpu {
         files.extend([KernelId::AttractHyb, KernelId::Optim]);
     }
-    let mut variants: Vec<Variant> = files.into_iter().map(|id| (id, &[][..])).collect();
+    // The fused kNN file is compiled for the points' dimension only (after PCA).
+    let fused = crate::knn::gpu::sweep_variant(d.unwrap_or(0));
+    let mut variants: Vec<Variant> = files
+        .into_iter()
+        .map(|id| {
+            (
+                id,
+                if id == KernelId::KnnFused {
+                    fused
+                } else {
+                    &[][..]
+                },
+            )
+        })
+        .collect();
     let real = grid_defines(params.precision);
     match params.repulsion {
         RepulsionMethod::Fft => variants.extend(
@@ -437,7 +455,7 @@ mod tests {
                         precision,
                         ..Default::default()
                     };
-                    let variants = device_kernels(true, backend, &params);
+                    let variants = device_kernels(Some(50), backend, &params);
                     let exact = repulsion == RepulsionMethod::Exact;
                     let count =
                         |f: fn(KernelId) -> bool| variants.iter().filter(|v| f(v.0)).count();
@@ -446,6 +464,8 @@ mod tests {
                     for &(id, defines) in &variants {
                         let want = if id.repulse() {
                             grid_defines(precision)
+                        } else if id == KernelId::KnnFused {
+                            crate::knn::gpu::sweep_variant(50)
                         } else {
                             &[][..]
                         };

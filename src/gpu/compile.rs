@@ -338,13 +338,15 @@ pub(crate) fn nvrtc_for_test() -> bool {
     false
 }
 
-/// Every kernel file, and the repulsion's also with double grids.
+/// Every kernel file, the repulsion's also with double grids, and the fused kNN's sweep
+/// alone for 50 dimensions (the variant runs use).
 #[cfg(test)]
 fn every_variant() -> Vec<Variant> {
     let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
     let variants = KernelId::ALL.iter().flat_map(|&id| {
         let double = id.repulse().then_some((id, f64_defines));
-        std::iter::once((id, &[][..])).chain(double)
+        let fused = (id == KernelId::KnnFused).then(|| (id, crate::knn::gpu::sweep_variant(50)));
+        std::iter::once((id, &[][..])).chain(double).chain(fused)
     });
     variants.collect()
 }

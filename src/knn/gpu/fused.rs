@@ -44,6 +44,32 @@ fn padded_dim(d: usize) -> usize {
     d.div_ceil(8) * 8
 }
 
+/// The NVRTC defines that compile only the sweep for points of `d` dimensions
+/// (`knn_fused_{ks}`, ks = ⌈d / 8⌉; `FUSED_KS` in `kernels/knn_fused.cu`), with the split:
+/// the variant every run uses, and what [`crate::gpu::Gpu::precompile`] is given.
+pub(crate) fn sweep_variant(d: usize) -> &'static [&'static str] {
+    const VARIANTS: [&[&str]; 8] = [
+        &["-DFUSED_KS=1"],
+        &["-DFUSED_KS=2"],
+        &["-DFUSED_KS=3"],
+        &["-DFUSED_KS=4"],
+        &["-DFUSED_KS=5"],
+        &["-DFUSED_KS=6"],
+        &["-DFUSED_KS=7"],
+        &["-DFUSED_KS=8"],
+    ];
+    VARIANTS[(padded_dim(d) / 8).clamp(1, 8) - 1]
+}
+
+/// `variant`, or for `&[]` the run's own ([`sweep_variant`]).
+fn variant_for(variant: &'static [&'static str], d: usize) -> &'static [&'static str] {
+    if variant.is_empty() {
+        sweep_variant(d)
+    } else {
+        variant
+    }
+}
+
 /// Device bytes the fused path needs beyond the centred points, norms and outputs: the
 /// padded heads, tails and norms, the slots' rows, and every slot's list.
 fn extra_bytes(n: usize, d: usize, list: usize) -> usize {
@@ -123,7 +149,8 @@ pub(super) struct Split {
 
 impl Split {
     /// Splits the centred points `xc` (n × d) with their squared `norms`; `variant` selects
-    /// a kernel variant (`&[]`, or `-DFUSED_MMA_ONLY` for the timing split).
+    /// a kernel variant (`&[]`: the run's, [`sweep_variant`]; or `-DFUSED_MMA_ONLY` for the
+    /// timing split).
     pub(super) fn new(
         gpu: &Gpu,
         xc: &CudaSlice<f32>,
@@ -133,6 +160,7 @@ impl Split {
         variant: &'static [&'static str],
     ) -> Result<Split, GpuError> {
         let s = &gpu.stream;
+        let variant = variant_for(variant, d);
         let dp = padded_dim(d);
         let n_pad = n.div_ceil(QUERIES) * QUERIES;
         let mut split = Split {
@@ -227,6 +255,7 @@ pub(super) fn sweep(
     progress: &dyn Progress,
 ) -> Result<(), GpuError> {
     let s = &gpu.stream;
+    let variant = variant_for(variant, split.dp);
     let layout = FusedLayout::new(split.dp, kr);
     let ks = split.dp / 8;
     gpu.function(KernelId::KnnFused, variant, &format!("knn_fused_{ks}"))?
@@ -325,7 +354,8 @@ mod tests {
                 for variant in [&[][..], &["-DFUSED_MMA_ONLY"][..]] {
                     // Compiled and loaded before timing.
                     let name = format!("knn_fused_{}", padded_dim(d) / 8);
-                    gpu.function(KernelId::KnnFused, variant, &name).unwrap();
+                    gpu.function(KernelId::KnnFused, variant_for(variant, d), &name)
+                        .unwrap();
                 }
                 let first = time(&[]);
                 let again = time(&[]);
@@ -337,6 +367,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The run's variant of the file holds the split and its one sweep, no other.
+    #[test]
+    fn sweep_variant_compiles_one_sweep() {
+        let Some(files) = crate::gpu::compile::compile_for_test() else {
+            return;
+        };
+        let one = files
+            .iter()
+            .find(|f| f.id == KernelId::KnnFused && f.defines == sweep_variant(50))
+            .expect("the variant is compiled");
+        let entries: Vec<&str> = one
+            .ptx
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
+            .map(|l| l.trim_end_matches('(').trim())
+            .collect();
+        assert_eq!(entries, ["knn_fused_split", "knn_fused_7"]);
+        assert_eq!(sweep_variant(64), &["-DFUSED_KS=8"]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod ivf;
 pub mod refine;
 mod tiled;
 
+pub(crate) use fused::sweep_variant;
 pub use tiled::Tiles;
 
 use super::Neighbors;
