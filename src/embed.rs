@@ -92,6 +92,11 @@ pub fn embed(
     };
     if matches!(input, Input::Points(_)) {
         params.knn = params.knn.resolve(n, backend.kind != BackendKind::Cpu);
+    } else if params.metric != crate::prep::Metric::Euclidean {
+        return Err(Error::param(
+            "metric",
+            "applies to points, whose neighbours it ranks; a graph's edges are given",
+        ));
     }
     params.order = Some(
         params

@@ -242,6 +242,44 @@ fn too_big_for_the_memory_fails_before_work() {
     assert!(!report.exists(), "a report was written");
 }
 
+/// Under cosine a row of zeros has no distance to anything: refused by its number, before
+/// any output; a graph, whose edges are given, takes no metric.
+#[test]
+fn cosine_refuses_a_zero_row_and_a_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rows 0 … 199 point somewhere (csv_rows' first row is all zeros), row 200 does not.
+    let mut rows: String = (1..=200)
+        .map(|i| format!("{},{},{}\n", i, i * i % 7, i % 5))
+        .collect();
+    rows.push_str("0,0,0\n");
+    let input = write(&dir, "points.csv", rows.as_bytes());
+    fails_cleanly(
+        &input,
+        &["--metric", "cosine"],
+        &["row 200", "all zeros", "--metric euclidean"],
+    );
+    let graph = write(
+        &dir,
+        "g.mtx",
+        b"%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 1\n2 3 1\n",
+    );
+    let out = dir.path().join("out.npy");
+    fails_cleanly_with(
+        &[
+            "embed",
+            "--graph",
+            graph.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+            "--metric",
+            "correlation",
+        ],
+        &out,
+        &["metric", "graph"],
+    );
+}
+
 #[test]
 fn unknown_extensions() {
     let dir = tempfile::tempdir().unwrap();

@@ -165,6 +165,12 @@ pub struct EmbedArgs {
     /// hybrid exact below 500k points, approx from there; on cpu exact up to 500k, hnsw above.
     #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
     pub knn: KnnArg,
+    /// Distance between points: `euclidean`; `cosine` (1 − cos: Euclidean distance on rows
+    /// scaled to unit length, then PCA and kNN as usual); `correlation` (1 − Pearson's r:
+    /// rows centred on their own mean, then as cosine). A row of zeros (for correlation, a
+    /// constant row) is refused with its number.
+    #[arg(long, value_enum, default_value_t = MetricArg::Euclidean)]
+    pub metric: MetricArg,
     /// Cells each point's approximate neighbours are searched in, its own included (`--knn
     /// approx`): more is slower and finds more of the true neighbours.
     #[arg(long, default_value_t = 64)]
@@ -238,6 +244,13 @@ pub enum KnnArg {
     Exact,
     Hnsw,
     Approx,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum MetricArg {
+    Euclidean,
+    Cosine,
+    Correlation,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -11,11 +11,12 @@ use sgtsne::init::InitKind;
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::knn::ivf::IvfParams;
 use sgtsne::optim::OptimParams;
+use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
 use super::args::{
-    AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, NoneOr, OrderArg, PrecisionArg,
-    RepulsionArg,
+    AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr, OrderArg,
+    PrecisionArg, RepulsionArg,
 };
 use super::progress_bar::Bar;
 
@@ -133,6 +134,11 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             KnnArg::Exact => KnnMethod::Exact,
             KnnArg::Hnsw => KnnMethod::Hnsw,
             KnnArg::Approx => KnnMethod::Approx,
+        },
+        metric: match a.metric {
+            MetricArg::Euclidean => Metric::Euclidean,
+            MetricArg::Cosine => Metric::Cosine,
+            MetricArg::Correlation => Metric::Correlation,
         },
         ivf: IvfParams {
             probes: a.knn_probes,

@@ -94,6 +94,9 @@ pub struct EmbedParams {
     pub perplexity: f64,
     /// kNN method (default auto).
     pub knn: KnnMethod,
+    /// The distance between points (default Euclidean; cosine and correlation transform
+    /// the rows first, [`crate::prep::Metric`]).
+    pub metric: crate::prep::Metric,
     /// Reduce to this many principal components first when d is larger (default 50).
     pub pca: Option<usize>,
     /// Settings of the approximate kNN (cells, probes).
@@ -133,6 +136,7 @@ impl Default for EmbedParams {
             dims: 2,
             perplexity: 30.0,
             knn: KnnMethod::Auto,
+            metric: crate::prep::Metric::Euclidean,
             pca: Some(50),
             ivf: IvfParams::default(),
             order: None,

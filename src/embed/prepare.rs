@@ -26,7 +26,7 @@ use crate::{prep, Error, Points, Result};
 /// 0.43–0.55 s for MNIST 70k and 13.6 s at 1.3M, against 0.003 s and 0.045 s on the device;
 /// at scale, downloading the device's HYB and converting it to CSR would be cheaper.
 pub(crate) fn prepare_points(
-    points: Points,
+    mut points: Points,
     params: &EmbedParams,
     backend: BackendKind,
     seconds: &mut StageSeconds,
@@ -42,6 +42,7 @@ pub(crate) fn prepare_points(
     }
     let on_gpu = backend != BackendKind::Cpu;
     let t = Instant::now();
+    params.metric.apply(&mut points)?;
     let reduced = params.pca.is_some_and(|m| points.d > m);
     let points = match params.pca {
         Some(m) if reduced && on_gpu => prep::gpu::pca_gpu(Gpu::get()?, &points, m)?,

@@ -1,4 +1,5 @@
-//! Preparing the input: centring and PCA (DESIGN §1.2).
+//! Preparing the input: the metric's transform of the rows ([`Metric`]), centring and PCA
+//! (DESIGN §1.2).
 //!
 //! Input: [`Points`](crate::Points) (n × d). Output: the principal-component scores (n × m),
 //! $S = (X - \mathbf{1}\mu^\top)\, V_m$, where $V_m$ holds the eigenvectors of the covariance
@@ -7,8 +8,10 @@
 //! largest-magnitude loading is positive (deterministic output).
 
 pub mod gpu;
+mod metric;
 mod pca;
 
+pub use metric::Metric;
 pub use pca::{pca, Pca};
 
 /// Clears the upper halves of the vector registers (`vzeroupper`) on this thread and on every
