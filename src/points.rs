@@ -44,6 +44,16 @@ impl Points {
     }
 }
 
+/// The inverse of the permutation `order` (`order[p]` = the point at position p): the
+/// position of each point.
+pub fn inverse_permutation(order: &[u32]) -> Vec<u32> {
+    let mut inv = vec![0u32; order.len()];
+    for (p, &i) in order.iter().enumerate() {
+        inv[i as usize] = p as u32;
+    }
+    inv
+}
+
 /// Rows (`width` values each) numbered by a permutation back in the original numbering: row
 /// `r` of `rows` goes to row `order[r]` (the inverse of [`Points::permuted`]).
 pub fn unpermute_rows<T: Copy + Default>(rows: &[T], order: &[u32], width: usize) -> Vec<T> {

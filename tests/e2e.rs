@@ -158,3 +158,22 @@ fn locality_order_equals_input_order_up_to_rounding() {
     eprintln!("largest difference {diff:e} at scale {scale:e}");
     assert!(diff <= 1e-4 * scale, "{diff} against a scale of {scale}");
 }
+
+/// `--knn approx` on the cpu backend: the host IVF, its recall in the report; on the small
+/// demo every cell is probed, so it finds the exact neighbours.
+#[test]
+fn approx_knn_on_the_cpu_reports_its_recall() {
+    let (input, labels) = digits();
+    let params = EmbedParams {
+        knn: sgtsne::embed::KnnMethod::Approx,
+        ..cpu(2)
+    };
+    let out = embed(input, "digits", Some(&labels), &params, &Silent).unwrap();
+    let knn = out.report.knn.as_ref().unwrap();
+    assert_eq!(knn.method, "approx");
+    let recall = knn.recall_sample.unwrap();
+    assert!(recall >= 0.999, "recall {recall}");
+    assert!(knn.ivf.is_some());
+    let acc = out.report.quality.knn_accuracy_10.unwrap();
+    assert!(acc >= 0.95, "10-NN accuracy {acc}");
+}

@@ -160,9 +160,9 @@ pub struct EmbedArgs {
     /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
     #[arg(long, default_value = "auto")]
     pub learning_rate: AutoOr<f32>,
-    /// kNN method: `exact`; `approx` (IVF cells on the GPU, its recall measured on a
-    /// sample every run; hnsw on the cpu backend); `hnsw` (on the host); `auto`: on gpu and
-    /// hybrid exact below 500k points, approx from there; on cpu exact up to 500k, hnsw above.
+    /// kNN method: `exact`; `approx` (IVF cells probed per block and refined, on the GPU
+    /// or the host, its recall measured on a sample every run); `hnsw` (on the host); `auto`: on gpu and
+    /// hybrid exact below 500k points, approx from there; on cpu exact up to 500k, approx above.
     #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
     pub knn: KnnArg,
     /// Distance between points: `euclidean`; `cosine` (1 − cos: Euclidean distance on rows
@@ -176,7 +176,7 @@ pub struct EmbedArgs {
     #[arg(long, default_value_t = 64)]
     pub knn_probes: usize,
     /// Refinement rounds of the approximate kNN: each looks for better neighbours among
-    /// the neighbours' neighbours (`--knn approx` on the GPU; 0: none).
+    /// the neighbours' neighbours (`--knn approx`; 0: none).
     #[arg(long, default_value_t = 2)]
     pub knn_refine: usize,
     /// Neighbours of a point, and of each of them, a refinement round looks at (fan² new

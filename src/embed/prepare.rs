@@ -119,6 +119,15 @@ pub(crate) fn prepare_points(
     } else {
         match method {
             KnnMethod::Hnsw => hnsw_with_recall(&points, k, params.seed, &mut report, progress)?,
+            KnnMethod::Approx => {
+                let size = recall_size(&points);
+                let (nb, stats) =
+                    knn::ivf_cpu::approx_cpu(&points, k, &params.ivf, size, progress)?;
+                report.recall_sample = Some(stats.recall_sample);
+                report.recall_sample_size = Some(stats.sample);
+                report.ivf = Some(stats);
+                nb
+            }
             _ => knn::exact(&points, k, progress)?,
         }
     };
@@ -141,6 +150,11 @@ pub(crate) fn prepare_points(
 /// About 2 s on 16 cores.
 const RECALL_WORK: usize = 20_000_000_000;
 
+/// Points of the host's recall sample: `RECALL_WORK / (n · d)`, 100 to 10,000.
+fn recall_size(points: &Points) -> usize {
+    (RECALL_WORK / (points.n * points.d).max(1)).clamp(100, 10_000)
+}
+
 /// HNSW on the host, its recall measured on a seeded sample by exact scans.
 fn hnsw_with_recall(
     points: &Points,
@@ -150,8 +164,7 @@ fn hnsw_with_recall(
     progress: &dyn Progress,
 ) -> Result<Neighbors> {
     let nb = knn::hnsw(points, k, seed, progress)?;
-    let size = (RECALL_WORK / (points.n * points.d).max(1)).clamp(100, 10_000);
-    let (recall, size) = knn::ivf::recall_by_scan(points, &nb, size, seed);
+    let (recall, size) = knn::ivf::recall_by_scan(points, &nb, recall_size(points), seed);
     report.recall_sample = Some(recall);
     report.recall_sample_size = Some(size);
     Ok(nb)

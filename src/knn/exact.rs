@@ -126,10 +126,7 @@ pub(crate) fn exact_impl(
             }
         });
     // Step 3: rows back to the input order.
-    let mut inv = vec![0u32; n];
-    for (p, &i) in order.iter().enumerate() {
-        inv[i as usize] = p as u32;
-    }
+    let inv = crate::points::inverse_permutation(&order);
     let mut indices = vec![0u32; n * k];
     let mut distances = vec![0f32; n * k];
     indices
@@ -199,7 +196,7 @@ fn pair(
 /// $(\lVert q\rVert + \lVert r\rVert)^2 \le 4 r_2$; the norms are rounded once each), with
 /// $\gamma_n = n u / (1 - n u)$ and $u = 2^{-24}$ (Higham, Accuracy and Stability, §3.1),
 /// doubled for safety against the summation order of blocked kernels.
-fn gemm_error_bound(len: usize, r2: f32) -> f32 {
+pub(super) fn gemm_error_bound(len: usize, r2: f32) -> f32 {
     let u = f32::EPSILON as f64 / 2.0;
     let nu = (len + 1) as f64 * u;
     let gamma = nu / (1.0 - nu);
@@ -209,7 +206,7 @@ fn gemm_error_bound(len: usize, r2: f32) -> f32 {
 
 /// Augmented rows of the centred data, n × (d + 2) row-major, row p for point `order[p]`:
 /// queries $[x, 1, \lVert x\rVert^2]$ and references $[-2x, \lVert x\rVert^2, 1]$.
-fn augment(points: &Points, order: &[u32]) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn augment(points: &Points, order: &[u32]) -> (Vec<f32>, Vec<f32>) {
     let (n, d) = (points.n, points.d);
     let kd = d + 2;
     // Centring (mean in f64) keeps ‖x‖² small relative to the distances: less cancellation.

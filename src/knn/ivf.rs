@@ -411,16 +411,33 @@ pub fn sample_recall(
 /// row's exact neighbours found by a scan of all points (`scan_candidates`): the CPU's
 /// recall estimate, O(n · size · d). Returns (recall, sample size).
 pub fn recall_by_scan(points: &Points, nb: &Neighbors, size: usize, seed: u64) -> (f64, usize) {
+    let (recalls, size) = recall_by_scan_of(points, &[nb], size, seed);
+    (recalls[0], size)
+}
+
+/// [`recall_by_scan`] of several graphs of the same points on one sample (one scan).
+pub fn recall_by_scan_of(
+    points: &Points,
+    graphs: &[&Neighbors],
+    size: usize,
+    seed: u64,
+) -> (Vec<f64>, usize) {
     let rows = recall_sample(points.n, size, seed);
-    let approx: Vec<u32> = rows
+    let Some(k) = graphs.first().map(|g| g.k) else {
+        return (Vec::new(), rows.len());
+    };
+    let candidates = scan_candidates(points, &rows, k);
+    let recalls = graphs
         .iter()
-        .flat_map(|&i| nb.row_indices(i as usize).iter().copied())
+        .map(|nb| {
+            let approx: Vec<u32> = rows
+                .iter()
+                .flat_map(|&i| nb.row_indices(i as usize).iter().copied())
+                .collect();
+            sample_recall(points, nb.k, &rows, &approx, &candidates)
+        })
         .collect();
-    let candidates = scan_candidates(points, &rows, nb.k);
-    (
-        sample_recall(points, nb.k, &rows, &approx, &candidates),
-        rows.len(),
-    )
+    (recalls, rows.len())
 }
 
 /// Exact k nearest of each sampled row by a scan of all points (the CPU's recall sample):

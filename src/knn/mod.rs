@@ -22,6 +22,7 @@ mod exact;
 pub mod gpu;
 mod hnsw;
 pub mod ivf;
+pub mod ivf_cpu;
 mod order;
 mod scan;
 mod select;

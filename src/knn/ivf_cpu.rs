@@ -1,0 +1,314 @@
+//! The approximate all-points kNN on the CPU (`--knn approx` on the cpu backend): the twin
+//! of the GPU's (`crate::knn::gpu::ivf`), with the same host steps ([`super::ivf`]) and
+//! the exact kNN's blocked GEMM and threshold scans ([`super::exact`], [`super::scan`]) in
+//! place of the tensor-core sweep.
+//!
+//! k-means cells on a seeded sample; every point to its nearest centroid; the points sorted
+//! by cell and within a cell in a PCA-tree order; each block of [`BLOCK`] consecutive
+//! points compared, one GEMM tile at a time, with the points of the cells nearest its mean;
+//! the survivors' distances recomputed exactly; then rounds of refinement by neighbours of
+//! neighbours, as on the GPU. Work O(n · candidates · d) with candidates ≈ probes · 2√n,
+//! against the exact kNN's n² d / 2; memory: the points twice (sorted, augmented), one
+//! selector per point of the blocks in flight, the graph twice during refinement.
+
+use rand::{rngs::StdRng, SeedableRng};
+use rayon::prelude::*;
+
+use super::exact::{augment, gemm_error_bound};
+use super::ivf::{self as host, Cells, IvfParams};
+use super::select::TopK;
+use super::{by_dist_then_index, check_args, scan, sq_dist, Neighbors};
+use crate::knn::gpu::ivf::{ApproxSeconds, ApproxStats};
+use crate::progress::Progress;
+use crate::{Points, Result};
+
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+
+/// Queries per block: a block shares its candidates (and its GEMM tiles).
+pub const BLOCK: usize = 128;
+/// Reference rows per GEMM tile (a 1024 × 128 f32 tile: 512 KiB).
+const TILE_ROWS: usize = 1024;
+
+/// Nearest centroid (`centroids`, lists × d) of each row of `x` (m × d): the first on ties.
+fn assign(x: &[f32], d: usize, centroids: &[f32]) -> Vec<u32> {
+    x.par_chunks(d)
+        .map(|row| {
+            let mut best = (f32::INFINITY, 0u32);
+            for (c, cen) in centroids.chunks_exact(d).enumerate() {
+                let dist = sq_dist(row, cen);
+                if dist < best.0 {
+                    best = (dist, c as u32);
+                }
+            }
+            best.1
+        })
+        .collect()
+}
+
+/// The approximate kNN of `points` on the CPU (input numbering), and what it measured;
+/// `recall_size` points of a seeded sample are checked against exact scans (0: none).
+/// Progress (`"knn"`): one unit per block of queries.
+pub fn approx_cpu(
+    points: &Points,
+    k: usize,
+    params: &IvfParams,
+    recall_size: usize,
+    progress: &dyn Progress,
+) -> Result<(Neighbors, ApproxStats)> {
+    check_args(points, k)?;
+    params.check(points.n, k)?;
+    let (n, d) = (points.n, points.d);
+    let mut seconds = ApproxSeconds::default();
+    let clock = std::time::Instant::now();
+    let mut lap = {
+        let mut last = 0.0;
+        move || {
+            let now = clock.elapsed().as_secs_f64();
+            let t = now - last;
+            last = now;
+            t
+        }
+    };
+
+    // k-means on the sample, then every point to its cell; cells in a locality order.
+    let lists = params.lists_for(n);
+    let rows = host::kmeans_sample(n, lists, params.sample_per_list, params.seed);
+    let sample_x: Vec<f32> = rows
+        .iter()
+        .flat_map(|&i| points.row(i as usize).iter().copied())
+        .collect();
+    let mut centroids = host::initial_centroids(&sample_x, d, lists, params.seed);
+    let lists = centroids.len() / d.max(1);
+    let mut rng = StdRng::seed_from_u64(params.seed);
+    for _ in 0..params.kmeans_iters {
+        let labels = assign(&sample_x, d, &centroids);
+        host::update_centroids(&sample_x, d, &labels, &mut centroids, &mut rng);
+    }
+    seconds.kmeans = lap();
+    let centroids = host::order_cells(&centroids, d);
+    let mut cells = Cells::sort(&assign(&points.data, d, &centroids), lists);
+    let sorted = cells.order_within(points);
+    let probes = cells.block_probes(&sorted, &centroids, params.probes, 2 * (k + 1), BLOCK);
+    let chunk = 32;
+    let (runs, run_off) = cells.block_runs(&probes, BLOCK, chunk);
+    drop(probes);
+    let candidates = runs.chunks_exact(2).map(|r| r[1] as f64).sum::<f64>() * chunk as f64
+        / n.div_ceil(BLOCK) as f64;
+    seconds.cells = lap();
+
+    // The sweep: each block's GEMM tiles against its runs, then the exact finish.
+    let identity: Vec<u32> = (0..n as u32).collect();
+    let (qa, ra) = augment(&sorted, &identity);
+    let kd = d + 2;
+    let r2max = qa.chunks_exact(kd).map(|q| q[d + 1]).fold(0f32, f32::max);
+    let slack = 2.0 * gemm_error_bound(kd, r2max);
+    let cap = k + k / 2 + 16;
+    let wide = scan::wide_available();
+    let blocks = n.div_ceil(BLOCK);
+    progress.begin("knn", blocks as u64);
+    let mut graph = vec![0u32; n * k];
+    graph
+        .par_chunks_mut(BLOCK * k)
+        .enumerate()
+        .for_each(|(b, out)| {
+            let (q0, q1) = (b * BLOCK, ((b + 1) * BLOCK).min(n));
+            let bq = q1 - q0;
+            let mut tops: Vec<TopK> = (0..bq)
+                .map(|_| {
+                    let mut t = TopK::new(k, cap);
+                    t.reset(slack);
+                    t
+                })
+                .collect();
+            let mut tile = vec![0f32; TILE_ROWS * bq];
+            let pairs = &runs[2 * run_off[b] as usize..2 * run_off[b + 1] as usize];
+            for run in pairs.chunks_exact(2) {
+                let r_begin = run[0] as usize * chunk;
+                let r_end = ((run[0] + run[1]) as usize * chunk).min(n);
+                for r0 in (r_begin..r_end).step_by(TILE_ROWS) {
+                    let rows = TILE_ROWS.min(r_end - r0);
+                    let tile = &mut tile[..rows * bq];
+                    matmul(
+                        MatMut::from_column_major_slice_mut(&mut *tile, rows, bq),
+                        Accum::Replace,
+                        MatRef::from_row_major_slice(&ra[r0 * kd..(r0 + rows) * kd], rows, kd),
+                        MatRef::from_column_major_slice(&qa[q0 * kd..q1 * kd], kd, bq),
+                        1.0f32,
+                        Par::Seq,
+                    );
+                    // A point is not its own neighbour (its duplicates are).
+                    for q in q0.max(r0)..q1.min(r0 + rows) {
+                        tile[(q - q0) * rows + (q - r0)] = f32::INFINITY;
+                    }
+                    scan::columns(tile, rows, r0 as u32, &mut tops, wide);
+                }
+            }
+            let mut cand: Vec<(f32, u32)> = Vec::with_capacity(cap);
+            for (q, top) in tops.iter_mut().enumerate() {
+                let x = sorted.row(q0 + q);
+                cand.clear();
+                cand.extend(
+                    top.sorted()
+                        .iter()
+                        .map(|&(_, p)| (sq_dist(x, sorted.row(p as usize)), p)),
+                );
+                cand.sort_unstable_by(by_dist_then_index);
+                for (l, &(_, p)) in cand.iter().take(k).enumerate() {
+                    out[q * k + l] = p;
+                }
+            }
+            progress.advance(1);
+        });
+    progress.end();
+    seconds.sweep = lap();
+
+    let swept = graph.clone();
+    let fan = params.fan.min(k);
+    for _ in 0..params.refine {
+        graph = refine_round(&sorted, &graph, k, fan);
+    }
+    seconds.refine = lap();
+
+    // Back to the input numbering, with the distances.
+    let order = &cells.order;
+    let inv = crate::points::inverse_permutation(order);
+    let to_input = |graph: &[u32]| -> Neighbors {
+        let mut indices = vec![0u32; n * k];
+        let mut distances = vec![0f32; n * k];
+        indices
+            .par_chunks_mut(k)
+            .zip(distances.par_chunks_mut(k))
+            .enumerate()
+            .for_each(|(i, (io, dout))| {
+                let p = inv[i] as usize;
+                let mut row: Vec<(f32, u32)> = graph[p * k..(p + 1) * k]
+                    .iter()
+                    .map(|&j| {
+                        let j = order[j as usize];
+                        (sq_dist(points.row(i), points.row(j as usize)), j)
+                    })
+                    .collect();
+                row.sort_unstable_by(by_dist_then_index);
+                for (l, (dist, j)) in row.into_iter().enumerate() {
+                    io[l] = j;
+                    dout[l] = dist;
+                }
+            });
+        Neighbors {
+            n,
+            k,
+            indices,
+            distances,
+        }
+    };
+    let nb = to_input(&graph);
+    let (recalls, sample) = if recall_size > 0 {
+        let before = to_input(&swept);
+        host::recall_by_scan_of(points, &[&before, &nb], recall_size, params.seed)
+    } else {
+        (vec![f64::NAN, f64::NAN], 0)
+    };
+    seconds.recall = lap();
+    let stats = ApproxStats {
+        recall_sample: recalls[1],
+        recall_sweep: recalls[0],
+        sample,
+        lists,
+        probes: params.probes,
+        candidates,
+        refine: params.refine,
+        fan,
+        seconds,
+    };
+    Ok((nb, stats))
+}
+
+/// One refinement round on the host: each row's k nearest of its neighbours and the first
+/// `fan` neighbours of its first `fan` neighbours, by (distance, index); reads `graph`,
+/// returns the new one (the GPU's `knn_refine`, with the CPU's f32 distances).
+fn refine_round(points: &Points, graph: &[u32], k: usize, fan: usize) -> Vec<u32> {
+    let mut out = vec![0u32; graph.len()];
+    out.par_chunks_mut(k).enumerate().for_each(|(i, row_out)| {
+        let row = &graph[i * k..(i + 1) * k];
+        let x = points.row(i);
+        let mut cand: Vec<u32> = row.to_vec();
+        for &j in &row[..fan] {
+            let theirs = &graph[j as usize * k..j as usize * k + fan];
+            cand.extend(theirs.iter().filter(|&&c| c as usize != i));
+        }
+        cand.sort_unstable();
+        cand.dedup();
+        let mut scored: Vec<(f32, u32)> = cand
+            .into_iter()
+            .map(|j| (sq_dist(x, points.row(j as usize)), j))
+            .collect();
+        scored.sort_unstable_by(by_dist_then_index);
+        for (o, &(_, j)) in row_out.iter_mut().zip(&scored) {
+            *o = j;
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{gaussian_mixture, MixtureParams};
+    use crate::knn::{exact, recall};
+    use crate::progress::Silent;
+
+    fn mixture(n: usize, dim: usize, seed: u64) -> Points {
+        gaussian_mixture(&MixtureParams {
+            n,
+            dim,
+            clusters: 12,
+            seed,
+        })
+        .unwrap()
+        .0
+    }
+
+    /// Every cell probed is the exact kNN; fewer probes lose recall; refinement wins some
+    /// back; the run's estimate follows the truth; rows hold no self and no repeats.
+    #[test]
+    fn approx_cpu_follows_the_probes_and_the_refinement() {
+        let points = mixture(6_000, 16, 3);
+        let k = 20;
+        let truth = exact(&points, k, &Silent).unwrap();
+        let base = IvfParams {
+            lists: 40,
+            ..IvfParams::default()
+        };
+        let run = |probes, refine| {
+            let params = IvfParams {
+                probes,
+                refine,
+                ..base.clone()
+            };
+            approx_cpu(&points, k, &params, 2000, &Silent).unwrap()
+        };
+        let (all, _) = run(40, 0);
+        assert!(recall(&all, &truth) >= 0.9999, "{}", recall(&all, &truth));
+        let (few, stats) = run(2, 0);
+        let r0 = recall(&few, &truth);
+        let (mended, stats2) = run(2, 2);
+        let r2 = recall(&mended, &truth);
+        eprintln!("2 probes: {r0:.4} ({stats:?}); refined: {r2:.4} ({stats2:?})");
+        assert!(r0 < 0.95, "two probes of 40 should miss, recall {r0}");
+        assert!(r2 > r0 + 0.02, "refinement {r0} → {r2}");
+        assert!((stats2.recall_sample - r2).abs() < 0.05);
+        assert!((stats2.recall_sweep - r0).abs() < 0.05);
+        for i in 0..points.n {
+            let row = mended.row_indices(i);
+            let mut s = row.to_vec();
+            s.sort_unstable();
+            s.dedup();
+            assert_eq!(s.len(), k, "row {i} repeats a point");
+            assert!(!row.contains(&(i as u32)), "row {i} holds itself");
+            assert!(mended.row_distances(i).windows(2).all(|w| w[0] <= w[1]));
+        }
+        // Deterministic whatever the threads.
+        assert_eq!(run(2, 2).0.indices, mended.indices);
+    }
+}
