@@ -14,9 +14,9 @@ use crate::{Error, Result};
 
 /// Above this many points `--knn auto` on the CPU uses the approximate kNN
 /// ([`crate::knn::ivf_cpu`]) instead of the exact blocked GEMM, which grows as n². Measured
-/// on the 2-core development machine (k = 90, 300k deformed MNIST digits, d = 50): exact
-/// 37.8 s, approx 30.4 s at recall 0.981 (while another build shared the cores); HNSW took
-/// 52 s at 70k there (recall 0.996).
+/// on the 2-core development machine (k = 90, deformed MNIST digits, d = 50,
+/// `scripts/bench/cpu_knn.sh`): 300k exact 19.5 s, approx 15.6 s at recall 0.981; 1M exact
+/// 177.6 s, approx 73.8 s at recall 0.973. HNSW took 52 s at 70k there (recall 0.996).
 pub const AUTO_EXACT_MAX: usize = 500_000;
 
 /// From this many points `--knn auto` on the GPU uses the approximate kNN (IVF,
