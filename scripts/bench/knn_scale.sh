@@ -14,7 +14,7 @@
 #          approx ×3, approx at 64 probes ×1 (about 1.5 minutes)
 #   digits10m  10M deformed MNIST digits: approx ×2 (about 3 minutes)
 #   20m    20M mixture: approx ×1 on the 80 GB H100 (about 3 minutes)
-#   cpu    1.3M mixture, `--backend cpu --threads 16` (HNSW kNN; about 5 minutes)
+#   cpu    1.3M mixture, `--backend cpu --threads 16` (`--knn auto`: approx on the host)
 #   cold   1.3M deformed digits with an empty kernel cache and an empty driver cache
 #          (CUDA_CACHE_PATH; a fresh machine's first run), then warm ×2 (about 30 s)
 #   sizes  the `--knn auto` threshold: exact and approx at 250k, 500k, 1M (about 1 minute)
