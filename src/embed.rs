@@ -19,11 +19,12 @@ use crate::progress::Progress;
 use crate::report::{InputInfo, KnnReport, Quality, Report, StageSeconds};
 use crate::repulse::GridSpec;
 use crate::sparse::{Csb, P};
-use crate::{prep, quality, Error, Points, Result};
+use crate::{prep, quality, CsrPoints, Error, Points, Result};
 
 pub mod memory;
 mod params;
 mod prepare;
+mod sparse;
 
 pub use params::{
     EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod, AUTO_APPROX_GPU_MIN,
@@ -38,8 +39,31 @@ const QUALITY_K: usize = 10;
 pub enum Input {
     /// A dense point set.
     Points(Points),
+    /// A sparse point set (e.g. an AnnData count matrix): reduced by PCA straight from its
+    /// sparse rows, never densified ([`prep::sparse_pca`]), then embedded as points.
+    Sparse(CsrPoints),
     /// A sparse weighted graph, n × n (SG-t-SNE mode).
     Graph(sprs::CsMat<f64>),
+}
+
+impl Input {
+    /// Number of points (graph nodes).
+    pub fn n(&self) -> usize {
+        match self {
+            Input::Points(p) => p.n,
+            Input::Sparse(s) => s.n,
+            Input::Graph(g) => g.rows(),
+        }
+    }
+
+    /// Features per point as given (none for a graph).
+    fn d(&self) -> Option<usize> {
+        match self {
+            Input::Points(p) => Some(p.d),
+            Input::Sparse(s) => Some(s.d),
+            Input::Graph(_) => None,
+        }
+    }
 }
 
 /// The result of [`embed`].
@@ -86,11 +110,13 @@ pub fn embed(
             .grid
             .unwrap_or_else(|| GridSpec::default_for(params.dims)),
     );
-    let (info, n) = match &input {
-        Input::Points(p) => (input_info(name, "points", p.n, p.d), p.n),
-        Input::Graph(g) => (input_info(name, "graph", g.rows(), 0), g.rows()),
+    let n = input.n();
+    let info = match &input {
+        Input::Points(p) => input_info(name, "points", p.n, p.d),
+        Input::Sparse(s) => input_info(name, "sparse points", s.n, s.d),
+        Input::Graph(g) => input_info(name, "graph", g.rows(), 0),
     };
-    if matches!(input, Input::Points(_)) {
+    if input.d().is_some() {
         params.knn = params.knn.resolve(n, backend.kind != BackendKind::Cpu);
     } else if params.metric != crate::prep::Metric::Euclidean {
         return Err(Error::param(
@@ -128,10 +154,7 @@ pub fn embed(
     let _precompile = match backend.kind {
         BackendKind::Cpu => None,
         kind => {
-            let d = match &input {
-                Input::Points(p) => Some(params.pca.map_or(p.d, |m| m.min(p.d))),
-                Input::Graph(_) => None,
-            };
+            let d = input.d().map(|d| params.pca.map_or(d, |m| m.min(d)));
             let variants = device_kernels(d, kind, &params);
             Some(Gpu::get()?.precompile(&variants, rayon::current_num_threads()))
         }
@@ -141,6 +164,9 @@ pub fn embed(
     let prepared = match input {
         Input::Points(points) => {
             prepare_points(points, &params, backend.kind, &mut seconds, progress)?
+        }
+        Input::Sparse(rows) => {
+            sparse::prepare_sparse(&rows, &params, backend.kind, &mut seconds, progress)?
         }
         Input::Graph(graph) => prepare_graph(&graph, &mut params, &mut seconds)?,
     };
@@ -214,14 +240,22 @@ fn plan_memory(
     } else {
         None
     };
-    let Input::Points(points) = input else {
+    let Some(d_given) = input.d() else {
         return Ok((memory::MemoryReport::default(), watch));
     };
+    let n = input.n();
+    let d = params.pca.map_or(d_given, |m| m.min(d_given));
     let shape = memory::RunShape {
-        n: points.n,
-        d_in: points.d,
-        d: params.pca.map_or(points.d, |m| m.min(points.d)),
-        k: params.k().min(points.n.saturating_sub(1)),
+        n,
+        // Sparse rows are read already and never densified: the dense input the stages
+        // hold is the PCA's n × d.
+        d_in: if matches!(input, Input::Sparse(_)) {
+            d
+        } else {
+            d_given
+        },
+        d,
+        k: params.k().min(n.saturating_sub(1)),
         dims: params.dims,
     };
     let estimate = memory::estimate(shape, backend, params.knn);
@@ -230,7 +264,13 @@ fn plan_memory(
     } else {
         None
     };
-    let host = memory::host_available((points.n * points.d * 4) as u64);
+    // What the run holds already and the estimate counts: the dense input (sparse rows are
+    // not counted, and their PCA is not made yet).
+    let held = match input {
+        Input::Points(p) => (p.n * p.d * 4) as u64,
+        _ => 0,
+    };
+    let host = memory::host_available(held);
     memory::check(&estimate, shape, host, device)?;
     Ok((estimate, watch))
 }

@@ -26,6 +26,7 @@
 pub mod affinity;
 pub mod attract;
 pub mod backend;
+pub mod csr_points;
 pub mod demo;
 pub mod embed;
 pub mod error;
@@ -44,5 +45,6 @@ pub mod repulse;
 pub mod sparse;
 pub mod sweep;
 
+pub use csr_points::CsrPoints;
 pub use error::{Error, Result};
 pub use points::Points;

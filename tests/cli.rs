@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn sgtsne(args: &[&str]) -> Output {
+pub(crate) fn sgtsne(args: &[&str]) -> Output {
     sgtsne_env(args, &[])
 }
 
@@ -15,7 +15,7 @@ fn sgtsne_env(args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("the sgtsne binary runs")
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -38,7 +38,7 @@ fn fails_cleanly(input: &Path, extra: &[&str], needles: &[&str]) {
 /// Runs `sgtsne ARGS`, whose output is `out_path`, and checks that it fails cleanly: non-zero
 /// exit, no panic, a message containing each of `needles`, no output file and no temporary
 /// file beside it.
-fn fails_cleanly_with(args: &[&str], out_path: &Path, needles: &[&str]) {
+pub(crate) fn fails_cleanly_with(args: &[&str], out_path: &Path, needles: &[&str]) {
     fails_cleanly_env(args, &[], out_path, needles)
 }
 

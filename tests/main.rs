@@ -6,5 +6,7 @@ mod cli;
 mod e2e;
 /// The analytic gradient against finite differences of KL(P‖Q).
 mod gradient;
+/// AnnData .h5ad in and out, against fixtures written by the anndata package.
+mod h5ad;
 /// The grid-size sweep: a tiny sweep's CSV and charts, configuration errors.
 mod sweep;

@@ -122,7 +122,9 @@ pub struct GenArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["input", "demo", "graph"])))]
 pub struct EmbedArgs {
-    /// Points to embed: .npy (f32/f64/integers, C or Fortran order), .csv, .tsv or .fvecs.
+    /// Points to embed: .npy (f32/f64/integers, C or Fortran order), .csv, .tsv, .fvecs, or
+    /// an AnnData .h5ad (its obsm['X_pca'] when present, else X, dense or sparse; see
+    /// --use-rep).
     pub input: Option<PathBuf>,
     /// Embed the built-in digits data set (1,797 × 64, labelled) instead of a file.
     #[arg(long)]
@@ -130,12 +132,25 @@ pub struct EmbedArgs {
     /// SG-t-SNE mode: embed the nodes of a sparse weighted graph (Matrix Market .mtx).
     #[arg(long, value_name = "G.mtx")]
     pub graph: Option<PathBuf>,
-    /// Write the embedding (.npy as float32, or .csv).
+    /// Write the embedding (.npy as float32, .csv, or .h5ad: a copy of an .h5ad input with
+    /// the embedding added as obsm['X_tsne'], see --key; a new AnnData file otherwise).
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// Labels of the points (.npy or a one-column .csv): colour the plot, measure accuracy.
+    /// For an .h5ad input, `obs:COLUMN` takes an obs column (categorical, string or
+    /// integer), e.g. `--labels obs:cell_type`.
     #[arg(long, value_name = "LABELS")]
     pub labels: Option<PathBuf>,
+    /// The matrix of an .h5ad input to embed: `X`, or an obsm key such as `X_pca` (scanpy's
+    /// use_rep) [default: X_pca when the file has it, else X].
+    #[arg(long, value_name = "KEY")]
+    pub use_rep: Option<String>,
+    /// The obsm key the embedding gets in an .h5ad output.
+    #[arg(long, value_name = "NAME", default_value = "X_tsne")]
+    pub key: String,
+    /// Add the embedding to the .h5ad input itself (atomically: an edited copy replaces it).
+    #[arg(long, conflicts_with = "output")]
+    pub in_place: bool,
     /// Write a PNG scatter plot of the embedding.
     #[arg(long, value_name = "OUT.png")]
     pub plot: Option<PathBuf>,

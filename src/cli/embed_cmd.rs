@@ -1,13 +1,14 @@
 //! `sgtsne embed`: load, embed, write — outputs checked before the long work starts, and
 //! written atomically after it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
 use sgtsne::backend::BackendKind;
 use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, PointOrder, Precision, RepulsionMethod};
 use sgtsne::init::InitKind;
+use sgtsne::io::h5ad::{H5adMatrix, Rep};
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::knn::ivf::IvfParams;
 use sgtsne::optim::OptimParams;
@@ -24,8 +25,28 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let start = Instant::now();
     let params = params_from(&args)?;
     params.validate()?;
+    let h5ad_input = args.input.as_deref().filter(|p| is_h5ad(p));
+    check_h5ad_flags(&args, h5ad_input)?;
+    let output = if args.in_place {
+        args.input.clone()
+    } else {
+        args.output.clone()
+    };
+    if let (Some(out), Some(input), false) = (&output, &args.input, args.in_place) {
+        if same_file(out, input) {
+            anyhow::bail!(
+                "-o {} is the input file: the embedding would replace the data{}",
+                out.display(),
+                if h5ad_input.is_some() {
+                    "; to add the embedding to the .h5ad itself, use --in-place"
+                } else {
+                    "; choose another output path"
+                }
+            );
+        }
+    }
     for (path, kind) in [
-        (&args.output, OutputKind::Embedding),
+        (&output, OutputKind::Embedding),
         (&args.plot, OutputKind::Plot),
         (&args.report, OutputKind::Report),
     ] {
@@ -44,8 +65,12 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let mut result = pool.install(|| embed::embed(input, &name, labels.as_ref(), &params, &bar))?;
 
     let t = Instant::now();
-    if let Some(out) = &args.output {
-        io::write_embedding(out, &result.y, result.dims)?;
+    if let Some(out) = &output {
+        if is_h5ad(out) {
+            io::h5ad::write_h5ad(h5ad_input, out, &args.key, &result.y, result.dims)?;
+        } else {
+            io::write_embedding(out, &result.y, result.dims)?;
+        }
     }
     if let Some(plot) = &args.plot {
         let title = format!("sgtsne: {name}, KL {:.3}", result.report.optimise.final_kl);
@@ -63,9 +88,45 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         })?;
     }
     if !args.quiet {
-        summarise(report, &args);
+        summarise(report, &args, output.as_ref());
     }
     Ok(())
+}
+
+fn is_h5ad(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("h5ad"))
+}
+
+/// Whether two paths name one file (the second may not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The flags that only an `.h5ad` input can honour.
+fn check_h5ad_flags(args: &EmbedArgs, h5ad_input: Option<&Path>) -> Result<()> {
+    if h5ad_input.is_some() {
+        return Ok(());
+    }
+    let obs_labels = args.labels.as_deref().and_then(obs_column).is_some();
+    for (given, flag) in [
+        (args.use_rep.is_some(), "--use-rep"),
+        (args.in_place, "--in-place"),
+        (obs_labels, "--labels obs:COLUMN"),
+    ] {
+        if given {
+            anyhow::bail!("{flag} applies to an .h5ad input only");
+        }
+    }
+    Ok(())
+}
+
+/// The column of `--labels obs:COLUMN`.
+fn obs_column(labels: &Path) -> Option<&str> {
+    labels.to_str()?.strip_prefix("obs:")
 }
 
 /// The input, its display name and its labels (given or, for the demo, built in).
@@ -79,18 +140,23 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
         (Input::Graph(io::read_graph(g)?), display_name(g))
     } else {
         let path = args.input.as_ref().expect("clap requires a source");
-        (Input::Points(io::read_points(path)?), display_name(path))
+        let input = if is_h5ad(path) {
+            read_h5ad(path, args)?
+        } else {
+            Input::Points(io::read_points(path)?)
+        };
+        (input, display_name(path))
     };
     let labels = match (&args.labels, args.demo) {
-        (Some(path), _) => Some(io::read_labels(path)?),
+        (Some(path), _) => Some(match (obs_column(path), &args.input) {
+            (Some(column), Some(input)) => io::h5ad::read_h5ad_labels(input, column)?,
+            _ => io::read_labels(path)?,
+        }),
         (None, true) => Some(sgtsne::demo::labels()?),
         (None, false) => None,
     };
     if let Some(l) = &labels {
-        let n = match &input {
-            Input::Points(p) => p.n,
-            Input::Graph(g) => g.rows(),
-        };
+        let n = input.n();
         if l.codes.len() != n {
             let source = args
                 .labels
@@ -102,6 +168,37 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
         }
     }
     Ok((input, name, labels))
+}
+
+/// The points of an `.h5ad` input: the matrix `--use-rep` names, dense or sparse.
+fn read_h5ad(path: &Path, args: &EmbedArgs) -> Result<Input> {
+    let rep = match args.use_rep.as_deref() {
+        None => Rep::Default,
+        Some("X") => Rep::X,
+        Some(key) => Rep::Obsm(key.to_string()),
+    };
+    let read = io::h5ad::read_h5ad_points(path, &rep)?;
+    let (n, d) = read.matrix.shape();
+    Ok(match read.matrix {
+        H5adMatrix::Dense(points) => {
+            if !args.quiet {
+                eprintln!("{}: {} ({n} × {d})", path.display(), read.source);
+            }
+            Input::Points(points)
+        }
+        H5adMatrix::Sparse(rows) => {
+            if !args.quiet {
+                eprintln!(
+                    "{}: {} ({n} × {d}, sparse: {} stored values, {:.2} %)",
+                    path.display(),
+                    read.source,
+                    rows.nnz(),
+                    100.0 * rows.nnz() as f64 / (n as f64 * d as f64)
+                );
+            }
+            Input::Sparse(rows)
+        }
+    })
 }
 
 fn display_name(path: &Path) -> String {
@@ -196,7 +293,7 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
 }
 
 /// A few lines on stderr: what ran, how long each stage took, how good the result is.
-fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs) {
+fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathBuf>) {
     let s = &r.seconds;
     eprintln!(
         "embedded {} ({} × {}) in {}-D: {:.1} s, backend {} ({}), {} threads",
@@ -245,7 +342,7 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs) {
         line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
     }
     eprintln!("{line}");
-    for p in [&args.output, &args.plot, &args.report]
+    for p in [output, args.plot.as_ref(), args.report.as_ref()]
         .into_iter()
         .flatten()
     {

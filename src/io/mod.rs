@@ -1,5 +1,6 @@
-//! Input and output: points (`.npy`, `.csv`/`.tsv`/`.txt`, `.fvecs`), square images
-//! (`.npy`), labels, graphs (`.mtx`), embeddings (`.npy`, `.csv`) and PNG scatter plots.
+//! Input and output: points (`.npy`, `.csv`/`.tsv`/`.txt`, `.fvecs`, AnnData `.h5ad`), square
+//! images (`.npy`), labels, graphs (`.mtx`), embeddings (`.npy`, `.csv`, `.h5ad`) and PNG
+//! scatter plots.
 //!
 //! file → [`Points`](crate::Points) / [`Labels`] / `sprs::CsMat<f64>`;
 //! embedding → file.
@@ -15,6 +16,7 @@
 
 mod error;
 mod fvecs;
+pub mod h5ad;
 mod images;
 mod labels;
 mod mtx;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::error::{extension, unknown_extension, IoError};
-use super::{fvecs, npy, text};
+use super::{fvecs, h5ad, npy, text};
 use crate::Points;
 
 /// Reads n points × d features by extension (case-insensitive):
@@ -14,6 +14,10 @@ use crate::Points;
 /// | `.csv` / `.tsv` | comma / tab separated text, optional header row |
 /// | `.txt` | whitespace separated text, optional header row |
 /// | `.fvecs` | little-endian `i32` dimension + `f32` values per vector |
+/// | `.h5ad` | AnnData: `obsm['X_pca']` when present, else `X` (see [`super::h5ad`]) |
+///
+/// A sparse `X` is densified here, up to 4 GiB dense; `embed` reads it sparse
+/// instead ([`super::h5ad::read_h5ad_points`]) and reduces it without densifying.
 ///
 /// Values become `f32` (doubles are rounded; see [`crate::Points`]); NaN, ±inf and values
 /// beyond `f32`'s range are errors naming the row and column. Empty input is an error.
@@ -24,13 +28,36 @@ pub fn read_points(path: &Path) -> Result<Points, IoError> {
         "tsv" => text::read_points_delimited(path, b'\t'),
         "txt" => text::read_points_whitespace(path),
         "fvecs" => fvecs::read_points_fvecs(path),
+        "h5ad" => {
+            let read = h5ad::read_h5ad_points(path, &h5ad::Rep::Default)?;
+            match read.matrix {
+                h5ad::H5adMatrix::Dense(points) => Ok(points),
+                h5ad::H5adMatrix::Sparse(rows) if rows.dense_bytes() <= DENSIFY_MAX_BYTES => {
+                    Ok(rows.to_dense())
+                }
+                h5ad::H5adMatrix::Sparse(rows) => Err(IoError::Invalid {
+                    path: path.into(),
+                    reason: format!(
+                        "{} is sparse, {} × {}: {:.1} GiB dense is more than this command \
+                         reads; reduce it first (`sgtsne embed` does, or scanpy's pca)",
+                        read.source,
+                        rows.n,
+                        rows.d,
+                        rows.dense_bytes() as f64 / (1u64 << 30) as f64
+                    ),
+                }),
+            }
+        }
         _ => Err(unknown_extension(
             path,
             "points",
-            ".npy, .csv, .tsv, .txt, .fvecs",
+            ".npy, .csv, .tsv, .txt, .fvecs, .h5ad",
         )),
     }
 }
+
+/// The largest dense copy of a sparse input [`read_points`] makes.
+const DENSIFY_MAX_BYTES: u64 = 4 << 30;
 
 #[cfg(test)]
 mod tests {
@@ -43,7 +70,7 @@ mod tests {
         std::fs::write(&p, "1,2\n").unwrap();
         let e = read_points(&p).unwrap_err();
         assert!(e.to_string().ends_with(
-            "data.xlsx: unsupported extension `.xlsx` for points; expected one of .npy, .csv, .tsv, .txt, .fvecs"
+            "data.xlsx: unsupported extension `.xlsx` for points; expected one of .npy, .csv, .tsv, .txt, .fvecs, .h5ad"
         ), "{e}");
         let e = read_points(&dir.path().join("noext")).unwrap_err();
         assert!(

@@ -15,7 +15,7 @@ use super::error::{extension, unknown_extension, IoError};
 /// What an output file will hold; decides which extensions are accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputKind {
-    /// The embedding Y: `.npy` or `.csv`.
+    /// The embedding Y: `.npy`, `.csv` or `.h5ad`.
     Embedding,
     /// The scatter plot: `.png`.
     Plot,
@@ -37,7 +37,7 @@ impl OutputKind {
 
     fn extensions(self) -> &'static [&'static str] {
         match self {
-            OutputKind::Embedding => &["npy", "csv"],
+            OutputKind::Embedding => &["npy", "csv", "h5ad"],
             OutputKind::Plot => &["png"],
             OutputKind::Report => &["json"],
             OutputKind::Labels => &["npy"],
@@ -46,7 +46,7 @@ impl OutputKind {
 
     fn expected(self) -> &'static str {
         match self {
-            OutputKind::Embedding => ".npy, .csv",
+            OutputKind::Embedding => ".npy, .csv, .h5ad",
             OutputKind::Plot => ".png",
             OutputKind::Report => ".json",
             OutputKind::Labels => ".npy",
@@ -87,7 +87,11 @@ pub fn check_output_path(path: &Path, kind: OutputKind) -> Result<(), IoError> {
 
 /// A temporary file beside `path` (same directory, so the final rename stays on one file
 /// system), readable by others as a normal output would be (subject to the umask).
-fn temp_in(dir: &Path, path: &Path, suffix: &str) -> Result<tempfile::NamedTempFile, IoError> {
+pub(crate) fn temp_in(
+    dir: &Path,
+    path: &Path,
+    suffix: &str,
+) -> Result<tempfile::NamedTempFile, IoError> {
     let mut b = tempfile::Builder::new();
     b.prefix(".sgtsne-").suffix(suffix);
     #[cfg(unix)]
@@ -155,9 +159,11 @@ pub(crate) fn write_atomic_path(
 }
 
 /// Writes the embedding `y` (n × `dims`, row-major) as `.npy` (`<f4`, shape (n, dims),
-/// C order) or `.csv` (header `y1,y2,…`, one point per line, shortest round-trip decimals).
+/// C order), `.csv` (header `y1,y2,…`, one point per line, shortest round-trip decimals) or
+/// a new `.h5ad` holding it as `obsm['X_tsne']` (to add it to a copy of an input `.h5ad`,
+/// see [`super::h5ad::write_h5ad`]).
 pub fn write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoError> {
-    if dims == 0 || y.len() % dims != 0 {
+    if dims == 0 || !y.len().is_multiple_of(dims) {
         return Err(IoError::Invalid {
             path: path.into(),
             reason: format!("{} values do not form rows of {dims} dimensions", y.len()),
@@ -188,7 +194,8 @@ pub fn write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoErro
             }
             Ok(())
         }),
-        _ => Err(unknown_extension(path, "an embedding", ".npy, .csv")),
+        "h5ad" => super::h5ad::write_h5ad(None, path, "X_tsne", y, dims),
+        _ => Err(unknown_extension(path, "an embedding", ".npy, .csv, .h5ad")),
     }
 }
 

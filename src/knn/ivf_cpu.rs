@@ -1,6 +1,6 @@
 //! The approximate all-points kNN on the CPU (`--knn approx` on the cpu backend): the twin
 //! of the GPU's (`crate::knn::gpu::ivf`), with the same host steps ([`super::ivf`]) and
-//! the exact kNN's blocked GEMM and threshold scans ([`super::exact`], [`super::scan`]) in
+//! the exact kNN's blocked GEMM and threshold scans ([`super::exact`] and the `scan` module) in
 //! place of the tensor-core sweep.
 //!
 //! k-means cells on a seeded sample; every point to its nearest centroid; the points sorted

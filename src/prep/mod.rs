@@ -10,9 +10,11 @@
 pub mod gpu;
 mod metric;
 mod pca;
+mod sparse_pca;
 
 pub use metric::Metric;
 pub use pca::{pca, Pca};
+pub use sparse_pca::sparse_pca;
 
 /// Clears the upper halves of the vector registers (`vzeroupper`) on this thread and on every
 /// worker of the current rayon pool. The matrix products of the PCA (faer), which the PCA

@@ -248,19 +248,22 @@ fn centre_block<'a>(
     MatRef::from_row_major_slice(&buf[..rows * d], rows, d)
 }
 
-/// Flips `axis` so that its largest-magnitude entry (the first one on ties) is positive.
-fn fix_sign(axis: &mut [f64]) {
+/// Flips `axis` so that its largest-magnitude entry (the first on ties) is positive;
+/// returns whether it flipped.
+pub(crate) fn fix_sign(axis: &mut [f64]) -> bool {
     let mut best = 0;
     for (l, v) in axis.iter().enumerate() {
         if v.abs() > axis[best].abs() {
             best = l;
         }
     }
-    if axis.get(best).is_some_and(|&v| v < 0.0) {
+    let flip = axis.get(best).is_some_and(|&v| v < 0.0);
+    if flip {
         for v in axis.iter_mut() {
             *v = -*v;
         }
     }
+    flip
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub fn fft_friendly(n: usize) -> usize {
     loop {
         let mut r = m;
         for f in [2, 3, 5, 7] {
-            while r % f == 0 {
+            while r.is_multiple_of(f) {
                 r /= f;
             }
         }
@@ -242,7 +242,7 @@ mod tests {
 
     fn is_friendly(mut m: usize) -> bool {
         for f in [2, 3, 5, 7] {
-            while m % f == 0 {
+            while m.is_multiple_of(f) {
                 m /= f;
             }
         }

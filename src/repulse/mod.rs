@@ -205,7 +205,7 @@ pub(crate) fn check_shapes(y: &[f32], dims: usize, force_len: usize) -> Result<u
     if !(1..=3).contains(&dims) {
         return Err(Error::param("dims", format!("{dims}; need 1, 2 or 3")));
     }
-    if y.len() % dims != 0 {
+    if !y.len().is_multiple_of(dims) {
         return Err(Error::param(
             "y",
             format!("length {} is not a multiple of dims = {dims}", y.len()),
@@ -307,7 +307,7 @@ pub(crate) fn check_device_args(n: usize, dims: usize, y_len: usize, f_len: usiz
 /// repulsion on its stream, downloads the forces.
 impl<R: RepulseGpu> Repulse for R {
     fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
-        if dims == 0 || y.len() % dims != 0 || force.len() != y.len() {
+        if dims == 0 || !y.len().is_multiple_of(dims) || force.len() != y.len() {
             return Err(Error::param(
                 "y",
                 "y and force must both hold n × dims values",

@@ -79,7 +79,7 @@ pub fn scatter_png(
     if super::error::extension(path) != "png" {
         return Err(super::error::unknown_extension(path, "a plot", ".png"));
     }
-    if !(1..=3).contains(&dims) || y.len() % dims != 0 {
+    if !(1..=3).contains(&dims) || !y.len().is_multiple_of(dims) {
         return Err(invalid(format!(
             "cannot plot {} values as {dims}-D points",
             y.len()

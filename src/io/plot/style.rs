@@ -60,7 +60,7 @@ pub(super) fn grouped(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (k, ch) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

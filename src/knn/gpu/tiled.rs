@@ -85,7 +85,7 @@ fn choose_tiles(gpu: &Gpu, shape: Shape, want: Option<Tiles>) -> Result<Tiles> {
         let queries = ((l2 * 5 / 8) / (4 * refs) / REF_ALIGN * REF_ALIGN).max(REF_ALIGN);
         Tiles { queries, refs }
     });
-    if t.queries == 0 || t.refs == 0 || t.refs % REF_ALIGN != 0 {
+    if t.queries == 0 || t.refs == 0 || !t.refs.is_multiple_of(REF_ALIGN) {
         return Err(Error::param(
             "tiles",
             format!("{t:?}: queries > 0 and refs a positive multiple of {REF_ALIGN}"),

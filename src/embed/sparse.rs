@@ -1,0 +1,81 @@
+//! Stage 2 for sparse points: the metric's row transform and PCA on the sparse rows, then
+//! the point pipeline on the dense n × m scores.
+
+use std::time::Instant;
+
+use super::{prepare_points, EmbedParams, Prepared};
+use crate::backend::BackendKind;
+use crate::prep::{self, Metric};
+use crate::progress::Progress;
+use crate::report::StageSeconds;
+use crate::{CsrPoints, Error, Result};
+
+/// Reduces `rows` to `params.pca` components straight from the sparse matrix (or densifies
+/// them when they are no wider than that), then runs [`prepare_points`] on the result with
+/// the metric and the PCA already applied.
+///
+/// Cosine scales each stored row to unit length, which keeps it sparse. Correlation would
+/// centre each row, which fills it: it is refused, with the way round it.
+pub(crate) fn prepare_sparse(
+    rows: &CsrPoints,
+    params: &EmbedParams,
+    backend: BackendKind,
+    seconds: &mut StageSeconds,
+    progress: &dyn Progress,
+) -> Result<Prepared> {
+    let t = Instant::now();
+    let scaled;
+    let rows = match params.metric {
+        Metric::Euclidean => rows,
+        Metric::Cosine => {
+            scaled = unit_rows(rows)?;
+            &scaled
+        }
+        Metric::Correlation => {
+            return Err(Error::param(
+                "metric",
+                "correlation centres every row, which would densify a sparse matrix; use \
+                 cosine, or a dense matrix (e.g. --use-rep X_pca)",
+            ))
+        }
+    };
+    let (points, reduced) = match params.pca {
+        Some(m) if rows.d > m => (prep::sparse_pca(rows, m, params.seed)?, true),
+        _ => (rows.to_dense(), false),
+    };
+    let sparse_seconds = t.elapsed().as_secs_f64();
+    let dense = EmbedParams {
+        metric: Metric::Euclidean,
+        pca: None,
+        ..params.clone()
+    };
+    let mut prepared = prepare_points(points, &dense, backend, seconds, progress)?;
+    prepared.reduced = reduced;
+    // prepare_points timed its own (empty) PCA step only.
+    seconds.pca += sparse_seconds;
+    Ok(prepared)
+}
+
+/// The rows scaled to unit Euclidean length; a row with no stored non-zero is an error
+/// naming it, as for dense points.
+fn unit_rows(rows: &CsrPoints) -> Result<CsrPoints> {
+    let mut out = rows.clone();
+    for i in 0..rows.n {
+        let (a, b) = (rows.indptr[i] as usize, rows.indptr[i + 1] as usize);
+        let norm = out.data[a..b]
+            .iter()
+            .map(|&x| x as f64 * x as f64)
+            .sum::<f64>()
+            .sqrt();
+        if !(norm > 0.0 && norm.is_finite()) {
+            return Err(Error::Data(format!(
+                "row {i} (counting from 0) is all zeros: it has no cosine distance to any \
+                 point; remove it or use --metric euclidean"
+            )));
+        }
+        out.data[a..b]
+            .iter_mut()
+            .for_each(|x| *x = (*x as f64 / norm) as f32);
+    }
+    Ok(out)
+}
