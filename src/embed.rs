@@ -344,6 +344,17 @@ pub(crate) fn initialise(
             init::random(n, dims, params.seed)
         }
         (_, InitKind::Random) => init::random(n, dims, params.seed),
+        (_, InitKind::Given) => {
+            let given = params.init_y.as_deref().ok_or_else(|| {
+                Error::param("init", "`given` needs the initial embedding (init_y)")
+            })?;
+            let y = init::given(given, n, dims, params.init_rescale)?;
+            // In the internal numbering: point r is input point order[r].
+            match &prepared.order {
+                Some(order) => Points::new(n, dims, y).permuted(order).data,
+                None => y,
+            }
+        }
     })
 }
 

@@ -20,6 +20,8 @@ pub enum InitKind {
     Pca,
     /// Isotropic Gaussian with std 1e-4 from the seed.
     Random,
+    /// An array the caller gives (`EmbedParams::init_y`), centred ([`given`]).
+    Given,
 }
 
 /// The first `dims` principal components of `points`, scaled to std [`INIT_STD`] on the
@@ -45,6 +47,61 @@ pub fn from_scores(scores: &Points, dims: usize) -> Vec<f32> {
         .flat_map(|i| scores.data[i * m..i * m + dims].iter())
         .map(|&v| (v as f64 * scale) as f32)
         .collect()
+}
+
+/// A given initial embedding (n × `dims`, row-major) made ready: every value finite, each
+/// axis centred on 0, and, with `rescale`, scaled so that the first axis has std
+/// [`INIT_STD`] (the others keep their ratio to it). Without `rescale` the scale is kept, as
+/// openTSNE keeps a given initialisation; a large one slows the early exaggeration phase.
+pub fn given(y: &[f32], n: usize, dims: usize, rescale: bool) -> Result<Vec<f32>> {
+    if y.len() != n * dims {
+        return Err(crate::Error::param(
+            "init",
+            format!(
+                "the initial embedding has {} values ({} rows of {dims}); the input has {n} \
+                 points",
+                y.len(),
+                y.len() as f64 / dims.max(1) as f64
+            ),
+        ));
+    }
+    if let Some(i) = y.iter().position(|v| !v.is_finite()) {
+        return Err(crate::Error::param(
+            "init",
+            format!(
+                "value {} of point {i} (counting from 0) is not finite",
+                y[i]
+            ),
+        ));
+    }
+    let mut out = y.to_vec();
+    for a in 0..dims {
+        let mean = (0..n).map(|i| y[i * dims + a] as f64).sum::<f64>() / n.max(1) as f64;
+        for i in 0..n {
+            out[i * dims + a] = (y[i * dims + a] as f64 - mean) as f32;
+        }
+    }
+    let first_std = first_axis_std(&out, dims);
+    if rescale && first_std > 0.0 {
+        let scale = INIT_STD as f64 / first_std;
+        out.iter_mut().for_each(|v| *v = (*v as f64 * scale) as f32);
+    }
+    Ok(out)
+}
+
+/// Standard deviation of the first axis of `y` (n × `dims`): what `--init FILE` reports as
+/// its scale.
+pub fn first_axis_std(y: &[f32], dims: usize) -> f64 {
+    let n = y.len() / dims.max(1);
+    if n == 0 {
+        return 0.0;
+    }
+    let mean = (0..n).map(|i| y[i * dims] as f64).sum::<f64>() / n as f64;
+    ((0..n)
+        .map(|i| (y[i * dims] as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n as f64)
+        .sqrt()
 }
 
 /// n × dims Gaussian values with std [`INIT_STD`], from `seed`.

@@ -8,5 +8,7 @@ mod e2e;
 mod gradient;
 /// AnnData .h5ad in and out, against fixtures written by the anndata package.
 mod h5ad;
+/// `--init FILE`, `-o -` and `.tsv` outputs, the no-output warning, completions and man.
+mod init_output;
 /// The grid-size sweep: a tiny sweep's CSV and charts, configuration errors.
 mod sweep;

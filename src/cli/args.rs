@@ -29,6 +29,14 @@ pub enum Command {
     /// Score an embedding of the points, by any tool: KL(P‖Q) with P as `embed` builds it
     /// (exact kNN) and the exact Z.
     Kl(KlArgs),
+    /// Print a completion script for a shell to standard output, e.g.
+    /// `sgtsne completions bash > ~/.local/share/bash-completion/completions/sgtsne`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to standard output, e.g. `sgtsne man | man -l -`.
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -132,8 +140,9 @@ pub struct EmbedArgs {
     /// SG-t-SNE mode: embed the nodes of a sparse weighted graph (Matrix Market .mtx).
     #[arg(long, value_name = "G.mtx")]
     pub graph: Option<PathBuf>,
-    /// Write the embedding (.npy as float32, .csv, or .h5ad: a copy of an .h5ad input with
-    /// the embedding added as obsm['X_tsne'], see --key; a new AnnData file otherwise).
+    /// Write the embedding: .npy (float32), .csv, .tsv, `-` (CSV on standard output), or
+    /// .h5ad (a copy of an .h5ad input with the embedding added as obsm['X_tsne'], see --key;
+    /// a new AnnData file otherwise).
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// Labels of the points (.npy or a one-column .csv): colour the plot, measure accuracy.
@@ -212,9 +221,15 @@ pub struct EmbedArgs {
     /// order either way.
     #[arg(long, value_enum, default_value_t = OrderArg::Auto)]
     pub order: OrderArg,
-    /// Initial embedding: `pca` (scaled to std 1e-4) or `random`.
-    #[arg(long, value_enum, default_value_t = InitArg::Pca)]
+    /// Initial embedding: `pca` (scaled to std 1e-4), `random`, or a file (.npy, .csv,
+    /// .tsv) of n rows × --dims columns in input order, used as given after centring (see
+    /// --init-rescale).
+    #[arg(long, default_value = "pca", value_name = "pca|random|FILE")]
     pub init: InitArg,
+    /// Scale an --init FILE to std 1e-4 on its first axis, the customary start for early
+    /// exaggeration.
+    #[arg(long)]
+    pub init_rescale: bool,
     /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding), `fixed` (the
     /// dimension's fixed default, chosen by the grid-size sweep) or nodes per axis
     /// [default: auto in 1-D and 2-D, 50 in 3-D].
@@ -276,10 +291,23 @@ pub enum OrderArg {
     Input,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Debug)]
 pub enum InitArg {
     Pca,
     Random,
+    File(PathBuf),
+}
+
+impl FromStr for InitArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "pca" => InitArg::Pca,
+            "random" => InitArg::Random,
+            "" => return Err("expected `pca`, `random` or a file".into()),
+            path => InitArg::File(PathBuf::from(path)),
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -1,7 +1,9 @@
 //! `sgtsne embed`: load, embed, write — outputs checked before the long work starts, and
 //! written atomically after it.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -50,9 +52,14 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         (&args.plot, OutputKind::Plot),
         (&args.report, OutputKind::Report),
     ] {
-        if let Some(p) = path {
+        if let Some(p) = path.as_deref().filter(|p| !is_stdout(p)) {
             io::check_output_path(p, kind)?;
         }
+    }
+    if output.is_none() && args.plot.is_none() && args.report.is_none() {
+        eprintln!(
+            "warning: no -o, --plot or --report: the embedding will be computed and not kept"
+        );
     }
 
     let (pool, _) = super::worker_pool(args.threads)?;
@@ -66,7 +73,12 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
     let t = Instant::now();
     if let Some(out) = &output {
-        if is_h5ad(out) {
+        if is_stdout(out) {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            io::write_embedding_text(&mut w, &result.y, result.dims, b',')
+                .and_then(|()| w.flush())
+                .map_err(|e| anyhow::anyhow!("writing the embedding to standard output: {e}"))?;
+        } else if is_h5ad(out) {
             io::h5ad::write_h5ad(h5ad_input, out, &args.key, &result.y, result.dims)?;
         } else {
             io::write_embedding(out, &result.y, result.dims)?;
@@ -91,6 +103,11 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         summarise(report, &args, output.as_ref());
     }
     Ok(())
+}
+
+/// `-o -`: the embedding goes to standard output as CSV.
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 fn is_h5ad(path: &Path) -> bool {
@@ -211,6 +228,9 @@ fn display_name(path: &Path) -> String {
 /// Maps the raw arguments onto the library's parameters.
 fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
     let defaults = EmbedParams::default();
+    if a.init_rescale && !matches!(a.init, InitArg::File(_)) {
+        anyhow::bail!("--init-rescale applies to --init FILE only");
+    }
     let dims = a.dims as usize;
     let grid = match (a.grid, a.grid_spacing, a.grid_error) {
         (_, _, Some(e)) => Some(GridSpec::for_error(e, dims)?),
@@ -261,7 +281,13 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         init: match a.init {
             InitArg::Pca => InitKind::Pca,
             InitArg::Random => InitKind::Random,
+            InitArg::File(_) => InitKind::Given,
         },
+        init_y: match &a.init {
+            InitArg::File(path) => Some(read_init(path, dims, a.quiet, a.init_rescale)?),
+            _ => None,
+        },
+        init_rescale: a.init_rescale,
         grid,
         repulsion: match a.repulsion {
             RepulsionArg::Fft => RepulsionMethod::Fft,
@@ -290,6 +316,28 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             ..defaults.optim
         },
     })
+}
+
+/// The initial embedding of `--init FILE`: n × `dims` (the point count is checked by the
+/// library), with a note when its scale is far from the customary 1e-4.
+fn read_init(path: &Path, dims: usize, quiet: bool, rescale: bool) -> Result<Arc<[f32]>> {
+    let y = io::read_points(path)?;
+    if y.d != dims {
+        anyhow::bail!(
+            "{}: --init has {} columns; the embedding has --dims {dims}",
+            path.display(),
+            y.d
+        );
+    }
+    let std = sgtsne::init::first_axis_std(&y.data, dims);
+    if !quiet && !rescale && std > 1e-2 {
+        eprintln!(
+            "note: --init {} has std {std:.3e} on its first axis, used as given; \
+             --init-rescale scales it to 1e-4, the customary start for early exaggeration",
+            path.display()
+        );
+    }
+    Ok(y.data.into())
 }
 
 /// A few lines on stderr: what ran, how long each stage took, how good the result is.
@@ -346,6 +394,10 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathB
         .into_iter()
         .flatten()
     {
-        eprintln!("  wrote {}", p.display());
+        if is_stdout(p) {
+            eprintln!("  wrote the embedding to standard output");
+        } else {
+            eprintln!("  wrote {}", p.display());
+        }
     }
 }

@@ -18,6 +18,17 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Gen(a) => gen_cmd::run(a),
         args::Command::Sweep(a) => sweep_cmd::run(a),
         args::Command::Kl(a) => kl_cmd::run(a),
+        args::Command::Completions { shell } => {
+            let mut cmd = <args::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "sgtsne", &mut std::io::stdout());
+            Ok(())
+        }
+        args::Command::Man => {
+            let cmd = <args::Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .context("writing the manual page to standard output")
+        }
     }
 }
 

@@ -113,6 +113,12 @@ pub struct EmbedParams {
     pub order: Option<PointOrder>,
     /// Initialisation (default PCA; graphs always start random).
     pub init: InitKind,
+    /// The initial embedding of [`InitKind::Given`]: n × dims, row-major, in input order
+    /// (not in the report).
+    #[serde(skip)]
+    pub init_y: Option<std::sync::Arc<[f32]>>,
+    /// With [`InitKind::Given`]: scale it to the customary std 1e-4 on its first axis.
+    pub init_rescale: bool,
     /// Repulsion grid; `None` = [`GridSpec::default_for`] the dimension (resolved in the
     /// report).
     #[serde(serialize_with = "grid_text")]
@@ -144,6 +150,8 @@ impl Default for EmbedParams {
             ivf: IvfParams::default(),
             order: None,
             init: InitKind::Pca,
+            init_y: None,
+            init_rescale: false,
             grid: None,
             repulsion: RepulsionMethod::Fft,
             precision: Precision::F32,

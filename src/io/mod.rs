@@ -1,5 +1,5 @@
 //! Input and output: points (`.npy`, `.csv`/`.tsv`/`.txt`, `.fvecs`, AnnData `.h5ad`), square
-//! images (`.npy`), labels, graphs (`.mtx`), embeddings (`.npy`, `.csv`, `.h5ad`) and PNG
+//! images (`.npy`), labels, graphs (`.mtx`), embeddings (`.npy`, `.csv`, `.tsv`, `.h5ad`) and PNG
 //! scatter plots.
 //!
 //! file → [`Points`](crate::Points) / [`Labels`] / `sprs::CsMat<f64>`;
@@ -34,4 +34,7 @@ pub use npy::read_points_npy_bytes;
 #[cfg(test)]
 pub(crate) use npy::tests::npy_file as npy_test_file;
 pub use read::read_points;
-pub use write::{check_output_path, write_atomic, write_embedding, write_labels, OutputKind};
+pub use write::{
+    check_output_path, write_atomic, write_embedding, write_embedding_text, write_labels,
+    OutputKind,
+};

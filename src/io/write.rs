@@ -15,7 +15,7 @@ use super::error::{extension, unknown_extension, IoError};
 /// What an output file will hold; decides which extensions are accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputKind {
-    /// The embedding Y: `.npy`, `.csv` or `.h5ad`.
+    /// The embedding Y: `.npy`, `.csv`, `.tsv` or `.h5ad`.
     Embedding,
     /// The scatter plot: `.png`.
     Plot,
@@ -37,7 +37,7 @@ impl OutputKind {
 
     fn extensions(self) -> &'static [&'static str] {
         match self {
-            OutputKind::Embedding => &["npy", "csv", "h5ad"],
+            OutputKind::Embedding => &["npy", "csv", "tsv", "h5ad"],
             OutputKind::Plot => &["png"],
             OutputKind::Report => &["json"],
             OutputKind::Labels => &["npy"],
@@ -46,7 +46,7 @@ impl OutputKind {
 
     fn expected(self) -> &'static str {
         match self {
-            OutputKind::Embedding => ".npy, .csv, .h5ad",
+            OutputKind::Embedding => ".npy, .csv, .tsv, .h5ad",
             OutputKind::Plot => ".png",
             OutputKind::Report => ".json",
             OutputKind::Labels => ".npy",
@@ -159,9 +159,9 @@ pub(crate) fn write_atomic_path(
 }
 
 /// Writes the embedding `y` (n × `dims`, row-major) as `.npy` (`<f4`, shape (n, dims),
-/// C order), `.csv` (header `y1,y2,…`, one point per line, shortest round-trip decimals) or
-/// a new `.h5ad` holding it as `obsm['X_tsne']` (to add it to a copy of an input `.h5ad`,
-/// see [`super::h5ad::write_h5ad`]).
+/// C order), `.csv` / `.tsv` (header `y1,y2,…`, one point per line, shortest round-trip
+/// decimals; [`write_embedding_text`]) or a new `.h5ad` holding it as `obsm['X_tsne']` (to
+/// add it to a copy of an input `.h5ad`, see [`super::h5ad::write_h5ad`]).
 pub fn write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoError> {
     if dims == 0 || !y.len().is_multiple_of(dims) {
         return Err(IoError::Invalid {
@@ -180,23 +180,39 @@ pub fn write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoErro
             out.extend(y.iter().copied())?;
             out.finish()
         }),
-        "csv" => write_atomic(path, |w| {
-            let header: Vec<String> = (1..=dims).map(|k| format!("y{k}")).collect();
-            writeln!(w, "{}", header.join(","))?;
-            for row in y.chunks_exact(dims) {
-                for (k, v) in row.iter().enumerate() {
-                    if k > 0 {
-                        w.write_all(b",")?;
-                    }
-                    write!(w, "{v}")?;
-                }
-                w.write_all(b"\n")?;
-            }
-            Ok(())
-        }),
+        "csv" => write_atomic(path, |w| write_embedding_text(w, y, dims, b',')),
+        "tsv" => write_atomic(path, |w| write_embedding_text(w, y, dims, b'\t')),
         "h5ad" => super::h5ad::write_h5ad(None, path, "X_tsne", y, dims),
-        _ => Err(unknown_extension(path, "an embedding", ".npy, .csv, .h5ad")),
+        _ => Err(unknown_extension(
+            path,
+            "an embedding",
+            ".npy, .csv, .tsv, .h5ad",
+        )),
     }
+}
+
+/// The embedding as delimited text (`sep` = `,` or tab): a header `y1…`, then one point per
+/// line in shortest round-trip decimals. Also what `-o -` writes to standard output.
+pub fn write_embedding_text(
+    w: &mut dyn Write,
+    y: &[f32],
+    dims: usize,
+    sep: u8,
+) -> std::io::Result<()> {
+    let sep_text = [sep];
+    let sep_text = std::str::from_utf8(&sep_text).map_err(std::io::Error::other)?;
+    let header: Vec<String> = (1..=dims).map(|k| format!("y{k}")).collect();
+    writeln!(w, "{}", header.join(sep_text))?;
+    for row in y.chunks_exact(dims.max(1)) {
+        for (k, v) in row.iter().enumerate() {
+            if k > 0 {
+                w.write_all(&[sep])?;
+            }
+            write!(w, "{v}")?;
+        }
+        w.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// Writes integer labels as a 1-D `.npy` of `<u4` (the readers accept it back).
