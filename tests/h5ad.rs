@@ -295,3 +295,22 @@ fn bad_h5ad_input_fails_cleanly() {
         &["fake.h5ad", "cannot open as HDF5"],
     );
 }
+
+#[test]
+fn info_lists_what_the_file_holds() {
+    let file = fixture("dense_gzip.h5ad");
+    let run = sgtsne(&["info", file.to_str().unwrap(), "--read"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let text = String::from_utf8(run.stdout).unwrap();
+    for needle in [
+        "X: dense 300 × 20 f32",
+        "obsm['X_pca']: dense 300 × 5 f64",
+        "obs['cell_type']: categorical of 4 categories",
+        "read obsm['X_pca']: 300 × 5 in",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let run = sgtsne(&["info", fixture("csc.h5ad").to_str().unwrap()]);
+    let text = String::from_utf8(run.stdout).unwrap();
+    assert!(text.contains("X: csc_matrix 300 × 20, "), "{text}");
+}

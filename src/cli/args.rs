@@ -18,8 +18,9 @@ pub struct Cli {
 pub enum Command {
     /// Embed points (.npy, .csv, .tsv, .fvecs) or a graph (.mtx) in 1, 2 or 3 dimensions.
     Embed(Box<EmbedArgs>),
-    /// Show the version, the CPU threads and whether a CUDA device is usable (and why not).
-    Info,
+    /// Show the version, the CPU threads and whether a CUDA device is usable (and why not);
+    /// with a FILE, what it holds (for an .h5ad: X, obsm, obsp, layers and obs columns).
+    Info(InfoArgs),
     /// Generate data for scale tests: a seeded Gaussian mixture with uneven cluster sizes, or
     /// randomly deformed copies of real images (--deform-images).
     Gen(GenArgs),
@@ -37,6 +38,20 @@ pub enum Command {
     },
     /// Print the manual page (roff) to standard output, e.g. `sgtsne man | man -l -`.
     Man,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// A points file to describe (.h5ad, .npy, .csv, .tsv, .txt, .fvecs).
+    pub file: Option<PathBuf>,
+    /// Also read the points as `embed` would (with --use-rep for an .h5ad) and say how long
+    /// that took and how much memory it needed.
+    #[arg(long, requires = "file")]
+    pub read: bool,
+    /// The matrix of an .h5ad to read with --read: `X` or an obsm key [default: X_pca when
+    /// present, else X].
+    #[arg(long, value_name = "KEY", requires = "read")]
+    pub use_rep: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -189,12 +189,7 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
 
 /// The points of an `.h5ad` input: the matrix `--use-rep` names, dense or sparse.
 fn read_h5ad(path: &Path, args: &EmbedArgs) -> Result<Input> {
-    let rep = match args.use_rep.as_deref() {
-        None => Rep::Default,
-        Some("X") => Rep::X,
-        Some(key) => Rep::Obsm(key.to_string()),
-    };
-    let read = io::h5ad::read_h5ad_points(path, &rep)?;
+    let read = io::h5ad::read_h5ad_points(path, &Rep::from_flag(args.use_rep.as_deref()))?;
     let (n, d) = read.matrix.shape();
     Ok(match read.matrix {
         H5adMatrix::Dense(points) => {

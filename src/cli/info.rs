@@ -1,8 +1,64 @@
-//! `sgtsne info`: what this build can use on this machine.
+//! `sgtsne info`: what this build can use on this machine, and what a file holds.
+
+use std::path::Path;
+use std::time::Instant;
 
 use anyhow::Result;
+use sgtsne::io::{self, h5ad};
 
-pub fn run() -> Result<()> {
+use super::args::InfoArgs;
+
+pub fn run(args: InfoArgs) -> Result<()> {
+    match &args.file {
+        Some(file) => describe(file, &args),
+        None => machine(),
+    }
+}
+
+/// What `file` holds; with `--read`, the points read as `embed` reads them, timed.
+fn describe(file: &Path, args: &InfoArgs) -> Result<()> {
+    let is_h5ad = file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("h5ad"));
+    if is_h5ad {
+        println!("{} (AnnData):", file.display());
+        for (element, what) in h5ad::describe(file)? {
+            println!("  {element}: {what}");
+        }
+    }
+    if !args.read && is_h5ad {
+        return Ok(());
+    }
+    let t = Instant::now();
+    let (source, shape, stored) = if is_h5ad {
+        let read = h5ad::read_h5ad_points(file, &h5ad::Rep::from_flag(args.use_rep.as_deref()))?;
+        let stored = match &read.matrix {
+            h5ad::H5adMatrix::Sparse(rows) => Some(rows.nnz()),
+            h5ad::H5adMatrix::Dense(_) => None,
+        };
+        (read.source, read.matrix.shape(), stored)
+    } else {
+        let points = io::read_points(file)?;
+        ("points".to_string(), (points.n, points.d), None)
+    };
+    let seconds = t.elapsed().as_secs_f64();
+    let sparse = stored.map_or(String::new(), |nnz| {
+        format!(", sparse, {nnz} stored values")
+    });
+    println!(
+        "read {source}: {} × {}{sparse} in {seconds:.2} s, peak memory {}",
+        shape.0,
+        shape.1,
+        sgtsne::report::peak_rss_bytes().map_or("unknown".into(), |b| format!(
+            "{:.2} GiB",
+            b as f64 / (1u64 << 30) as f64
+        ))
+    );
+    Ok(())
+}
+
+/// The build, the CPU threads and the GPU.
+fn machine() -> Result<()> {
     println!("sgtsne {}", env!("CARGO_PKG_VERSION"));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("cpu threads: {cores} (change with --threads)");

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 pub fn run(cli: args::Cli) -> Result<()> {
     match cli.command {
         args::Command::Embed(a) => embed_cmd::run(*a),
-        args::Command::Info => info::run(),
+        args::Command::Info(a) => info::run(a),
         args::Command::Gen(a) => gen_cmd::run(a),
         args::Command::Sweep(a) => sweep_cmd::run(a),
         args::Command::Kl(a) => kl_cmd::run(a),

@@ -88,3 +88,72 @@ fn listing(names: &[String]) -> String {
         names.join(", ")
     }
 }
+
+/// What an AnnData file holds, as `sgtsne info FILE` shows it: one line per element
+/// (`X`, each `obsm`, `obsp` and `layers` entry, each `obs` column), read from the metadata
+/// only (shapes, types, attributes), so it is quick on any size.
+pub fn describe(path: &Path) -> Result<Vec<(String, String)>, IoError> {
+    let file = open(path)?;
+    let mut lines = Vec::new();
+    let rows = |ds: &hdf5_pure::Dataset| {
+        let shape = ds.shape().unwrap_or_default();
+        let dtype = ds.dtype().map(|t| t.to_string()).unwrap_or_default();
+        let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+        format!("{} {dtype}", dims.join(" × "))
+    };
+    let matrix = |element: &str| match file.dataset(element) {
+        Ok(ds) => format!("dense {}", rows(&ds)),
+        Err(_) => {
+            let kind = encoding_type(&file, element).unwrap_or_else(|| "group".into());
+            let stored = file
+                .dataset(&format!("{element}/data"))
+                .and_then(|d| d.shape())
+                .ok()
+                .and_then(|s| s.first().copied());
+            let shape = file
+                .group(element)
+                .and_then(|g| g.attrs())
+                .ok()
+                .and_then(|a| match a.get("shape") {
+                    Some(hdf5_pure::AttrValue::I64Array(v)) => {
+                        Some(v.iter().map(i64::to_string).collect::<Vec<_>>().join(" × "))
+                    }
+                    _ => None,
+                });
+            match (shape, stored) {
+                (Some(shape), Some(nnz)) => format!("{kind} {shape}, {nnz} stored values"),
+                _ => kind,
+            }
+        }
+    };
+    if members(&file, "/").iter().any(|m| m == "X") {
+        lines.push(("X".to_string(), matrix("X")));
+    }
+    for group in ["obsm", "obsp", "layers"] {
+        for key in members(&file, group) {
+            let element = format!("{group}/{key}");
+            lines.push((format!("{group}['{key}']"), matrix(&element)));
+        }
+    }
+    for column in members(&file, "obs") {
+        if column == "_index" || column == "__categories" {
+            continue;
+        }
+        let element = format!("obs/{column}");
+        let kind = match file.dataset(&element) {
+            Ok(ds) => ds.dtype().map(|t| t.to_string()).unwrap_or_default(),
+            Err(_) => {
+                let kind = encoding_type(&file, &element).unwrap_or_else(|| "group".into());
+                match file
+                    .dataset(&format!("{element}/categories"))
+                    .and_then(|d| d.shape())
+                {
+                    Ok(s) => format!("{kind} of {} categories", s.first().copied().unwrap_or(0)),
+                    Err(_) => kind,
+                }
+            }
+        };
+        lines.push((format!("obs['{column}']"), kind));
+    }
+    Ok(lines)
+}

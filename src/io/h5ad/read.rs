@@ -21,6 +21,17 @@ pub enum Rep {
     Obsm(String),
 }
 
+impl Rep {
+    /// The representation `--use-rep` names: none for the default, `X`, or an obsm key.
+    pub fn from_flag(flag: Option<&str>) -> Rep {
+        match flag {
+            None => Rep::Default,
+            Some("X") => Rep::X,
+            Some(key) => Rep::Obsm(key.to_string()),
+        }
+    }
+}
+
 /// A matrix as stored: dense rows, or sparse rows never densified.
 #[derive(Clone, Debug, PartialEq)]
 pub enum H5adMatrix {
