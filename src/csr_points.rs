@@ -58,6 +58,38 @@ impl CsrPoints {
         Points::new(self.n, self.d, data)
     }
 
+    /// The CSR of the transpose (d rows of n columns): a counting sort of the entries by
+    /// column, O(nnz); within each new row the entries keep their row order.
+    pub fn transposed(&self) -> CsrPoints {
+        let (rows, cols) = (self.d, self.n);
+        let mut indptr = vec![0u64; rows + 1];
+        for &j in &self.indices {
+            indptr[j as usize + 1] += 1;
+        }
+        for r in 0..rows {
+            indptr[r + 1] += indptr[r];
+        }
+        let mut next: Vec<u64> = indptr[..rows].to_vec();
+        let mut indices = vec![0u32; self.nnz()];
+        let mut data = vec![0f32; self.nnz()];
+        for i in 0..cols {
+            for p in self.indptr[i] as usize..self.indptr[i + 1] as usize {
+                let r = self.indices[p] as usize;
+                let at = next[r] as usize;
+                indices[at] = i as u32;
+                data[at] = self.data[p];
+                next[r] += 1;
+            }
+        }
+        CsrPoints {
+            n: rows,
+            d: cols,
+            indptr,
+            indices,
+            data,
+        }
+    }
+
     /// Bytes the dense copy would take.
     pub fn dense_bytes(&self) -> u64 {
         self.n as u64 * self.d as u64 * 4
@@ -81,5 +113,13 @@ mod tests {
         let p = m.to_dense();
         assert_eq!(p.data, vec![2.0, 0.0, 1.0, 0.0, 0.0, 0.0, 5.0, 7.0, 0.0]);
         assert_eq!(m.dense_bytes(), 36);
+        let t = m.transposed();
+        assert_eq!((t.n, t.d), (3, 3));
+        let (dense, back) = (m.to_dense().data, t.to_dense().data);
+        for i in 0..3 {
+            for j in 0..3 {
+                assert_eq!(dense[i * 3 + j], back[j * 3 + i]);
+            }
+        }
     }
 }

@@ -155,7 +155,8 @@ pub fn embed(
         BackendKind::Cpu => None,
         kind => {
             let d = input.d().map(|d| params.pca.map_or(d, |m| m.min(d)));
-            let variants = device_kernels(d, kind, &params);
+            let sparse = matches!(input, Input::Sparse(_));
+            let variants = device_kernels(d, sparse, kind, &params);
             Some(Gpu::get()?.precompile(&variants, rayon::current_num_threads()))
         }
     };
@@ -414,13 +415,22 @@ fn optimise(
 }
 
 /// The kernel files and variants a run on the `backend` device uses, roughly in the order
-/// it first uses them, for [`Gpu::precompile`]: in point mode the centring (PCA, kNN) and
+/// it first uses them, for [`Gpu::precompile`]: for sparse points their PCA's products, in
+/// point mode the centring (PCA, kNN) and
 /// the kNN's files, then on gpu the affinities, the attraction and the update, and the
 /// repulsion's files (the FFT's in the grids' precision, or the exact one). A file missed
 /// here still compiles when first used; one listed but unused costs a core for a while.
-fn device_kernels(d: Option<usize>, backend: BackendKind, params: &EmbedParams) -> Vec<Variant> {
+fn device_kernels(
+    d: Option<usize>,
+    sparse: bool,
+    backend: BackendKind,
+    params: &EmbedParams,
+) -> Vec<Variant> {
     let on_gpu = backend == BackendKind::Gpu;
     let mut files = Vec::new();
+    if sparse {
+        files.push(KernelId::SparsePca);
+    }
     if d.is_some() {
         files.push(KernelId::Centre);
         match params.knn {
@@ -511,7 +521,7 @@ mod tests {
                         precision,
                         ..Default::default()
                     };
-                    let variants = device_kernels(Some(50), backend, &params);
+                    let variants = device_kernels(Some(50), false, backend, &params);
                     let exact = repulsion == RepulsionMethod::Exact;
                     let count =
                         |f: fn(KernelId) -> bool| variants.iter().filter(|v| f(v.0)).count();
@@ -531,6 +541,9 @@ mod tests {
                 }
             }
         }
+        let sparse = device_kernels(Some(50), true, BackendKind::Gpu, &EmbedParams::default());
+        assert_eq!(sparse[0], (KernelId::SparsePca, &[][..]));
+        listed.extend(sparse.into_iter().map(|(id, _)| id));
         for id in KernelId::ALL {
             assert!(listed.contains(id), "{} is never compiled ahead", id.file());
         }

@@ -5,14 +5,16 @@ use std::time::Instant;
 
 use super::{prepare_points, EmbedParams, Prepared};
 use crate::backend::BackendKind;
+use crate::gpu::Gpu;
 use crate::prep::{self, Metric};
 use crate::progress::Progress;
 use crate::report::StageSeconds;
 use crate::{CsrPoints, Error, Result};
 
-/// Reduces `rows` to `params.pca` components straight from the sparse matrix (or densifies
-/// them when they are no wider than that), then runs [`prepare_points`] on the result with
-/// the metric and the PCA already applied.
+/// Reduces `rows` to `params.pca` components straight from the sparse matrix, its products
+/// on the device on the gpu and hybrid backends (or densifies them when they are no wider
+/// than that), then runs [`prepare_points`] on the result with the metric and the PCA
+/// already applied.
 ///
 /// Cosine scales each stored row to unit length, which keeps it sparse. Correlation would
 /// centre each row, which fills it: it is refused, with the way round it.
@@ -40,6 +42,10 @@ pub(crate) fn prepare_sparse(
         }
     };
     let (points, reduced) = match params.pca {
+        Some(m) if rows.d > m && backend != BackendKind::Cpu => (
+            prep::sparse_pca_gpu(Gpu::get()?, rows, m, params.seed)?,
+            true,
+        ),
         Some(m) if rows.d > m => (prep::sparse_pca(rows, m, params.seed)?, true),
         _ => (rows.to_dense(), false),
     };

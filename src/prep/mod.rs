@@ -14,7 +14,7 @@ mod sparse_pca;
 
 pub use metric::Metric;
 pub use pca::{pca, Pca};
-pub use sparse_pca::sparse_pca;
+pub use sparse_pca::{gpu::sparse_pca_gpu, sparse_pca};
 
 /// Clears the upper halves of the vector registers (`vzeroupper`) on this thread and on every
 /// worker of the current rayon pool. The matrix products of the PCA (faer), which the PCA

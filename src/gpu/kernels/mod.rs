@@ -19,6 +19,7 @@ pub mod optim;
 pub mod phi2force;
 pub mod repulse;
 pub mod s2g;
+pub mod sparse_pca;
 
 use super::launch::Declared;
 
@@ -111,6 +112,8 @@ kernel_files! {
     KnnRefine => "knn_refine.cu", knn_refine, false;
     /// Perplexity calibration and symmetrisation of P into HYB.
     Affinity => "affinity.cu", affinity, false;
+    /// Sparse matrix products of the randomised PCA of sparse points.
+    SparsePca => "sparse_pca.cu", sparse_pca, false;
 }
 
 impl KernelId {

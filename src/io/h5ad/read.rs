@@ -212,7 +212,7 @@ fn check_finite(values: &[f32], path: &Path, source: &str, width: usize) -> Resu
 
 /// A `csr_matrix` or `csc_matrix` group (anndata ≥ 0.7; `h5sparse_format` of older files is
 /// not read), checked: `indptr` non-decreasing from 0 to nnz, indices within the shape,
-/// values finite. A CSC matrix is transposed to rows by a counting sort (O(nnz)).
+/// values finite. A CSC matrix is transposed to rows ([`CsrPoints::transposed`], O(nnz)).
 fn read_sparse(
     file: &File,
     path: &Path,
@@ -249,8 +249,10 @@ fn read_sparse(
     };
     let data_ds = part("data")?;
     let data = read_values(&data_ds, path, &format!("{source}/data"))?;
+    // Read straight as u32 (anndata writes int32 or int64, never negative): no 8-byte copy
+    // of the largest array; a negative or too large index fails the range check below.
     let indices = part("indices")?
-        .read_i64()
+        .read_u32()
         .map_err(|e| h5_error(path, &format!("{source}/indices"), e))?;
     let indptr = part("indptr")?
         .read_i64()
@@ -272,7 +274,7 @@ fn read_sparse(
             "indptr must rise from 0 to the {nnz} values without falling"
         )));
     }
-    if let Some(p) = indices.iter().position(|&j| j < 0 || j >= minor as i64) {
+    if let Some(p) = indices.iter().position(|&j| j as usize >= minor) {
         let line = indptr.partition_point(|&s| s <= p as i64);
         return Err(bad(format!(
             "index {} of {} {line} (1-based) is outside 0..{minor}",
@@ -288,62 +290,13 @@ fn read_sparse(
         )));
     }
     let indptr: Vec<u64> = indptr.iter().map(|&x| x as u64).collect();
-    let indices: Vec<u32> = indices.iter().map(|&x| x as u32).collect();
-    Ok(if csc {
-        transpose(d, n, &indptr, &indices, &data)
-    } else {
-        CsrPoints {
-            n,
-            d,
-            indptr,
-            indices,
-            data,
-        }
-    })
-}
-
-/// The CSR form of a CSC matrix with `cols` columns and `rows` rows: a counting sort of the
-/// entries by row, columns ascending within each row.
-fn transpose(cols: usize, rows: usize, colptr: &[u64], rowidx: &[u32], data: &[f32]) -> CsrPoints {
-    let mut indptr = vec![0u64; rows + 1];
-    for &r in rowidx {
-        indptr[r as usize + 1] += 1;
-    }
-    for i in 0..rows {
-        indptr[i + 1] += indptr[i];
-    }
-    let mut next: Vec<u64> = indptr[..rows].to_vec();
-    let mut indices = vec![0u32; data.len()];
-    let mut values = vec![0f32; data.len()];
-    for c in 0..cols {
-        for p in colptr[c] as usize..colptr[c + 1] as usize {
-            let r = rowidx[p] as usize;
-            let at = next[r] as usize;
-            indices[at] = c as u32;
-            values[at] = data[p];
-            next[r] += 1;
-        }
-    }
-    CsrPoints {
-        n: rows,
-        d: cols,
+    // A CSC matrix is the CSR of its transpose.
+    let stored = CsrPoints {
+        n: major,
+        d: minor,
         indptr,
         indices,
-        data: values,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transpose_of_csc_is_the_same_matrix_by_rows() {
-        // [[1, 0, 2], [0, 3, 0]] in CSC: columns (0: r0=1), (1: r1=3), (2: r0=2).
-        let m = transpose(3, 2, &[0, 1, 2, 3], &[0, 1, 0], &[1.0, 3.0, 2.0]);
-        assert_eq!(m.indptr, vec![0, 2, 3]);
-        assert_eq!(m.indices, vec![0, 2, 1]);
-        assert_eq!(m.data, vec![1.0, 2.0, 3.0]);
-        assert_eq!(m.to_dense().data, vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0]);
-    }
+        data,
+    };
+    Ok(if csc { stored.transposed() } else { stored })
 }

@@ -13,9 +13,16 @@
 //! 3. B = Qᵀ A_c (l × d, small), thin SVD B = Û Σ Vᵀ. The axes are V's first m columns,
 //!    variances σ²/(n − 1), scores A_c V_m = Q Û_m Σ_m.
 //!
-//! Memory: O((n + d)·l) doubles besides the matrix; time O(nnz · l · (2q + 2)). With q = 4
+//! The products are the only steps that touch A: [`sparse_pca`] runs them on the host,
+//! [`gpu::sparse_pca_gpu`] on the device (the rest is shared); both sum in an order that
+//! does not depend on the thread count.
+//!
+//! Memory: O((n + 16 d)·l) doubles besides the matrix (the device keeps Aᵀ in CSR too);
+//! time O(nnz · l · (2q + 2)). With q = 4
 //! the scores agree with the dense eigen-decomposition's ([`super::pca`]) to f32 rounding on
 //! a spectrum that decays as expression data's does (the test below).
+
+pub mod gpu;
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
@@ -30,14 +37,35 @@ use crate::{CsrPoints, Error, Points, Result};
 const OVERSAMPLE: usize = 10;
 /// Power iterations.
 const POWER_ITERS: usize = 4;
-/// Rows per parallel task in the sparse products.
-const ROWS_PER_TASK: usize = 4096;
 
 /// The top `m` principal-component scores of the rows of `a` (n × m, columns by decreasing
 /// variance, each axis signed so that its largest-magnitude loading is positive), computed
-/// from the sparse matrix; `seed` fixes the random start, so equal inputs give equal outputs
-/// on any number of threads.
+/// from the sparse matrix on the host; `seed` fixes the random start, so equal inputs give
+/// equal outputs on any number of threads.
 pub fn sparse_pca(a: &CsrPoints, m: usize, seed: u64) -> Result<Points> {
+    randomised(a, m, seed, |side, x| {
+        Ok(match side {
+            Side::A => csr_times(a, x),
+            Side::At => csr_transpose_times(a, x),
+        })
+    })
+}
+
+/// Which product a step needs: A X (n × l, X is d × l) or Aᵀ Y (d × l, Y is n × l).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    A,
+    At,
+}
+
+/// The method of the module doc around `product(side, x)`, the uncentred sparse product
+/// on the host or the device; the centring's rank-one corrections are applied here.
+pub(crate) fn randomised(
+    a: &CsrPoints,
+    m: usize,
+    seed: u64,
+    mut product: impl FnMut(Side, &Mat<f64>) -> Result<Mat<f64>>,
+) -> Result<Points> {
     let (n, d) = (a.n, a.d);
     if m == 0 || m > d {
         return Err(Error::param(
@@ -50,15 +78,35 @@ pub fn sparse_pca(a: &CsrPoints, m: usize, seed: u64) -> Result<Points> {
     }
     let l = (m + OVERSAMPLE).min(d).min(n);
     let mean = column_means(a);
+    let mut centred = |side, x: &Mat<f64>| -> Result<Mat<f64>> {
+        let mut out = product(side, x)?;
+        for c in 0..l {
+            match side {
+                // A_c X = A X − 1 (μᵀ X)
+                Side::A => {
+                    let shift: f64 = (0..d).map(|r| mean[r] * x[(r, c)]).sum();
+                    out.col_mut(c).iter_mut().for_each(|v| *v -= shift);
+                }
+                // A_cᵀ Y = Aᵀ Y − μ (1ᵀ Y)
+                Side::At => {
+                    let sum: f64 = x.col(c).iter().sum();
+                    for (v, mu) in out.col_mut(c).iter_mut().zip(&mean) {
+                        *v -= mu * sum;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    };
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let omega = Mat::<f64>::from_fn(d, l, |_, _| StandardNormal.sample(&mut rng));
-    let mut q = orthonormal(times(a, &mean, &omega));
+    let mut q = orthonormal(centred(Side::A, &omega)?);
     for _ in 0..POWER_ITERS {
-        let z = orthonormal(transpose_times(a, &mean, &q));
-        q = orthonormal(times(a, &mean, &z));
+        let z = orthonormal(centred(Side::At, &q)?);
+        q = orthonormal(centred(Side::A, &z)?);
     }
     // Bᵀ = A_cᵀ Q (d × l); B = Û Σ Vᵀ ⇔ Bᵀ = V Σ Ûᵀ.
-    let bt = transpose_times(a, &mean, &q);
+    let bt = centred(Side::At, &q)?;
     let svd = bt
         .thin_svd()
         .map_err(|e| Error::Data(format!("sparse PCA: SVD failed: {e:?}")))?;
@@ -105,59 +153,71 @@ fn orthonormal(y: Mat<f64>) -> Mat<f64> {
     y.qr().compute_thin_Q()
 }
 
-/// $A_c X = A X - \mathbf{1}(\mu^\top X)$ for X (d × l): n × l.
-fn times(a: &CsrPoints, mean: &[f64], x: &Mat<f64>) -> Mat<f64> {
+/// A X for A in CSR (rows × cols) and X (cols × l): rows × l, each row summed in stored
+/// order on one thread (the same result on any number of threads). X is copied to
+/// row-major first, so that each stored entry reads one contiguous row of it.
+fn csr_times(a: &CsrPoints, x: &Mat<f64>) -> Mat<f64> {
     let l = x.ncols();
-    let shift: Vec<f64> = (0..l)
-        .map(|c| (0..a.d).map(|r| mean[r] * x[(r, c)]).sum())
-        .collect();
-    // Row-major n × l, filled in parallel by rows, then copied into faer's column-major Mat.
+    let x_rows = row_major(x);
     let mut rows = vec![0f64; a.n * l];
-    rows.par_chunks_mut(ROWS_PER_TASK * l)
+    rows.par_chunks_mut(l.max(1))
         .enumerate()
-        .for_each(|(t, block)| {
-            for (k, out) in block.chunks_mut(l).enumerate() {
-                out.copy_from_slice(&shift);
-                out.iter_mut().for_each(|o| *o = -*o);
-                for (j, v) in a.row(t * ROWS_PER_TASK + k) {
-                    let v = v as f64;
-                    for (c, o) in out.iter_mut().enumerate() {
-                        *o += v * x[(j, c)];
-                    }
+        .for_each(|(i, out)| {
+            for (j, v) in a.row(i) {
+                let v = v as f64;
+                for (o, xv) in out.iter_mut().zip(&x_rows[j * l..(j + 1) * l]) {
+                    *o += v * xv;
                 }
             }
         });
     Mat::from_fn(a.n, l, |i, c| rows[i * l + c])
 }
 
-/// $A_c^\top Y = A^\top Y - \mu(\mathbf{1}^\top Y)$ for Y (n × l): d × l. Tasks of rows each
-/// sum into a d × l block of their own; the blocks are added in task order (the same result
-/// on any number of threads).
-fn transpose_times(a: &CsrPoints, mean: &[f64], y: &Mat<f64>) -> Mat<f64> {
-    let (d, l) = (a.d, y.ncols());
-    let tasks = a.n.div_ceil(ROWS_PER_TASK);
-    let partial: Vec<Vec<f64>> = (0..tasks)
+/// Row blocks of the transposed product: a fixed number, so that the sums do not depend on
+/// the thread count; each holds a d × l partial sum (230 MB at d = 30,000, l = 60).
+const TRANSPOSE_BLOCKS: usize = 16;
+
+/// Aᵀ Y for A in CSR (rows × cols) and Y (rows × l): cols × l. Each block of rows scatters
+/// `v · Y[i]` into a partial Aᵀ Y of its own, which stays in cache (d × l), while Y streams
+/// once; the partials are added in block order. (A gather over the CSR of Aᵀ would read Y,
+/// n × l, at random: memory-bound, several times slower on the host.)
+fn csr_transpose_times(a: &CsrPoints, y: &Mat<f64>) -> Mat<f64> {
+    let l = y.ncols();
+    let y_rows = row_major(y);
+    let per_block = a.n.div_ceil(TRANSPOSE_BLOCKS).max(1);
+    let partial: Vec<Vec<f64>> = (0..TRANSPOSE_BLOCKS)
         .into_par_iter()
-        .map(|t| {
-            let mut acc = vec![0f64; d * l];
-            for i in t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(a.n) {
+        .map(|b| {
+            let mut acc = vec![0f64; a.d * l];
+            for i in b * per_block..((b + 1) * per_block).min(a.n) {
+                let yi = &y_rows[i * l..(i + 1) * l];
                 for (j, v) in a.row(i) {
                     let v = v as f64;
-                    let out = &mut acc[j * l..(j + 1) * l];
-                    for (c, o) in out.iter_mut().enumerate() {
-                        *o += v * y[(i, c)];
+                    for (o, yv) in acc[j * l..(j + 1) * l].iter_mut().zip(yi) {
+                        *o += v * yv;
                     }
                 }
             }
             acc
         })
         .collect();
-    let col_sums: Vec<f64> = (0..l).map(|c| (0..a.n).map(|i| y[(i, c)]).sum()).collect();
-    let mut total = vec![0f64; d * l];
+    let mut total = vec![0f64; a.d * l];
     for p in &partial {
         total.iter_mut().zip(p).for_each(|(t, v)| *t += v);
     }
-    Mat::from_fn(d, l, |j, c| total[j * l + c] - mean[j] * col_sums[c])
+    Mat::from_fn(a.d, l, |j, c| total[j * l + c])
+}
+
+/// The values of `x` row by row.
+pub(crate) fn row_major(x: &Mat<f64>) -> Vec<f64> {
+    let l = x.ncols();
+    let mut out = vec![0f64; x.nrows() * l];
+    for c in 0..l {
+        for (r, &v) in x.col(c).iter().enumerate() {
+            out[r * l + c] = v;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
