@@ -6,7 +6,9 @@
 
 One matrix of 300 points in four blobs × 20 features, stored the ways anndata stores it:
 
-  dense_gzip.h5ad  X dense f32, chunked and gzip-compressed; obsm X_pca (f64); uns entry
+  dense_gzip.h5ad  X dense f32, chunked and gzip-compressed; obsm X_pca (f64); uns entry;
+                   obsp distances: the 30 nearest neighbours of each point in X (Euclidean,
+                   self not stored), as scanpy's sc.pp.neighbors writes them
   csr.h5ad         X as a csr_matrix group (f32), gzip
   csc.h5ad         X as a csc_matrix group (f64)
   counts.h5ad      X dense int32 (rounded |X|); obs with a missing category and a bool column
@@ -45,6 +47,13 @@ pca = rng.normal(size=(n, 5))
 
 a = ad.AnnData(X=x, obs=obs)
 a.obsm["X_pca"] = pca
+sq = ((x[:, None, :].astype(np.float64) - x[None, :, :]) ** 2).sum(-1)
+np.fill_diagonal(sq, np.inf)
+nearest = np.argsort(sq, axis=1, kind="stable")[:, :30]
+rows = np.repeat(np.arange(n), 30)
+a.obsp["distances"] = sp.csr_matrix(
+    (np.sqrt(sq[rows, nearest.ravel()]), (rows, nearest.ravel())), shape=(n, n)
+)
 a.uns["note"] = "kept as written"
 a.write_h5ad(out / "dense_gzip.h5ad", compression="gzip")
 ad.AnnData(X=sp.csr_matrix(x), obs=obs).write_h5ad(out / "csr.h5ad", compression="gzip")

@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sgtsne::io::h5ad::{read_h5ad_labels, read_h5ad_points, H5adMatrix, Rep};
+use sgtsne::io::h5ad::{read_h5ad_labels, read_h5ad_obsp, read_h5ad_points, H5adMatrix, Rep};
 
 use crate::cli::{fails_cleanly_with, sgtsne, stderr};
 
@@ -313,4 +313,26 @@ fn info_lists_what_the_file_holds() {
     let run = sgtsne(&["info", fixture("csc.h5ad").to_str().unwrap()]);
     let text = String::from_utf8(run.stdout).unwrap();
     assert!(text.contains("X: csc_matrix 300 × 20, "), "{text}");
+}
+
+#[test]
+fn obsp_distances_read_as_a_sparse_graph() {
+    let graph = read_h5ad_obsp(&fixture("dense_gzip.h5ad"), "distances").unwrap();
+    assert_eq!((graph.n, graph.d, graph.nnz()), (300, 300, 300 * 30));
+    // Row 0's distances are the Euclidean distances to its neighbours in X.
+    let x = dense(
+        read_h5ad_points(&fixture("dense_gzip.h5ad"), &Rep::X)
+            .unwrap()
+            .matrix,
+    );
+    for (j, dist) in graph.row(0) {
+        let want: f64 = (0..20)
+            .map(|c| (x[c] as f64 - x[j * 20 + c] as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!((dist as f64 - want).abs() < 1e-4 * want.max(1.0), "{j}");
+    }
+    let e = read_h5ad_obsp(&fixture("csr.h5ad"), "distances").unwrap_err();
+    assert!(e.to_string().contains("no obsp['distances']"), "{e}");
+    assert!(e.to_string().contains("obsp holds: none"), "{e}");
 }

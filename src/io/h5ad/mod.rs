@@ -11,6 +11,7 @@
 //! | `X` sparse | group `csr_matrix` / `csc_matrix`: `data`, `indices`, `indptr`, attribute `shape` | [`CsrPoints`] (CSC is transposed to rows) |
 //! | `obsm[KEY]` | 2-D dataset (dense) or a sparse group as `X` | as `X` |
 //! | `obs[COL]` | categorical group (`codes`, `categories`), or a string / integer dataset | [`Labels`] |
+//! | `obsp[KEY]` | sparse n × n group, e.g. scanpy's neighbour graph `obsp['distances']` | [`CsrPoints`] |
 //!
 //! Writing ([`write_h5ad`]) copies the input file and adds the embedding as `obsm[KEY]` in
 //! place (`hdf5-pure`'s in-place editing appends the new objects and repoints the
@@ -26,7 +27,7 @@ mod write;
 use std::path::Path;
 
 pub use labels::read_h5ad_labels;
-pub use read::{read_h5ad_points, H5adMatrix, H5adPoints, Rep};
+pub use read::{read_h5ad_obsp, read_h5ad_points, H5adMatrix, H5adPoints, Rep};
 pub use write::write_h5ad;
 
 use super::error::IoError;

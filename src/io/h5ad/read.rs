@@ -108,6 +108,40 @@ pub fn read_h5ad_points(path: &Path, rep: &Rep) -> Result<H5adPoints, IoError> {
     Ok(H5adPoints { matrix, source })
 }
 
+/// The sparse n × n matrix `obsp[key]` of the AnnData file at `path`: scanpy's neighbour
+/// graph is `obsp['distances']` (each row holds a point's neighbours and their Euclidean
+/// distances; the point itself is not stored). A missing key is an error listing the obsp
+/// keys there are.
+pub fn read_h5ad_obsp(path: &Path, key: &str) -> Result<CsrPoints, IoError> {
+    let file = open(path)?;
+    let obsp = members(&file, "obsp");
+    if !obsp.iter().any(|k| k == key) {
+        return Err(IoError::format(
+            path,
+            None,
+            format!(
+                "no obsp['{key}'] (scanpy's sc.pp.neighbors writes obsp['distances']); obsp \
+                 holds: {}",
+                listing(&obsp)
+            ),
+        ));
+    }
+    let source = format!("obsp['{key}']");
+    match read_matrix(&file, path, &format!("obsp/{key}"), &source)? {
+        H5adMatrix::Sparse(graph) if graph.n == graph.d => Ok(graph),
+        H5adMatrix::Sparse(graph) => Err(IoError::format(
+            path,
+            None,
+            format!("{source} is {} × {}, not square", graph.n, graph.d),
+        )),
+        H5adMatrix::Dense(_) => Err(IoError::format(
+            path,
+            None,
+            format!("{source} is dense; a neighbour graph is a csr_matrix"),
+        )),
+    }
+}
+
 /// A dense dataset or a sparse group at `element`.
 fn read_matrix(
     file: &File,
