@@ -24,6 +24,7 @@ use crate::{prep, quality, CsrPoints, Error, Points, Result};
 pub mod memory;
 mod params;
 mod prepare;
+mod search;
 mod sparse;
 
 pub use params::{
@@ -31,6 +32,7 @@ pub use params::{
     AUTO_EXACT_MAX,
 };
 pub(crate) use prepare::prepare_points;
+pub use search::{search_neighbors, Searched};
 
 /// Neighbours whose label vote and preservation the report measures.
 const QUALITY_K: usize = 10;
@@ -42,8 +44,11 @@ pub enum Input {
     /// A sparse point set (e.g. an AnnData count matrix): reduced by PCA straight from its
     /// sparse rows, never densified ([`prep::sparse_pca`]), then embedded as points.
     Sparse(CsrPoints),
-    /// A sparse weighted graph, n × n (SG-t-SNE mode).
+    /// A sparse weighted graph, n × n (SG-t-SNE mode): its weights are λ-rescaled.
     Graph(sprs::CsMat<f64>),
+    /// The joint probabilities P, n × n, used as given: symmetrised and normalised only
+    /// where they are not (and the report's notes say so), never λ-rescaled.
+    Affinities(sprs::CsMat<f64>),
 }
 
 impl Input {
@@ -52,7 +57,7 @@ impl Input {
         match self {
             Input::Points(p) => p.n,
             Input::Sparse(s) => s.n,
-            Input::Graph(g) => g.rows(),
+            Input::Graph(g) | Input::Affinities(g) => g.rows(),
         }
     }
 
@@ -61,7 +66,7 @@ impl Input {
         match self {
             Input::Points(p) => Some(p.d),
             Input::Sparse(s) => Some(s.d),
-            Input::Graph(_) => None,
+            Input::Graph(_) | Input::Affinities(_) => None,
         }
     }
 }
@@ -89,6 +94,8 @@ pub(crate) struct Prepared {
     knn: Option<KnnReport>,
     /// The internal numbering when it is not the input's: point `r` is input point `order[r]`.
     order: Option<Vec<u32>>,
+    /// What the stages changed of what they were given, for the report.
+    notes: Vec<String>,
 }
 
 /// Runs the pipeline on `input` named `name`; `labels`, when given, feed the quality
@@ -115,29 +122,19 @@ pub fn embed(
         Input::Points(p) => input_info(name, "points", p.n, p.d),
         Input::Sparse(s) => input_info(name, "sparse points", s.n, s.d),
         Input::Graph(g) => input_info(name, "graph", g.rows(), 0),
+        Input::Affinities(p) => input_info(name, "affinities", p.rows(), 0),
     };
-    if input.d().is_some() {
-        params.knn = params.knn.resolve(n, backend.kind != BackendKind::Cpu);
-    } else if params.metric != crate::prep::Metric::Euclidean {
+    let mut notes = Vec::new();
+    if let Some(nb) = params.knn_given.clone() {
+        given_neighbors_fit(&nb, &input, &mut params, &mut notes)?;
+    }
+    if input.d().is_none() && params.metric != crate::prep::Metric::Euclidean {
         return Err(Error::param(
             "metric",
             "applies to points, whose neighbours it ranks; a graph's edges are given",
         ));
     }
-    params.order = Some(
-        params
-            .order
-            .unwrap_or_else(|| PointOrder::default_for(backend.kind, params.knn)),
-    );
-    if params.order == Some(PointOrder::Cells)
-        && !(params.knn == KnnMethod::Approx && backend.kind != BackendKind::Cpu)
-    {
-        return Err(Error::param(
-            "order",
-            "`cells` numbers the points by the cells of the GPU's approximate kNN: it needs \
-             --knn approx on the gpu or hybrid backend",
-        ));
-    }
+    resolve_search(&mut params, input.d().map(|_| n), backend.kind)?;
     let (memory_estimate, watch) = plan_memory(&input, &params, backend.kind)?;
     if let Some(l) = labels {
         if l.codes.len() != n {
@@ -170,7 +167,9 @@ pub fn embed(
             sparse::prepare_sparse(&rows, &params, backend.kind, &mut seconds, progress)?
         }
         Input::Graph(graph) => prepare_graph(&graph, &mut params, &mut seconds)?,
+        Input::Affinities(p) => prepare_affinities(&p, &mut params, &mut seconds)?,
     };
+    notes.extend(prepared.notes.iter().cloned());
 
     // Stage 6: initialise.
     let t = Instant::now();
@@ -223,8 +222,36 @@ pub fn embed(
         memory,
         backend,
         params,
+        notes,
     };
     Ok(Embedding { y, dims, report })
+}
+
+/// Resolves the kNN method for `n` points (`None`: a graph, which has none) and the
+/// internal numbering on the `backend`, and checks that they go together.
+pub(crate) fn resolve_search(
+    params: &mut EmbedParams,
+    n: Option<usize>,
+    backend: BackendKind,
+) -> Result<()> {
+    if let Some(n) = n {
+        params.knn = params.knn.resolve(n, backend != BackendKind::Cpu);
+    }
+    params.order = Some(
+        params
+            .order
+            .unwrap_or_else(|| PointOrder::default_for(backend, params.knn)),
+    );
+    if params.order == Some(PointOrder::Cells)
+        && !(params.knn == KnnMethod::Approx && backend != BackendKind::Cpu)
+    {
+        return Err(Error::param(
+            "order",
+            "`cells` numbers the points by the cells of the GPU's approximate kNN: it needs \
+             --knn approx on the gpu or hybrid backend",
+        ));
+    }
+    Ok(())
 }
 
 /// The memory estimate of a run on points (nothing for a graph, whose P is given), checked
@@ -288,19 +315,81 @@ fn prepare_graph(
         lambda: params.lambda,
         ..Default::default()
     };
-    let p = P::from_csr(affinity::graph_affinities(graph, &gp)?);
+    let p = affinity::graph_affinities(graph, &gp)?;
     seconds.affinities = t.elapsed().as_secs_f64();
+    Ok(without_points(p, params, Vec::new()))
+}
+
+/// Stages 4 and 5 with P given: checked, symmetrised and normalised where it is not (a
+/// note says so), the initialisation random as for a graph.
+fn prepare_affinities(
+    given: &sprs::CsMat<f64>,
+    params: &mut EmbedParams,
+    seconds: &mut StageSeconds,
+) -> Result<Prepared> {
+    let t = Instant::now();
+    let (p, notes) = affinity::given(given)?;
+    seconds.affinities = t.elapsed().as_secs_f64();
+    Ok(without_points(p, params, notes))
+}
+
+/// What stages 2–4 leave when P comes without points (a graph, affinities): no neighbours
+/// and no PCA, so the initialisation becomes random.
+fn without_points(
+    p: affinity::Affinities,
+    params: &mut EmbedParams,
+    notes: Vec<String>,
+) -> Prepared {
     if params.init == InitKind::Pca {
         params.init = InitKind::Random;
     }
-    Ok(Prepared {
-        p,
+    Prepared {
+        p: P::from_csr(p),
         points: None,
         reduced: false,
         neighbors: None,
         knn: None,
         order: None,
-    })
+        notes,
+    }
+}
+
+/// Checks neighbours given for `input` ([`EmbedParams::knn_given`]): points to go with
+/// them, one row per point, and at least one neighbour per row. Fewer neighbours than
+/// k = ⌈3·perplexity⌉ lower the perplexity to a third of them, with a note (openTSNE does
+/// the same), since the calibration cannot spread a point's mass over more neighbours than
+/// it has.
+fn given_neighbors_fit(
+    nb: &Neighbors,
+    input: &Input,
+    params: &mut EmbedParams,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    if input.d().is_none() {
+        return Err(Error::param(
+            "knn-from",
+            "applies to points; a graph or affinities need no neighbours",
+        ));
+    }
+    if nb.n != input.n() {
+        return Err(Error::Data(format!(
+            "the neighbours given have {} rows, but the input has {} points",
+            nb.n,
+            input.n()
+        )));
+    }
+    if nb.k < params.k() {
+        let perplexity = nb.k as f64 / 3.0;
+        notes.push(format!(
+            "the neighbours given hold {} per point, fewer than k = {} for perplexity {}: \
+             perplexity lowered to {perplexity:.3}",
+            nb.k,
+            params.k(),
+            params.perplexity
+        ));
+        params.perplexity = perplexity;
+    }
+    Ok(())
 }
 
 /// The quality measures of the embedding `y` (in the internal numbering `order`, when it
@@ -434,6 +523,7 @@ fn device_kernels(
     if d.is_some() {
         files.push(KernelId::Centre);
         match params.knn {
+            _ if params.knn_given.is_some() => {}
             KnnMethod::Hnsw => {}
             KnnMethod::Approx => files.extend([
                 KernelId::Ivf,
@@ -443,7 +533,7 @@ fn device_kernels(
             ]),
             _ => files.extend([KernelId::Knn, KernelId::KnnFused]),
         }
-        if on_gpu {
+        if on_gpu && params.knn_given.is_none() {
             files.push(KernelId::Affinity);
         }
     }

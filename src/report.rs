@@ -35,6 +35,9 @@ pub struct Report {
     pub peak_rss_bytes: Option<u64>,
     /// The memory estimated before the work and the device's peak.
     pub memory: crate::embed::memory::MemoryReport,
+    /// What the run changed of what it was given (a lowered perplexity, affinities
+    /// symmetrised or normalised), each a sentence; the command line prints them.
+    pub notes: Vec<String>,
 }
 
 /// What the kNN stage did.

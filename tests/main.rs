@@ -10,5 +10,8 @@ mod gradient;
 mod h5ad;
 /// `--init FILE`, `-o -` and `.tsv` outputs, the no-output warning, completions and man.
 mod init_output;
+/// Neighbours and affinities computed elsewhere (`--knn-from`, `--affinities`) and the
+/// `knn` tool.
+mod neighbors;
 /// The grid-size sweep: a tiny sweep's CSV and charts, configuration errors.
 mod sweep;

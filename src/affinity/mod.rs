@@ -11,11 +11,13 @@
 //!
 //! Both end in [`symmetrize()`]: $P = (P_{cond} + P_{cond}^T) / \sum$, in canonical CSR.
 
+pub mod given;
 pub mod gpu;
 pub mod graph;
 pub mod perplexity;
 pub mod symmetrize;
 
+pub use given::given;
 pub use graph::{graph_affinities, GraphParams};
 pub use perplexity::{conditional_probabilities, PerplexityParams};
 pub use symmetrize::symmetrize;

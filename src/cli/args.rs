@@ -27,6 +27,9 @@ pub enum Command {
     /// Measure the repulsion's error and time over (n × grid size) from a TOML config and
     /// write a CSV, heat maps and the error-model fit.
     Sweep(SweepArgs),
+    /// Find every point's k nearest neighbours, as `embed` would, and write them (.npz) for
+    /// reuse (`embed --knn-from`) or other tools; approximate methods estimate their recall.
+    Knn(Box<KnnArgs>),
     /// Score an embedding of the points, by any tool: KL(P‖Q) with P as `embed` builds it
     /// (exact kNN) and the exact Z.
     Kl(KlArgs),
@@ -143,7 +146,7 @@ pub struct GenArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["input", "demo", "graph"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["input", "demo", "graph", "affinities"])))]
 pub struct EmbedArgs {
     /// Points to embed: .npy (f32/f64/integers, C or Fortran order), .csv, .tsv, .fvecs, or
     /// an AnnData .h5ad (its obsm['X_pca'] when present, else X, dense or sparse; see
@@ -155,6 +158,11 @@ pub struct EmbedArgs {
     /// SG-t-SNE mode: embed the nodes of a sparse weighted graph (Matrix Market .mtx).
     #[arg(long, value_name = "G.mtx")]
     pub graph: Option<PathBuf>,
+    /// Embed with the joint probabilities P given (Matrix Market .mtx, n × n): symmetrised
+    /// and normalised if they are not (the summary says so), not calibrated and not
+    /// λ-rescaled (with --lambda, they are rescaled as a --graph).
+    #[arg(long, value_name = "P.mtx")]
+    pub affinities: Option<PathBuf>,
     /// Write the embedding: .npy (float32), .csv, .tsv, `-` (CSV on standard output), or
     /// .h5ad (a copy of an .h5ad input with the embedding added as obsm['X_tsne'], see --key;
     /// a new AnnData file otherwise).
@@ -199,43 +207,14 @@ pub struct EmbedArgs {
     /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
     #[arg(long, default_value = "auto")]
     pub learning_rate: AutoOr<f32>,
-    /// kNN method: `exact`; `approx` (IVF cells probed per block and refined, on the GPU
-    /// or the host, its recall measured on a sample every run); `hnsw` (on the host); `auto`: on gpu and
-    /// hybrid exact below 500k points, approx from there; on cpu exact up to 500k, approx above.
-    #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
-    pub knn: KnnArg,
-    /// Distance between points: `euclidean`; `cosine` (1 − cos: Euclidean distance on rows
-    /// scaled to unit length, then PCA and kNN as usual); `correlation` (1 − Pearson's r:
-    /// rows centred on their own mean, then as cosine). A row of zeros (for correlation, a
-    /// constant row) is refused with its number.
-    #[arg(long, value_enum, default_value_t = MetricArg::Euclidean)]
-    pub metric: MetricArg,
-    /// Cells each point's approximate neighbours are searched in, its own included (`--knn
-    /// approx`): more is slower and finds more of the true neighbours.
-    #[arg(long, default_value_t = 64)]
-    pub knn_probes: usize,
-    /// Refinement rounds of the approximate kNN: each looks for better neighbours among
-    /// the neighbours' neighbours (`--knn approx`; 0: none).
-    #[arg(long, default_value_t = 2)]
-    pub knn_refine: usize,
-    /// Neighbours of a point, and of each of them, a refinement round looks at (fan² new
-    /// candidates per point): more is slower and finds more.
-    #[arg(long, default_value_t = 16)]
-    pub knn_fan: usize,
-    /// k-means cells of the approximate kNN: `auto` (about √n / 2) or a number.
-    #[arg(long, default_value = "auto")]
-    pub knn_lists: AutoOr<usize>,
-    /// Reduce to this many principal components first when the input has more; `none`
-    /// keeps all features.
-    #[arg(long, default_value = "50")]
-    pub pca: NoneOr<usize>,
-    /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
-    /// points get close numbers: faster CPU attraction), `cells` (the approximate kNN's
-    /// cells, free with `--knn approx` on the GPU), `input`, or `auto` (locality on cpu and
-    /// hybrid; on gpu cells with the approximate kNN, else input). The output is in input
-    /// order either way.
-    #[arg(long, value_enum, default_value_t = OrderArg::Auto)]
-    pub order: OrderArg,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Neighbours computed elsewhere, used instead of a search: an .npz with n × k arrays
+    /// `indices` and `distances` (what `sgtsne knn` writes), `INDICES.npy,DISTANCES.npy`,
+    /// or an .h5ad's obsp['distances'] (scanpy's neighbours). Distances are plain (not
+    /// squared); fewer than ⌈3·perplexity⌉ neighbours per point lower the perplexity.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["graph", "affinities"])]
+    pub knn_from: Option<PathBuf>,
     /// Initial embedding: `pca` (scaled to std 1e-4), `random`, or a file (.npy, .csv,
     /// .tsv) of n rows × --dims columns in input order, used as given after centring (see
     /// --init-rescale).
@@ -275,12 +254,99 @@ pub struct EmbedArgs {
     /// Seed for every random choice; equal seeds give equal results.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// λ of SG-t-SNE's graph rescaling (graph mode).
-    #[arg(long, default_value_t = 1.0)]
-    pub lambda: f64,
+    /// λ of SG-t-SNE's graph rescaling (--graph; with --affinities, asks for the rescaling)
+    /// [default: 1].
+    #[arg(long)]
+    pub lambda: Option<f64>,
     /// No progress bars and no summary on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// How neighbours are found: the flags `embed` and `knn` share, so that one command line
+/// finds the same neighbours in both.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// kNN method: `exact`; `approx` (IVF cells probed per block and refined, on the GPU
+    /// or the host, its recall measured on a sample every run); `hnsw` (on the host); `auto`: on gpu and
+    /// hybrid exact below 500k points, approx from there; on cpu exact up to 500k, approx above.
+    #[arg(long, value_enum, default_value_t = KnnArg::Auto)]
+    pub knn: KnnArg,
+    /// Distance between points: `euclidean`; `cosine` (1 − cos: Euclidean distance on rows
+    /// scaled to unit length, then PCA and kNN as usual); `correlation` (1 − Pearson's r:
+    /// rows centred on their own mean, then as cosine). A row of zeros (for correlation, a
+    /// constant row) is refused with its number.
+    #[arg(long, value_enum, default_value_t = MetricArg::Euclidean)]
+    pub metric: MetricArg,
+    /// Cells each point's approximate neighbours are searched in, its own included (`--knn
+    /// approx`): more is slower and finds more of the true neighbours.
+    #[arg(long, default_value_t = 64)]
+    pub knn_probes: usize,
+    /// Refinement rounds of the approximate kNN: each looks for better neighbours among
+    /// the neighbours' neighbours (`--knn approx`; 0: none).
+    #[arg(long, default_value_t = 2)]
+    pub knn_refine: usize,
+    /// Neighbours of a point, and of each of them, a refinement round looks at (fan² new
+    /// candidates per point): more is slower and finds more.
+    #[arg(long, default_value_t = 16)]
+    pub knn_fan: usize,
+    /// k-means cells of the approximate kNN: `auto` (about √n / 2) or a number.
+    #[arg(long, default_value = "auto")]
+    pub knn_lists: AutoOr<usize>,
+    /// Reduce to this many principal components first when the input has more; `none`
+    /// keeps all features.
+    #[arg(long, default_value = "50")]
+    pub pca: NoneOr<usize>,
+    /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
+    /// points get close numbers: faster CPU attraction), `cells` (the approximate kNN's
+    /// cells, free with `--knn approx` on the GPU), `input`, or `auto` (locality on cpu and
+    /// hybrid; on gpu cells with the approximate kNN, else input). The output is in input
+    /// order either way.
+    #[arg(long, value_enum, default_value_t = OrderArg::Auto)]
+    pub order: OrderArg,
+}
+
+#[derive(Debug, Args)]
+pub struct KnnArgs {
+    /// Points (.npy, .csv, .tsv, .fvecs, or an .h5ad, see --use-rep).
+    pub input: PathBuf,
+    /// Neighbours per point (`embed` uses ⌈3·perplexity⌉: 90 for perplexity 30).
+    #[arg(short, long, default_value_t = 90)]
+    pub k: usize,
+    /// Where to write them: an .npz holding `indices` (n × k) and `distances` (n × k,
+    /// float64, not squared), as numpy.savez would.
+    #[arg(short, long, value_name = "OUT.npz")]
+    pub output: PathBuf,
+    /// The integer type of the indices: `i64` (numpy's default) or `u32` (half the size).
+    #[arg(long, value_enum, default_value_t = IndexTypeArg::I64)]
+    pub index_type: IndexTypeArg,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// The matrix of an .h5ad input: `X` or an obsm key [default: X_pca when present, else X].
+    #[arg(long, value_name = "KEY")]
+    pub use_rep: Option<String>,
+    /// Where to compute: `auto` (GPU when usable, else CPU), `cpu`, `gpu` (`hybrid` searches
+    /// as `gpu` does).
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Seed of the approximate methods and of the recall sample.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Worker threads for the CPU stages (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write a JSON report of the search (method, k, recall estimate, seconds).
+    #[arg(long, value_name = "OUT.json")]
+    pub report: Option<PathBuf>,
+    /// No progress bars and no summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum IndexTypeArg {
+    I64,
+    U32,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -19,13 +19,13 @@ use sgtsne::repulse::GridSpec;
 
 use super::args::{
     AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr, OrderArg,
-    PrecisionArg, RepulsionArg,
+    PrecisionArg, RepulsionArg, SearchArgs,
 };
 use super::progress_bar::Bar;
 
 pub fn run(args: EmbedArgs) -> Result<()> {
     let start = Instant::now();
-    let params = params_from(&args)?;
+    let mut params = params_from(&args)?;
     params.validate()?;
     let h5ad_input = args.input.as_deref().filter(|p| is_h5ad(p));
     check_h5ad_flags(&args, h5ad_input)?;
@@ -66,6 +66,12 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
     let t = Instant::now();
     let (input, name, labels) = load(&args)?;
+    if let Some(spec) = &args.knn_from {
+        let lists = io::read_neighbors(spec, input.n())?;
+        let nb =
+            sgtsne::knn::precomputed::from_lists(&lists, params.k(), &spec.display().to_string())?;
+        params.knn_given = Some(Arc::new(nb));
+    }
     let load_seconds = t.elapsed().as_secs_f64();
 
     let bar = Bar::new(args.quiet);
@@ -155,13 +161,17 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
         )
     } else if let Some(g) = &args.graph {
         (Input::Graph(io::read_graph(g)?), display_name(g))
+    } else if let Some(p) = &args.affinities {
+        // With --lambda the user asks for SG-t-SNE's rescaling: P is then a graph's weights.
+        let p_given = io::read_graph(p)?;
+        let input = match args.lambda {
+            Some(_) => Input::Graph(p_given),
+            None => Input::Affinities(p_given),
+        };
+        (input, display_name(p))
     } else {
         let path = args.input.as_ref().expect("clap requires a source");
-        let input = if is_h5ad(path) {
-            read_h5ad(path, args)?
-        } else {
-            Input::Points(io::read_points(path)?)
-        };
+        let input = read_input(path, args.use_rep.as_deref(), args.quiet)?;
         (input, display_name(path))
     };
     let labels = match (&args.labels, args.demo) {
@@ -187,19 +197,23 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
     Ok((input, name, labels))
 }
 
-/// The points of an `.h5ad` input: the matrix `--use-rep` names, dense or sparse.
-fn read_h5ad(path: &Path, args: &EmbedArgs) -> Result<Input> {
-    let read = io::h5ad::read_h5ad_points(path, &Rep::from_flag(args.use_rep.as_deref()))?;
+/// The points of a file: of an `.h5ad`, the matrix `use_rep` (`--use-rep`) names, dense or
+/// sparse (what was read is said on stderr unless `quiet`).
+pub(super) fn read_input(path: &Path, use_rep: Option<&str>, quiet: bool) -> Result<Input> {
+    if !is_h5ad(path) {
+        return Ok(Input::Points(io::read_points(path)?));
+    }
+    let read = io::h5ad::read_h5ad_points(path, &Rep::from_flag(use_rep))?;
     let (n, d) = read.matrix.shape();
     Ok(match read.matrix {
         H5adMatrix::Dense(points) => {
-            if !args.quiet {
+            if !quiet {
                 eprintln!("{}: {} ({n} × {d})", path.display(), read.source);
             }
             Input::Points(points)
         }
         H5adMatrix::Sparse(rows) => {
-            if !args.quiet {
+            if !quiet {
                 eprintln!(
                     "{}: {} ({n} × {d}, sparse: {} stored values, {:.2} %)",
                     path.display(),
@@ -213,7 +227,7 @@ fn read_h5ad(path: &Path, args: &EmbedArgs) -> Result<Input> {
     })
 }
 
-fn display_name(path: &Path) -> String {
+pub(super) fn display_name(path: &Path) -> String {
     path.file_name().map_or_else(
         || path.display().to_string(),
         |f| f.to_string_lossy().into_owned(),
@@ -238,41 +252,9 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             anyhow::bail!("--grid-spacing applies to --grid auto only, not to a fixed grid")
         }
     };
-    Ok(EmbedParams {
+    let mut params = EmbedParams {
         dims,
         perplexity: a.perplexity,
-        knn: match a.knn {
-            KnnArg::Auto => KnnMethod::Auto,
-            KnnArg::Exact => KnnMethod::Exact,
-            KnnArg::Hnsw => KnnMethod::Hnsw,
-            KnnArg::Approx => KnnMethod::Approx,
-        },
-        metric: match a.metric {
-            MetricArg::Euclidean => Metric::Euclidean,
-            MetricArg::Cosine => Metric::Cosine,
-            MetricArg::Correlation => Metric::Correlation,
-        },
-        ivf: IvfParams {
-            probes: a.knn_probes,
-            refine: a.knn_refine,
-            fan: a.knn_fan,
-            lists: match a.knn_lists {
-                AutoOr::Auto => 0,
-                AutoOr::Value(l) => l,
-            },
-            seed: a.seed,
-            ..IvfParams::default()
-        },
-        pca: match a.pca {
-            NoneOr::None => None,
-            NoneOr::Value(m) => Some(m),
-        },
-        order: match a.order {
-            OrderArg::Auto => None,
-            OrderArg::Locality => Some(PointOrder::Locality),
-            OrderArg::Input => Some(PointOrder::Input),
-            OrderArg::Cells => Some(PointOrder::Cells),
-        },
         init: match a.init {
             InitArg::Pca => InitKind::Pca,
             InitArg::Random => InitKind::Random,
@@ -299,7 +281,7 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             BackendArg::Hybrid => BackendKind::Hybrid,
         },
         seed: a.seed,
-        lambda: a.lambda,
+        lambda: a.lambda.unwrap_or(defaults.lambda),
         learning_rate: match a.learning_rate {
             AutoOr::Auto => None,
             AutoOr::Value(v) => Some(v),
@@ -310,7 +292,46 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             exaggeration_iters: a.exaggeration_iters,
             ..defaults.optim
         },
-    })
+        ..defaults
+    };
+    apply_search(&a.search, a.seed, &mut params);
+    Ok(params)
+}
+
+/// The search flags ([`SearchArgs`]) onto `params`, with the approximate kNN's `seed`.
+pub(super) fn apply_search(a: &SearchArgs, seed: u64, params: &mut EmbedParams) {
+    params.knn = match a.knn {
+        KnnArg::Auto => KnnMethod::Auto,
+        KnnArg::Exact => KnnMethod::Exact,
+        KnnArg::Hnsw => KnnMethod::Hnsw,
+        KnnArg::Approx => KnnMethod::Approx,
+    };
+    params.metric = match a.metric {
+        MetricArg::Euclidean => Metric::Euclidean,
+        MetricArg::Cosine => Metric::Cosine,
+        MetricArg::Correlation => Metric::Correlation,
+    };
+    params.ivf = IvfParams {
+        probes: a.knn_probes,
+        refine: a.knn_refine,
+        fan: a.knn_fan,
+        lists: match a.knn_lists {
+            AutoOr::Auto => 0,
+            AutoOr::Value(l) => l,
+        },
+        seed,
+        ..IvfParams::default()
+    };
+    params.pca = match a.pca {
+        NoneOr::None => None,
+        NoneOr::Value(m) => Some(m),
+    };
+    params.order = match a.order {
+        OrderArg::Auto => None,
+        OrderArg::Locality => Some(PointOrder::Locality),
+        OrderArg::Input => Some(PointOrder::Input),
+        OrderArg::Cells => Some(PointOrder::Cells),
+    };
 }
 
 /// The initial embedding of `--init FILE`: n × `dims` (the point count is checked by the
@@ -360,6 +381,9 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathB
                 knn.method, knn.k
             );
         }
+    }
+    for note in &r.notes {
+        eprintln!("  note: {note}");
     }
     if let Some(o) = &r.optimise.overlap {
         eprintln!(

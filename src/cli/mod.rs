@@ -5,6 +5,7 @@ mod embed_cmd;
 mod gen_cmd;
 mod info;
 mod kl_cmd;
+mod knn_cmd;
 mod progress_bar;
 mod sweep_cmd;
 
@@ -18,6 +19,7 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Gen(a) => gen_cmd::run(a),
         args::Command::Sweep(a) => sweep_cmd::run(a),
         args::Command::Kl(a) => kl_cmd::run(a),
+        args::Command::Knn(a) => knn_cmd::run(*a),
         args::Command::Completions { shell } => {
             let mut cmd = <args::Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "sgtsne", &mut std::io::stdout());

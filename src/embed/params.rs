@@ -119,6 +119,11 @@ pub struct EmbedParams {
     pub init_y: Option<std::sync::Arc<[f32]>>,
     /// With [`InitKind::Given`]: scale it to the customary std 1e-4 on its first axis.
     pub init_rescale: bool,
+    /// Neighbours computed elsewhere (`--knn-from`), in input numbering, used instead of a
+    /// search (not in the report; its `knn.method` is `given`). Fewer than
+    /// k = ⌈3·perplexity⌉ per point lower the perplexity, with a note.
+    #[serde(skip)]
+    pub knn_given: Option<std::sync::Arc<crate::knn::Neighbors>>,
     /// Repulsion grid; `None` = [`GridSpec::default_for`] the dimension (resolved in the
     /// report).
     #[serde(serialize_with = "grid_text")]
@@ -152,6 +157,7 @@ impl Default for EmbedParams {
             init: InitKind::Pca,
             init_y: None,
             init_rescale: false,
+            knn_given: None,
             grid: None,
             repulsion: RepulsionMethod::Fft,
             precision: Precision::F32,

@@ -15,7 +15,26 @@ use crate::report::{KnnReport, StageSeconds};
 use crate::sparse::P;
 use crate::{prep, Error, Points, Result};
 
-/// Stages 2–4 in point mode: PCA, kNN, perplexity calibration and symmetrisation.
+/// Stage 2's result: the points as the kNN sees them.
+pub(crate) struct Reduced {
+    /// After the metric's row transform and PCA, in the internal numbering.
+    pub(crate) points: Points,
+    /// Whether `points` are PCA scores (columns by decreasing variance).
+    pub(crate) reduced: bool,
+    /// The internal numbering when it is not the input's: point `r` is input point
+    /// `order[r]`.
+    pub(crate) order: Option<Vec<u32>>,
+}
+
+/// Stage 3's result: the neighbours on the host, or on the device (n × k indices and
+/// squared distances) where the gpu backend keeps them for its affinities.
+pub(crate) enum Found {
+    Host(Neighbors),
+    Device(CudaSlice<i32>, CudaSlice<f32>),
+}
+
+/// Stages 2–4 in point mode: PCA, kNN (or the neighbours given, [`EmbedParams::knn_given`]),
+/// perplexity calibration and symmetrisation.
 ///
 /// Where they run: the cpu backend on the host; gpu and hybrid run PCA and kNN on the device
 /// (the kNN is the costly stage: 10.6 s on the H100 at 1.3M points, where the CPU's exact kNN
@@ -26,20 +45,85 @@ use crate::{prep, Error, Points, Result};
 /// 0.43–0.55 s for MNIST 70k and 13.6 s at 1.3M, against 0.003 s and 0.045 s on the device;
 /// at scale, downloading the device's HYB and converting it to CSR would be cheaper.
 pub(crate) fn prepare_points(
-    mut points: Points,
+    points: Points,
     params: &EmbedParams,
     backend: BackendKind,
     seconds: &mut StageSeconds,
     progress: &dyn Progress,
 ) -> Result<Prepared> {
+    let given = params.knn_given.as_deref();
+    if given.is_none() {
+        check_enough(points.n, params)?;
+    }
+    let mut r = reduce(points, params, backend, seconds)?;
+    let t = Instant::now();
+    let (found, report) = match given {
+        Some(nb) => {
+            let nb = match &r.order {
+                Some(order) => knn::precomputed::permuted(nb, order),
+                None => nb.clone(),
+            };
+            let report = KnnReport {
+                method: "given",
+                k: nb.k,
+                recall_sample: None,
+                recall_sample_size: None,
+                ivf: None,
+            };
+            (Found::Host(nb), report)
+        }
+        None => search(
+            &mut r,
+            params,
+            backend,
+            backend == BackendKind::Gpu,
+            progress,
+        )?,
+    };
+    seconds.knn = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (p, nb) = match found {
+        Found::Device(indices, distances) => {
+            gpu_affinities(&indices, &distances, r.points.n, report.k, params, seconds)?
+        }
+        Found::Host(nb) => {
+            let p = P::from_csr(affinity::from_neighbors(&nb, params.perplexity)?);
+            seconds.affinities = t.elapsed().as_secs_f64();
+            (p, nb)
+        }
+    };
+    Ok(Prepared {
+        p,
+        points: Some(r.points),
+        reduced: r.reduced,
+        neighbors: Some(nb),
+        knn: Some(report),
+        order: r.order,
+        notes: Vec::new(),
+    })
+}
+
+/// t-SNE needs more points than neighbours.
+pub(crate) fn check_enough(n: usize, params: &EmbedParams) -> Result<()> {
     let k = params.k();
-    if points.n <= k {
+    if n <= k {
         return Err(Error::Data(format!(
-            "{} points are too few for perplexity {}: t-SNE needs more than k = {k} \
+            "{n} points are too few for perplexity {}: t-SNE needs more than k = {k} \
              points (k = ⌈3·perplexity⌉); lower --perplexity",
-            points.n, params.perplexity
+            params.perplexity
         )));
     }
+    Ok(())
+}
+
+/// Stage 2: the metric's row transform, PCA (on the device on gpu and hybrid) and the
+/// internal numbering of `--order locality`.
+pub(crate) fn reduce(
+    mut points: Points,
+    params: &EmbedParams,
+    backend: BackendKind,
+    seconds: &mut StageSeconds,
+) -> Result<Reduced> {
     let on_gpu = backend != BackendKind::Cpu;
     let t = Instant::now();
     params.metric.apply(&mut points)?;
@@ -51,7 +135,7 @@ pub(crate) fn prepare_points(
     };
     seconds.pca = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let (mut points, mut order) = match params.order {
+    let (points, order) = match params.order {
         Some(PointOrder::Locality) => {
             let order = knn::pca_tree_order(&points.data, points.n, points.d);
             (points.permuted(&order), Some(order))
@@ -59,9 +143,28 @@ pub(crate) fn prepare_points(
         _ => (points, None),
     };
     seconds.order = t.elapsed().as_secs_f64();
+    Ok(Reduced {
+        points,
+        reduced,
+        order,
+    })
+}
+
+/// Stage 3: the k = ⌈3·perplexity⌉ nearest neighbours of the reduced points by the method
+/// `params.knn` names, on the device on gpu and hybrid; `keep_on_device` leaves the device's
+/// neighbours there. `--order cells` renumbers `r` by the approximate kNN's cells.
+pub(crate) fn search(
+    r: &mut Reduced,
+    params: &EmbedParams,
+    backend: BackendKind,
+    keep_on_device: bool,
+    progress: &dyn Progress,
+) -> Result<(Found, KnnReport)> {
+    let k = params.k();
+    let on_gpu = backend != BackendKind::Cpu;
+    let points = &r.points;
     // Resolved by `embed` (`Auto` never reaches here from it).
     let method = params.knn.resolve(points.n, on_gpu);
-    let t = Instant::now();
     let mut report = KnnReport {
         method: match method {
             KnnMethod::Hnsw => "hnsw",
@@ -73,24 +176,24 @@ pub(crate) fn prepare_points(
         recall_sample_size: None,
         ivf: None,
     };
-    let nb = if on_gpu {
+    let found = if on_gpu {
         let gpu = Gpu::get()?;
         let (indices, distances) = match method {
             KnnMethod::Approx => {
-                let approx = ivf::approx_device(gpu, &points, k, &params.ivf, progress)?;
+                let approx = ivf::approx_device(gpu, points, k, &params.ivf, progress)?;
                 report.recall_sample = Some(approx.stats.recall_sample);
                 report.recall_sample_size = Some(approx.stats.sample);
                 report.ivf = Some(approx.stats);
                 if params.order == Some(PointOrder::Cells) {
-                    points = approx.sorted_points;
-                    order = Some(approx.cells.order);
+                    r.points = approx.sorted_points;
+                    r.order = Some(approx.cells.order);
                     (approx.indices, approx.distances)
                 } else {
                     approx.unsorted(gpu)?
                 }
             }
             KnnMethod::Hnsw => {
-                let nb = hnsw_with_recall(&points, k, params.seed, &mut report, progress)?;
+                let nb = hnsw_with_recall(points, k, params.seed, &mut report, progress)?;
                 let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
                 (
                     gpu.stream.clone_htod(&idx)?,
@@ -103,46 +206,26 @@ pub(crate) fn prepare_points(
             }
         };
         gpu.stream.synchronize()?;
-        if backend == BackendKind::Gpu {
-            seconds.knn = t.elapsed().as_secs_f64();
-            let (p, nb) = gpu_affinities(&indices, &distances, points.n, k, params, seconds)?;
-            return Ok(Prepared {
-                p,
-                points: Some(points),
-                reduced,
-                neighbors: Some(nb),
-                knn: Some(report),
-                order,
-            });
+        if keep_on_device {
+            Found::Device(indices, distances)
+        } else {
+            Found::Host(download_neighbors(&indices, &distances, r.points.n, k)?)
         }
-        download_neighbors(&indices, &distances, points.n, k)?
     } else {
-        match method {
-            KnnMethod::Hnsw => hnsw_with_recall(&points, k, params.seed, &mut report, progress)?,
+        Found::Host(match method {
+            KnnMethod::Hnsw => hnsw_with_recall(points, k, params.seed, &mut report, progress)?,
             KnnMethod::Approx => {
-                let size = recall_size(&points);
-                let (nb, stats) =
-                    knn::ivf_cpu::approx_cpu(&points, k, &params.ivf, size, progress)?;
+                let size = recall_size(points);
+                let (nb, stats) = knn::ivf_cpu::approx_cpu(points, k, &params.ivf, size, progress)?;
                 report.recall_sample = Some(stats.recall_sample);
                 report.recall_sample_size = Some(stats.sample);
                 report.ivf = Some(stats);
                 nb
             }
-            _ => knn::exact(&points, k, progress)?,
-        }
+            _ => knn::exact(points, k, progress)?,
+        })
     };
-    seconds.knn = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let p = P::from_csr(affinity::from_neighbors(&nb, params.perplexity)?);
-    seconds.affinities = t.elapsed().as_secs_f64();
-    Ok(Prepared {
-        p,
-        points: Some(points),
-        reduced,
-        neighbors: Some(nb),
-        knn: Some(report),
-        order,
-    })
+    Ok((found, report))
 }
 
 /// Multiply-adds the CPU's recall estimate of HNSW may spend: a sample of
@@ -191,7 +274,7 @@ fn gpu_affinities(
 }
 
 /// Device neighbours (n × k indices and squared distances) to the host.
-fn download_neighbors(
+pub(crate) fn download_neighbors(
     indices: &CudaSlice<i32>,
     distances: &CudaSlice<f32>,
     n: usize,

@@ -9,15 +9,10 @@ use crate::gpu::Gpu;
 use crate::prep::{self, Metric};
 use crate::progress::Progress;
 use crate::report::StageSeconds;
-use crate::{CsrPoints, Error, Result};
+use crate::{CsrPoints, Error, Points, Result};
 
-/// Reduces `rows` to `params.pca` components straight from the sparse matrix, its products
-/// on the device on the gpu and hybrid backends (or densifies them when they are no wider
-/// than that), then runs [`prepare_points`] on the result with the metric and the PCA
-/// already applied.
-///
-/// Cosine scales each stored row to unit length, which keeps it sparse. Correlation would
-/// centre each row, which fills it: it is refused, with the way round it.
+/// Reduces `rows` to `params.pca` components ([`reduce_sparse`]), then runs
+/// [`prepare_points`] on the result with the metric and the PCA already applied.
 pub(crate) fn prepare_sparse(
     rows: &CsrPoints,
     params: &EmbedParams,
@@ -26,6 +21,35 @@ pub(crate) fn prepare_sparse(
     progress: &dyn Progress,
 ) -> Result<Prepared> {
     let t = Instant::now();
+    let (points, reduced) = reduce_sparse(rows, params, backend)?;
+    let sparse_seconds = t.elapsed().as_secs_f64();
+    let mut prepared = prepare_points(points, &dense_params(params), backend, seconds, progress)?;
+    prepared.reduced = reduced;
+    // prepare_points timed its own (empty) PCA step only.
+    seconds.pca += sparse_seconds;
+    Ok(prepared)
+}
+
+/// The parameters of the dense stages after [`reduce_sparse`]: metric and PCA done.
+pub(crate) fn dense_params(params: &EmbedParams) -> EmbedParams {
+    EmbedParams {
+        metric: Metric::Euclidean,
+        pca: None,
+        ..params.clone()
+    }
+}
+
+/// The metric's row transform and PCA of sparse rows, straight from the sparse matrix, its
+/// products on the device on the gpu and hybrid backends (or the rows densified when they
+/// are no wider than `params.pca`); and whether the result is PCA scores.
+///
+/// Cosine scales each stored row to unit length, which keeps it sparse. Correlation would
+/// centre each row, which fills it: it is refused, with the way round it.
+pub(crate) fn reduce_sparse(
+    rows: &CsrPoints,
+    params: &EmbedParams,
+    backend: BackendKind,
+) -> Result<(Points, bool)> {
     let scaled;
     let rows = match params.metric {
         Metric::Euclidean => rows,
@@ -41,25 +65,14 @@ pub(crate) fn prepare_sparse(
             ))
         }
     };
-    let (points, reduced) = match params.pca {
+    Ok(match params.pca {
         Some(m) if rows.d > m && backend != BackendKind::Cpu => (
             prep::sparse_pca_gpu(Gpu::get()?, rows, m, params.seed)?,
             true,
         ),
         Some(m) if rows.d > m => (prep::sparse_pca(rows, m, params.seed)?, true),
         _ => (rows.to_dense(), false),
-    };
-    let sparse_seconds = t.elapsed().as_secs_f64();
-    let dense = EmbedParams {
-        metric: Metric::Euclidean,
-        pca: None,
-        ..params.clone()
-    };
-    let mut prepared = prepare_points(points, &dense, backend, seconds, progress)?;
-    prepared.reduced = reduced;
-    // prepare_points timed its own (empty) PCA step only.
-    seconds.pca += sparse_seconds;
-    Ok(prepared)
+    })
 }
 
 /// The rows scaled to unit Euclidean length; a row with no stored non-zero is an error

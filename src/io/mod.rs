@@ -20,6 +20,7 @@ pub mod h5ad;
 mod images;
 mod labels;
 mod mtx;
+mod neighbors;
 mod npy;
 pub mod plot;
 mod read;
@@ -30,6 +31,7 @@ pub use error::{IoError, Place};
 pub use images::{image_side, read_images};
 pub use labels::{read_labels, read_labels_npy_bytes, Labels};
 pub use mtx::read_graph;
+pub use neighbors::{read_neighbors, write_neighbors, IndexType, NeighborLists};
 pub use npy::read_points_npy_bytes;
 #[cfg(test)]
 pub(crate) use npy::tests::npy_file as npy_test_file;

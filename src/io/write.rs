@@ -23,6 +23,8 @@ pub enum OutputKind {
     Report,
     /// Integer labels ([`write_labels`]): `.npy`.
     Labels,
+    /// Neighbour lists ([`super::write_neighbors`]): `.npz`.
+    Neighbors,
 }
 
 impl OutputKind {
@@ -32,6 +34,7 @@ impl OutputKind {
             OutputKind::Plot => "a plot",
             OutputKind::Report => "a report",
             OutputKind::Labels => "labels",
+            OutputKind::Neighbors => "neighbours",
         }
     }
 
@@ -41,6 +44,7 @@ impl OutputKind {
             OutputKind::Plot => &["png"],
             OutputKind::Report => &["json"],
             OutputKind::Labels => &["npy"],
+            OutputKind::Neighbors => &["npz"],
         }
     }
 
@@ -50,6 +54,7 @@ impl OutputKind {
             OutputKind::Plot => ".png",
             OutputKind::Report => ".json",
             OutputKind::Labels => ".npy",
+            OutputKind::Neighbors => ".npz",
         }
     }
 }

@@ -24,6 +24,7 @@ mod hnsw;
 pub mod ivf;
 pub mod ivf_cpu;
 mod order;
+pub mod precomputed;
 mod scan;
 mod select;
 

@@ -10,6 +10,7 @@
 //! This file holds the header and the element decoding shared by [`points`] and [`labels`].
 
 mod labels;
+mod matrix;
 mod points;
 
 use std::io::Read;
@@ -20,6 +21,7 @@ use npyz::{DType, Endianness, NpyHeader, Order, TypeChar};
 use super::error::IoError;
 
 pub(crate) use labels::read_labels_from;
+pub(crate) use matrix::{read_matrix_from, MatrixShape};
 pub use points::read_points_npy_bytes;
 pub(crate) use points::{read_points_npy, read_points_npy_as};
 

@@ -1,0 +1,82 @@
+//! Stages 2 and 3 alone (`sgtsne knn`): the neighbours `embed` would compute, in input
+//! numbering, for users who reuse one kNN graph across runs and tools (`embed --knn-from`).
+//!
+//! They run exactly as in [`embed`](super::embed): the same metric, PCA, internal numbering
+//! and method for the same parameters, so `embed --knn-from` with this result builds the P
+//! of the run that searched inline, bit for bit on the CPU.
+
+use std::time::Instant;
+
+use super::prepare::{self, Found};
+use super::{sparse, EmbedParams, Input};
+use crate::backend::Resolved;
+use crate::knn::{precomputed, Neighbors};
+use crate::points::inverse_permutation;
+use crate::progress::Progress;
+use crate::report::{KnnReport, StageSeconds};
+use crate::{Error, Result};
+
+/// The result of [`search_neighbors`].
+pub struct Searched {
+    /// Each point's k nearest other points, in input numbering; distances squared, in the
+    /// space searched (after the metric's row transform and PCA).
+    pub neighbors: Neighbors,
+    /// The kNN stage's report (method, k, the recall estimate of approximate methods).
+    pub knn: KnnReport,
+    /// Where it ran.
+    pub backend: Resolved,
+    /// Seconds of PCA (with the metric's transform), ordering and search.
+    pub seconds: StageSeconds,
+}
+
+/// The k = ⌈3·perplexity⌉ nearest neighbours of every point of `input` (points, dense or
+/// sparse), found as [`embed`](super::embed) finds them with `params`.
+pub fn search_neighbors(
+    input: Input,
+    params: &EmbedParams,
+    progress: &dyn Progress,
+) -> Result<Searched> {
+    params.validate()?;
+    let backend = params.backend.resolve()?;
+    let mut seconds = StageSeconds::default();
+    let t = Instant::now();
+    let (points, params) = match input {
+        Input::Points(p) => (p, params.clone()),
+        Input::Sparse(rows) => {
+            let (points, _) = sparse::reduce_sparse(&rows, params, backend.kind)?;
+            (points, sparse::dense_params(params))
+        }
+        Input::Graph(_) | Input::Affinities(_) => {
+            return Err(Error::param(
+                "input",
+                "neighbours are searched among points; a graph's are its edges",
+            ))
+        }
+    };
+    let sparse_seconds = t.elapsed().as_secs_f64();
+    let mut params = params;
+    super::resolve_search(&mut params, Some(points.n), backend.kind)?;
+    prepare::check_enough(points.n, &params)?;
+    let mut reduced = prepare::reduce(points, &params, backend.kind, &mut seconds)?;
+    seconds.pca += sparse_seconds;
+    let t = Instant::now();
+    let (found, knn) = prepare::search(&mut reduced, &params, backend.kind, false, progress)?;
+    let nb = match found {
+        Found::Host(nb) => nb,
+        Found::Device(indices, distances) => {
+            prepare::download_neighbors(&indices, &distances, reduced.points.n, knn.k)?
+        }
+    };
+    seconds.knn = t.elapsed().as_secs_f64();
+    // Internal point r is input point order[r]: input point i is internal point inv[i].
+    let neighbors = match &reduced.order {
+        Some(order) => precomputed::permuted(&nb, &inverse_permutation(order)),
+        None => nb,
+    };
+    Ok(Searched {
+        neighbors,
+        knn,
+        backend,
+        seconds,
+    })
+}
