@@ -29,7 +29,7 @@ mod sparse;
 
 pub use params::{
     EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod, AUTO_APPROX_GPU_MIN,
-    AUTO_EXACT_MAX,
+    AUTO_EXACT_MAX, MAX_NEIGHBORS,
 };
 pub(crate) use prepare::prepare_points;
 pub use search::{search_neighbors, Searched};
@@ -125,6 +125,15 @@ pub fn embed(
         Input::Affinities(p) => input_info(name, "affinities", p.rows(), 0),
     };
     let mut notes = Vec::new();
+    if params.k() < params.k_wanted() && input.d().is_some() {
+        notes.push(format!(
+            "k capped at {} neighbours by --max-neighbors (⌈3·perplexity⌉ = {}): each \
+             point's Gaussian is cut beyond its {}th neighbour",
+            params.k(),
+            params.k_wanted(),
+            params.k()
+        ));
+    }
     if let Some(nb) = params.knn_given.clone() {
         given_neighbors_fit(&nb, &input, &mut params, &mut notes)?;
     }
@@ -388,6 +397,11 @@ fn given_neighbors_fit(
             params.perplexity
         ));
         params.perplexity = perplexity;
+        // Multiscale: the scales above the new largest one merge into it.
+        params.multiscale.retain(|&u| u < perplexity);
+        if !params.multiscale.is_empty() {
+            params.multiscale.push(perplexity);
+        }
     }
     Ok(())
 }

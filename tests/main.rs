@@ -10,6 +10,8 @@ mod gradient;
 mod h5ad;
 /// `--init FILE`, `-o -` and `.tsv` outputs, the no-output warning, completions and man.
 mod init_output;
+/// Multiscale perplexity and the cap on neighbours.
+mod multiscale;
 /// Neighbours and affinities computed elsewhere (`--knn-from`, `--affinities`) and the
 /// `knn` tool.
 mod neighbors;

@@ -192,9 +192,19 @@ pub struct EmbedArgs {
     /// Embedding dimension.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub dims: u8,
-    /// Perplexity: the effective number of neighbours (k = ⌈3·perplexity⌉ are computed).
-    #[arg(long, default_value_t = 30.0)]
-    pub perplexity: f64,
+    /// Perplexity: the effective number of neighbours (k = ⌈3·perplexity⌉ are computed), or
+    /// several, comma-separated (`30,300`), for multiscale affinities: the Gaussians of each
+    /// perplexity averaged (Lee et al. 2015), k from the largest.
+    #[arg(
+        long,
+        default_value = "30",
+        value_name = "U[,U…]",
+        allow_hyphen_values = true
+    )]
+    pub perplexity: PerplexityArg,
+    /// The most neighbours per point: caps k = ⌈3·perplexity⌉ (a note says when it does).
+    #[arg(long, default_value_t = sgtsne::embed::MAX_NEIGHBORS, value_name = "K")]
+    pub max_neighbors: usize,
     /// Gradient-descent iterations.
     #[arg(long, default_value_t = 1000)]
     pub iters: usize,
@@ -347,6 +357,30 @@ pub struct KnnArgs {
 pub enum IndexTypeArg {
     I64,
     U32,
+}
+
+/// One perplexity or several (multiscale), as given: ascending, without repeats.
+#[derive(Clone, Debug)]
+pub struct PerplexityArg(pub Vec<f64>);
+
+impl FromStr for PerplexityArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut scales = Vec::new();
+        for part in s.split(',') {
+            let u: f64 = part.trim().parse().map_err(|_| {
+                format!("`{part}` is not a number (expected e.g. 30, or 30,300 for multiscale)")
+            })?;
+            if !(u >= 1.0 && u.is_finite()) {
+                return Err(format!("each perplexity must be at least 1, got {part}"));
+            }
+            scales.push(u);
+        }
+        scales.sort_by(f64::total_cmp);
+        scales.dedup();
+        Ok(PerplexityArg(scales))
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -254,7 +254,17 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
     };
     let mut params = EmbedParams {
         dims,
-        perplexity: a.perplexity,
+        perplexity: *a
+            .perplexity
+            .0
+            .last()
+            .expect("the parser gives one at least"),
+        multiscale: if a.perplexity.0.len() > 1 {
+            a.perplexity.0.clone()
+        } else {
+            Vec::new()
+        },
+        max_neighbors: a.max_neighbors,
         init: match a.init {
             InitArg::Pca => InitKind::Pca,
             InitArg::Random => InitKind::Random,

@@ -27,6 +27,11 @@ pub const AUTO_EXACT_MAX: usize = 500_000;
 /// and its KL lower (5.508 against 5.518).
 pub const AUTO_APPROX_GPU_MIN: usize = 500_000;
 
+/// The default most neighbours per point ([`EmbedParams::max_neighbors`]): perplexity up to
+/// 333 gets its customary ⌈3u⌉; beyond, the note of the cap says what was cut. At 1.3M
+/// points, 1000 neighbours hold 10 GB of kNN graph and P.
+pub const MAX_NEIGHBORS: usize = 1000;
+
 /// The kNN method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,8 +98,16 @@ impl PointOrder {
 pub struct EmbedParams {
     /// Embedding dimension s ∈ {1, 2, 3} (default 2).
     pub dims: usize,
-    /// Perplexity u (default 30); k = ⌈3u⌉ neighbours.
+    /// Perplexity u (default 30); k = ⌈3u⌉ neighbours (at most `max_neighbors`). With
+    /// `multiscale`, the largest of the scales.
     pub perplexity: f64,
+    /// Multiscale perplexity (Lee et al. 2015; openTSNE's `Multiscale`): the scales, in
+    /// ascending order, the last equal to `perplexity`, whose Gaussian conditionals over the
+    /// same k neighbours are averaged before symmetrisation. Empty for one scale.
+    pub multiscale: Vec<f64>,
+    /// The most neighbours per point (default [`MAX_NEIGHBORS`]): k = min(⌈3u⌉, this).
+    /// Memory and attraction time grow with k; a perplexity of 300 already asks for 900.
+    pub max_neighbors: usize,
     /// kNN method (default auto).
     pub knn: KnnMethod,
     /// The distance between points (default Euclidean; cosine and correlation transform
@@ -149,6 +162,8 @@ impl Default for EmbedParams {
         EmbedParams {
             dims: 2,
             perplexity: 30.0,
+            multiscale: Vec::new(),
+            max_neighbors: MAX_NEIGHBORS,
             knn: KnnMethod::Auto,
             metric: crate::prep::Metric::Euclidean,
             pca: Some(50),
@@ -179,9 +194,23 @@ fn grid_text<S: Serializer>(grid: &Option<GridSpec>, s: S) -> Result<S::Ok, S::E
 }
 
 impl EmbedParams {
-    /// k = ⌈3u⌉ (DESIGN §1.3).
+    /// k = ⌈3u⌉ (DESIGN §1.3), at most `max_neighbors`.
     pub fn k(&self) -> usize {
+        self.k_wanted().min(self.max_neighbors)
+    }
+
+    /// ⌈3u⌉ for the largest perplexity, before the `max_neighbors` cap.
+    pub fn k_wanted(&self) -> usize {
         (3.0 * self.perplexity).ceil() as usize
+    }
+
+    /// The perplexities P is calibrated at: the multiscale list, or the one perplexity.
+    pub fn scales(&self) -> Vec<f64> {
+        if self.multiscale.is_empty() {
+            vec![self.perplexity]
+        } else {
+            self.multiscale.clone()
+        }
     }
 
     /// The repulsion these parameters ask for, with the grid resolved
@@ -204,10 +233,33 @@ impl EmbedParams {
                 format!("must be 1, 2 or 3, got {}", self.dims),
             ));
         }
-        if !(self.perplexity >= 1.0 && self.perplexity.is_finite()) {
+        for &u in self.scales().iter().chain([&self.perplexity]) {
+            if !(u >= 1.0 && u.is_finite()) {
+                return Err(Error::param(
+                    "perplexity",
+                    format!("must be at least 1, got {u}"),
+                ));
+            }
+        }
+        if !self.multiscale.is_empty()
+            && (self.multiscale.windows(2).any(|w| w[0] >= w[1])
+                || self.multiscale.last() != Some(&self.perplexity))
+        {
             return Err(Error::param(
                 "perplexity",
-                format!("must be at least 1, got {}", self.perplexity),
+                "multiscale perplexities must ascend and end with `perplexity`",
+            ));
+        }
+        if (self.k() as f64) <= self.perplexity {
+            return Err(Error::param(
+                "max-neighbors",
+                format!(
+                    "{} neighbours cannot carry perplexity {} (k must exceed it, and ⌈3u⌉ = {} \
+                     is customary); raise --max-neighbors",
+                    self.k(),
+                    self.perplexity,
+                    self.k_wanted()
+                ),
             ));
         }
         if self.pca == Some(0) {

@@ -72,13 +72,11 @@ pub(crate) fn prepare_points(
             };
             (Found::Host(nb), report)
         }
-        None => search(
-            &mut r,
-            params,
-            backend,
-            backend == BackendKind::Gpu,
-            progress,
-        )?,
+        // The device calibrates one perplexity; multiscale P is made on the host.
+        None => {
+            let on_device = backend == BackendKind::Gpu && params.multiscale.is_empty();
+            search(&mut r, params, backend, on_device, progress)?
+        }
     };
     seconds.knn = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -87,7 +85,7 @@ pub(crate) fn prepare_points(
             gpu_affinities(&indices, &distances, r.points.n, report.k, params, seconds)?
         }
         Found::Host(nb) => {
-            let p = P::from_csr(affinity::from_neighbors(&nb, params.perplexity)?);
+            let p = P::from_csr(affinity::from_neighbors_multiscale(&nb, &params.scales())?);
             seconds.affinities = t.elapsed().as_secs_f64();
             (p, nb)
         }
