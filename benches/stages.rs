@@ -75,7 +75,13 @@ fn stages(c: &mut Criterion, n: usize, label: &str) {
     g.bench_function(BenchmarkId::new("s2g", grid.p), |b| {
         b.iter(|| scatter.run::<2>(&y, &grid, &mut charges))
     });
-    let mut conv = Convolver::new(&mut Planners::default(), grid.p, 2, grid.h);
+    let mut conv = Convolver::new(
+        &mut Planners::default(),
+        grid.p,
+        2,
+        grid.h,
+        sgtsne::kernel::Kernel::CAUCHY,
+    );
     let mut potentials = vec![0.0f32; nch * grid.len()];
     g.bench_function(BenchmarkId::new("g2g", grid.p), |b| {
         b.iter(|| conv.convolve(&charges, &mut potentials))

@@ -109,7 +109,7 @@ pub fn embed(
 ) -> Result<Embedding> {
     let start = Instant::now();
     params.validate()?;
-    let backend = params.backend.resolve()?;
+    let backend = resolve_backend(params)?;
     let mut seconds = StageSeconds::default();
     let mut params = params.clone();
     params.grid = Some(
@@ -234,6 +234,30 @@ pub fn embed(
         notes,
     };
     Ok(Embedding { y, dims, report })
+}
+
+/// The backend a run with `params.kernel` may use: the device's attraction and repulsion are
+/// the Cauchy kernel's, so a heavy-tailed kernel runs on the cpu backend (`auto` picks it;
+/// gpu and hybrid are refused with the way round).
+fn resolve_backend(params: &EmbedParams) -> Result<crate::backend::Resolved> {
+    if params.kernel.is_cauchy() {
+        return params.backend.resolve();
+    }
+    match params.backend {
+        BackendKind::Cpu => BackendKind::Cpu.resolve(),
+        BackendKind::Auto => Ok(crate::backend::Resolved {
+            kind: BackendKind::Cpu,
+            note: format!("auto: dof {} runs on the cpu", params.kernel.dof),
+        }),
+        _ => Err(Error::param(
+            "dof",
+            format!(
+                "a kernel of {} degrees of freedom runs on the cpu backend (the GPU's kernels \
+                 are t-SNE's, dof 1); use --backend cpu",
+                params.kernel.dof
+            ),
+        )),
+    }
 }
 
 /// Resolves the kNN method for `n` points (`None`: a graph, which has none) and the
@@ -509,7 +533,7 @@ fn optimise(
             optimize_hybrid(gpu, stream, &p, repulse, y, dims, &params.optim, progress)?
         }
         _ => {
-            let mut gradient = CpuGradient::new(&p, repulsion.host())?;
+            let mut gradient = CpuGradient::with_kernel(&p, repulsion.host(), params.kernel)?;
             optim::optimize(&mut gradient, y, dims, &params.optim, progress)?
         }
     };

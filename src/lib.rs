@@ -34,6 +34,7 @@ pub mod gen;
 pub mod gpu;
 pub mod init;
 pub mod io;
+pub mod kernel;
 pub mod knn;
 pub mod optim;
 pub mod points;

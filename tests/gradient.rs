@@ -1,6 +1,7 @@
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use sgtsne::affinity::{symmetrize, Affinities};
 use sgtsne::backend::cpu::CpuGradient;
+use sgtsne::kernel::Kernel;
 use sgtsne::optim::Gradient;
 use sgtsne::repulse::ExactRepulsion;
 use sgtsne::sparse::P;
@@ -23,14 +24,15 @@ fn random_p(n: usize, seed: u64) -> Affinities {
     symmetrize(n, &indptr, &indices, &values).unwrap()
 }
 
-/// KL(P‖Q) in f64 straight from the definition, Q_ij = w_ij / Σ_{k≠l} w_kl.
-fn kl(p: &Affinities, y: &[f64], dims: usize) -> f64 {
+/// KL(P‖Q) in f64 straight from the definition, Q_ij = w_ij / Σ_{k≠l} w_kl, with the
+/// Student-t kernel of `dof` degrees of freedom, w = (1 + d²/α)^(−α).
+fn kl(p: &Affinities, y: &[f64], dims: usize, dof: f64) -> f64 {
     let n = p.rows();
     let w = |i: usize, j: usize| {
         let d2: f64 = (0..dims)
             .map(|k| (y[i * dims + k] - y[j * dims + k]).powi(2))
             .sum();
-        1.0 / (1.0 + d2)
+        (1.0 + d2 / dof).powf(-dof)
     };
     let mut z = 0.0;
     for i in 0..n {
@@ -50,24 +52,27 @@ fn kl(p: &Affinities, y: &[f64], dims: usize) -> f64 {
     c
 }
 
+/// For t-SNE's kernel and heavy-tailed ones (α = 0.5, 2), in 1-D to 3-D.
 #[test]
 fn analytic_gradient_matches_finite_differences() {
-    for dims in 1..=3 {
+    for (dims, dof) in (1..=3).flat_map(|d| [(d, 1.0), (d, 0.5), (d, 2.0)]) {
         let n = 24;
         let p = random_p(n, dims as u64);
         let mut rng = StdRng::seed_from_u64(40 + dims as u64);
         let y: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-3.0..3.0)).collect();
         let blocks = P::from_csr(p.clone()).into_csb(8).unwrap();
-        let mut g = CpuGradient::new(&blocks, Box::new(ExactRepulsion::new())).unwrap();
+        let kernel = Kernel::new(dof).unwrap();
+        let repulse = Box::new(ExactRepulsion::with_kernel(kernel));
+        let mut g = CpuGradient::with_kernel(&blocks, repulse, kernel).unwrap();
         let mut grad = vec![0f32; n * dims];
         let info = g.gradient(&y, dims, 1.0, &mut grad, true).unwrap();
 
         let y64: Vec<f64> = y.iter().map(|&v| v as f64).collect();
-        let kl_ref = kl(&p, &y64, dims);
+        let kl_ref = kl(&p, &y64, dims, dof);
         let kl_got = info.kl.unwrap();
         assert!(
             (kl_got - kl_ref).abs() < 1e-4 * kl_ref.abs().max(1.0),
-            "KL {kl_got} vs {kl_ref}"
+            "dof {dof}: KL {kl_got} vs {kl_ref}"
         );
 
         let eps = 1e-5;
@@ -78,13 +83,16 @@ fn analytic_gradient_matches_finite_differences() {
             let mut minus = y64.clone();
             plus[t] += eps;
             minus[t] -= eps;
-            let numeric = (kl(&p, &plus, dims) - kl(&p, &minus, dims)) / (2.0 * eps);
+            let numeric = (kl(&p, &plus, dims, dof) - kl(&p, &minus, dims, dof)) / (2.0 * eps);
             // The optimiser's gradient is ∂C/∂y / 4 (the 4 lives in the learning rate).
             let analytic = 4.0 * grad[t] as f64;
             err2 += (numeric - analytic).powi(2);
             norm2 += numeric.powi(2);
         }
         let rel = (err2 / norm2).sqrt();
-        assert!(rel < 1e-4, "dims {dims}: relative gradient error {rel}");
+        assert!(
+            rel < 1e-4,
+            "dims {dims}, dof {dof}: relative gradient error {rel}"
+        );
     }
 }

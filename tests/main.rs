@@ -8,6 +8,8 @@ mod e2e;
 mod gradient;
 /// AnnData .h5ad in and out, against fixtures written by the anndata package.
 mod h5ad;
+/// Heavy-tailed kernels (`--dof`).
+mod heavy_tails;
 /// `--init FILE`, `-o -` and `.tsv` outputs, the no-output warning, completions and man.
 mod init_output;
 /// Multiscale perplexity and the cap on neighbours.

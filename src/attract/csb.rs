@@ -3,25 +3,28 @@
 use rayon::prelude::*;
 
 use super::{check_shapes, pair, Attract};
+use crate::kernel::{EdgeF32, Kernel};
 use crate::sparse::Csb;
 use crate::Result;
 
 impl Attract for Csb {
-    fn attract(
+    fn attract_with(
         &self,
+        kernel: Kernel,
         y: &[f32],
         dims: usize,
         force: &mut [f32],
         with_kl: bool,
     ) -> Result<Option<f64>> {
         check_shapes(self.n(), y, dims, force)?;
+        let k = kernel.edge_f32();
         let kl = match (dims, with_kl) {
-            (1, false) => run::<1, false>(self, y, force),
-            (1, true) => run::<1, true>(self, y, force),
-            (2, false) => run::<2, false>(self, y, force),
-            (2, true) => run::<2, true>(self, y, force),
-            (3, false) => run::<3, false>(self, y, force),
-            _ => run::<3, true>(self, y, force),
+            (1, false) => run::<1, false>(self, y, force, k),
+            (1, true) => run::<1, true>(self, y, force, k),
+            (2, false) => run::<2, false>(self, y, force, k),
+            (2, true) => run::<2, true>(self, y, force, k),
+            (3, false) => run::<3, false>(self, y, force, k),
+            _ => run::<3, true>(self, y, force, k),
         };
         Ok(with_kl.then_some(kl))
     }
@@ -32,7 +35,7 @@ impl Attract for Csb {
 const LANES: usize = 4;
 
 /// Monomorphised over the dimension D and whether Σ p ln w is accumulated.
-fn run<const D: usize, const KL: bool>(csb: &Csb, y: &[f32], force: &mut [f32]) -> f64 {
+fn run<const D: usize, const KL: bool>(csb: &Csb, y: &[f32], force: &mut [f32], k: EdgeF32) -> f64 {
     let beta = csb.beta();
     force
         .par_chunks_mut(beta * D)
@@ -45,7 +48,7 @@ fn run<const D: usize, const KL: bool>(csb: &Csb, y: &[f32], force: &mut [f32]) 
             for blk in csb.blocks(b) {
                 let c0 = blk.col * beta;
                 let y_cols = &y[c0 * D..(c0 + beta).min(csb.n()) * D];
-                kl += block::<D, KL>(blk.coords, blk.values, y_rows, y_cols, out) as f64;
+                kl += block::<D, KL>(blk.coords, blk.values, y_rows, y_cols, out, k) as f64;
             }
             kl
         })
@@ -63,6 +66,7 @@ fn block<const D: usize, const KL: bool>(
     y_rows: &[f32],
     y_cols: &[f32],
     out: &mut [f32],
+    k: EdgeF32,
 ) -> f32 {
     let mut kl = 0f32;
     let mut start = 0;
@@ -77,7 +81,7 @@ fn block<const D: usize, const KL: bool>(
         let mut acc = [[0f32; D]; LANES];
         let mut entry = |lane: usize, c: u32, p: f32, acc: &mut [[f32; D]; LANES]| {
             let col = (c & 0xffff) as usize;
-            let lw = pair::<D, KL>(p, yi, &y_cols[col * D..col * D + D], &mut acc[lane]);
+            let lw = pair::<D, KL>(p, yi, &y_cols[col * D..col * D + D], &mut acc[lane], k);
             if KL {
                 kl += p * lw;
             }

@@ -4,27 +4,30 @@ use rayon::prelude::*;
 
 use super::{check_shapes, pair, Attract};
 use crate::affinity::Affinities;
+use crate::kernel::{EdgeF32, Kernel};
 use crate::Result;
 
 impl Attract for Affinities {
-    fn attract(
+    fn attract_with(
         &self,
+        kernel: Kernel,
         y: &[f32],
         dims: usize,
         force: &mut [f32],
         with_kl: bool,
     ) -> Result<Option<f64>> {
         check_shapes(self.rows(), y, dims, force)?;
+        let k = kernel.edge_f32();
         let kl = match dims {
-            1 => run::<1>(self, y, force),
-            2 => run::<2>(self, y, force),
-            _ => run::<3>(self, y, force),
+            1 => run::<1>(self, y, force, k),
+            2 => run::<2>(self, y, force, k),
+            _ => run::<3>(self, y, force, k),
         };
         Ok(with_kl.then_some(kl))
     }
 }
 
-fn run<const D: usize>(p: &Affinities, y: &[f32], force: &mut [f32]) -> f64 {
+fn run<const D: usize>(p: &Affinities, y: &[f32], force: &mut [f32], k: EdgeF32) -> f64 {
     force
         .par_chunks_mut(D)
         .enumerate()
@@ -34,7 +37,7 @@ fn run<const D: usize>(p: &Affinities, y: &[f32], force: &mut [f32]) -> f64 {
             let mut kl = 0f64;
             if let Some(row) = p.outer_view(i) {
                 for (j, &pij) in row.iter() {
-                    let lw = pair::<D, true>(pij, yi, &y[j * D..j * D + D], &mut acc);
+                    let lw = pair::<D, true>(pij, yi, &y[j * D..j * D + D], &mut acc, k);
                     kl += (pij * lw) as f64;
                 }
             }

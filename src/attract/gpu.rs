@@ -6,6 +6,7 @@ use cudarc::driver::CudaSlice;
 use super::{check_shapes, Attract};
 use crate::gpu::kernels::attract_hyb::{AttractCoo, AttractEll, COO_BLOCKS_PER_SM, COO_CHUNKS};
 use crate::gpu::GpuError;
+use crate::kernel::Kernel;
 use crate::sparse::HybGpu;
 use crate::Result;
 
@@ -54,14 +55,22 @@ impl HybGpu {
 }
 
 impl Attract for HybGpu {
-    /// Host-to-host form of [`HybGpu::attract_device`], for tests against the CPU path.
-    fn attract(
+    /// Host-to-host form of [`HybGpu::attract_device`], for tests against the CPU path. The
+    /// device's kernels are the Cauchy kernel's only (`--dof` runs on the cpu backend).
+    fn attract_with(
         &self,
+        kernel: Kernel,
         y: &[f32],
         dims: usize,
         force: &mut [f32],
         with_kl: bool,
     ) -> Result<Option<f64>> {
+        if !kernel.is_cauchy() {
+            return Err(crate::Error::param(
+                "dof",
+                "the GPU attraction has the Cauchy kernel (dof 1) only",
+            ));
+        }
         check_shapes(self.n, y, dims, force)?;
         let s = &self.gpu.stream;
         let y_dev = s.clone_htod(y)?;

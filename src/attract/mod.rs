@@ -1,6 +1,7 @@
 //! Attractive forces (DESIGN §2, §2.1):
 //! $F_{attr,i} = \sum_j p_{ij} w_{ij} (y_i - y_j)$, $w_{ij} = 1/(1 + |y_i - y_j|^2)$,
-//! over the non-zeros of P only.
+//! over the non-zeros of P only; with a heavy-tailed kernel of α degrees of freedom the edge
+//! weight is $w^{1/α} = 1/(1 + |y_i - y_j|^2/α)$ ([`Kernel`]).
 //!
 //! The same pass can return $\sum_{ij} p_{ij} \ln w_{ij}$, the only P-dependent term of
 //! KL(P‖Q) that changes with Y (DESIGN §2), so the cost is a few logarithms per non-zero
@@ -10,19 +11,32 @@ pub mod csb;
 pub mod csr;
 pub mod gpu;
 
+use crate::kernel::{EdgeF32, Kernel};
 use crate::Result;
 
 /// Computes attractive forces for a fixed P.
 pub trait Attract: Send + Sync {
-    /// Writes $F_{attr}$ (row-major n × dims) into `force`; with `with_kl` also returns
-    /// $\sum_{ij} p_{ij} \ln w_{ij}$.
+    /// Writes $F_{attr}$ (row-major n × dims) with the `kernel`'s edge weights into `force`;
+    /// with `with_kl` also returns $\sum_{ij} p_{ij} \ln w_{ij}$.
+    fn attract_with(
+        &self,
+        kernel: Kernel,
+        y: &[f32],
+        dims: usize,
+        force: &mut [f32],
+        with_kl: bool,
+    ) -> Result<Option<f64>>;
+
+    /// [`Attract::attract_with`] the Cauchy kernel of t-SNE.
     fn attract(
         &self,
         y: &[f32],
         dims: usize,
         force: &mut [f32],
         with_kl: bool,
-    ) -> Result<Option<f64>>;
+    ) -> Result<Option<f64>> {
+        self.attract_with(Kernel::CAUCHY, y, dims, force, with_kl)
+    }
 }
 
 /// Checks the shapes shared by every attraction path.
@@ -47,7 +61,7 @@ pub(crate) fn check_shapes(n: usize, y: &[f32], dims: usize, force: &[f32]) -> R
     Ok(())
 }
 
-/// One non-zero's contribution: adds $p\,w\,(y_i - y_j)$ to `acc` and returns $\ln w$
+/// One non-zero's contribution: adds $p\,w^{1/α}(y_i - y_j)$ to `acc` and returns $\ln w$
 /// when `KL` is set (0 otherwise).
 #[inline(always)]
 pub(crate) fn pair<const D: usize, const KL: bool>(
@@ -55,6 +69,7 @@ pub(crate) fn pair<const D: usize, const KL: bool>(
     yi: &[f32; D],
     yj: &[f32],
     acc: &mut [f32; D],
+    k: EdgeF32,
 ) -> f32 {
     let mut diff = [0f32; D];
     let mut d2 = 0f32;
@@ -62,13 +77,13 @@ pub(crate) fn pair<const D: usize, const KL: bool>(
         diff[k] = yi[k] - yj[k];
         d2 += diff[k] * diff[k];
     }
-    let w = 1.0 / (1.0 + d2);
+    let w = 1.0 / (1.0 + d2 * k.inv_dof);
     let pw = p * w;
-    for k in 0..D {
-        acc[k] += pw * diff[k];
+    for (a, d) in acc.iter_mut().zip(diff) {
+        *a += pw * d;
     }
     if KL {
-        w.ln()
+        k.dof * w.ln()
     } else {
         0.0
     }

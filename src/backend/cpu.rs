@@ -5,6 +5,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::attract::Attract;
+use crate::kernel::Kernel;
 use crate::optim::{Gradient, GradientInfo};
 use crate::repulse::Repulse;
 use crate::sparse::{Csb, P};
@@ -13,6 +14,8 @@ use crate::Result;
 /// $g = α F_{attr} − F_{rep}$ on the host.
 pub struct CpuGradient<'p> {
     attract: &'p Csb,
+    /// The attraction's kernel; the repulsion holds its own copy.
+    kernel: Kernel,
     repulse: Box<dyn Repulse>,
     /// Σ p ln p, the constant part of KL(P‖Q).
     p_log_p: f64,
@@ -21,10 +24,17 @@ pub struct CpuGradient<'p> {
 }
 
 impl<'p> CpuGradient<'p> {
-    /// The gradient of P (in CSB: [`P::into_csb`]) with the repulsion `repulse`.
+    /// The gradient of P (in CSB: [`P::into_csb`]) with the repulsion `repulse`, for
+    /// t-SNE's Cauchy kernel.
     pub fn new(p: &'p P, repulse: Box<dyn Repulse>) -> Result<Self> {
+        Self::with_kernel(p, repulse, Kernel::CAUCHY)
+    }
+
+    /// The same for the heavy-tailed `kernel`, which `repulse` must have been built with.
+    pub fn with_kernel(p: &'p P, repulse: Box<dyn Repulse>, kernel: Kernel) -> Result<Self> {
         Ok(CpuGradient {
             attract: p.csb()?,
+            kernel,
             repulse,
             p_log_p: p.p_log_p(),
             f_attr: Vec::new(),
@@ -45,7 +55,9 @@ impl Gradient for CpuGradient<'_> {
         self.f_attr.resize(y.len(), 0.0);
         self.f_rep.resize(y.len(), 0.0);
         let t = Instant::now();
-        let p_log_w = self.attract.attract(y, dims, &mut self.f_attr, with_kl)?;
+        let p_log_w = self
+            .attract
+            .attract_with(self.kernel, y, dims, &mut self.f_attr, with_kl)?;
         let attract_seconds = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let rep = self.repulse.repulse(y, dims, &mut self.f_rep)?;

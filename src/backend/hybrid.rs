@@ -228,6 +228,7 @@ mod tests {
                         method: RepulsionMethod::Fft,
                         grid: spec,
                         precision,
+                        kernel: crate::kernel::Kernel::CAUCHY,
                     };
                     let mut cpu = CpuGradient::new(&p, method.host()).unwrap();
                     let stream = gpu.device.context.new_stream().unwrap();
@@ -363,6 +364,7 @@ mod tests {
                     method: RepulsionMethod::Fft,
                     grid: spec,
                     precision,
+                    kernel: crate::kernel::Kernel::CAUCHY,
                 };
                 let rep = method.device(gpu, stream.clone()).unwrap();
                 let mut side = DeviceSide::new(gpu, stream.clone(), rep, y.data.len()).unwrap();

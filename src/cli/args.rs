@@ -205,6 +205,16 @@ pub struct EmbedArgs {
     /// The most neighbours per point: caps k = ⌈3·perplexity⌉ (a note says when it does).
     #[arg(long, default_value_t = sgtsne::embed::MAX_NEIGHBORS, value_name = "K")]
     pub max_neighbors: usize,
+    /// Degrees of freedom α of the embedding's Student-t kernel, w = (1 + d²/α)^(−α): 1 is
+    /// t-SNE's; below 1 heavier tails pull clusters apart and reveal finer ones (Kobak et
+    /// al. 2019); large α approaches SNE. α ≠ 1 runs on the cpu backend.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "α",
+        allow_negative_numbers = true
+    )]
+    pub dof: f64,
     /// Gradient-descent iterations.
     #[arg(long, default_value_t = 1000)]
     pub iters: usize,

@@ -265,6 +265,7 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             Vec::new()
         },
         max_neighbors: a.max_neighbors,
+        kernel: sgtsne::kernel::Kernel { dof: a.dof },
         init: match a.init {
             InitArg::Pca => InitKind::Pca,
             InitArg::Random => InitKind::Random,

@@ -6,6 +6,7 @@ use serde::{Serialize, Serializer};
 
 use crate::backend::BackendKind;
 use crate::init::InitKind;
+use crate::kernel::Kernel;
 use crate::knn::ivf::IvfParams;
 use crate::optim::OptimParams;
 use crate::repulse::{GridSpec, RepulsionSpec};
@@ -105,6 +106,9 @@ pub struct EmbedParams {
     /// ascending order, the last equal to `perplexity`, whose Gaussian conditionals over the
     /// same k neighbours are averaged before symmetrisation. Empty for one scale.
     pub multiscale: Vec<f64>,
+    /// The embedding's kernel (`--dof`): Student's t of α degrees of freedom, default 1
+    /// (t-SNE's Cauchy kernel); α < 1 for heavier tails ([`Kernel`]).
+    pub kernel: Kernel,
     /// The most neighbours per point (default [`MAX_NEIGHBORS`]): k = min(⌈3u⌉, this).
     /// Memory and attraction time grow with k; a perplexity of 300 already asks for 900.
     pub max_neighbors: usize,
@@ -163,6 +167,7 @@ impl Default for EmbedParams {
             dims: 2,
             perplexity: 30.0,
             multiscale: Vec::new(),
+            kernel: Kernel::CAUCHY,
             max_neighbors: MAX_NEIGHBORS,
             knn: KnnMethod::Auto,
             metric: crate::prep::Metric::Euclidean,
@@ -218,6 +223,7 @@ impl EmbedParams {
     pub fn repulsion_spec(&self) -> RepulsionSpec {
         RepulsionSpec {
             method: self.repulsion,
+            kernel: self.kernel,
             grid: self
                 .grid
                 .unwrap_or_else(|| GridSpec::default_for(self.dims)),
@@ -241,6 +247,7 @@ impl EmbedParams {
                 ));
             }
         }
+        Kernel::new(self.kernel.dof)?;
         if !self.multiscale.is_empty()
             && (self.multiscale.windows(2).any(|w| w[0] >= w[1])
                 || self.multiscale.last() != Some(&self.perplexity))

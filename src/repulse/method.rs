@@ -11,6 +11,7 @@ use super::{
     ExactRepulsion, ExactRepulsionGpu, FftRepulsion, FftRepulsionGpu, GridSpec, Repulse, RepulseGpu,
 };
 use crate::gpu::Gpu;
+use crate::kernel::Kernel;
 use crate::Result;
 
 /// How the repulsion is computed.
@@ -43,17 +44,22 @@ pub struct RepulsionSpec {
     pub method: RepulsionMethod,
     pub grid: GridSpec,
     pub precision: Precision,
+    /// The embedding's kernel: the host's repulsions take any α; the device's are
+    /// Cauchy's (the run checks this before it starts).
+    pub kernel: Kernel,
 }
 
 impl RepulsionSpec {
     /// The repulsion on the host (rayon).
     pub fn host(&self) -> Box<dyn Repulse> {
         match (self.method, self.precision) {
-            (RepulsionMethod::Fft, Precision::F32) => Box::new(FftRepulsion::new(self.grid)),
-            (RepulsionMethod::Fft, Precision::F64) => {
-                Box::new(FftRepulsion::<f64>::with_precision(self.grid))
+            (RepulsionMethod::Fft, Precision::F32) => {
+                Box::new(FftRepulsion::new(self.grid).with_kernel(self.kernel))
             }
-            (RepulsionMethod::Exact, _) => Box::new(ExactRepulsion::new()),
+            (RepulsionMethod::Fft, Precision::F64) => {
+                Box::new(FftRepulsion::<f64>::with_precision(self.grid).with_kernel(self.kernel))
+            }
+            (RepulsionMethod::Exact, _) => Box::new(ExactRepulsion::with_kernel(self.kernel)),
         }
     }
 

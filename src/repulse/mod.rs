@@ -47,8 +47,8 @@ pub mod s2g;
 mod measure;
 
 pub use exact::{
-    exact_for_targets, exact_for_targets_gpu, exact_z, exact_z_gpu, relative_error, ExactRepulsion,
-    ExactRepulsionGpu, ExactTargets,
+    exact_for_targets, exact_for_targets_gpu, exact_for_targets_with, exact_z, exact_z_gpu,
+    relative_error, ExactRepulsion, ExactRepulsionGpu, ExactTargets,
 };
 pub use fft::{FftRepulsion, FftRepulsionGpu};
 pub use fftnd::Real;

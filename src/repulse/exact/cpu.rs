@@ -8,6 +8,7 @@
 
 use rayon::prelude::*;
 
+use crate::kernel::Kernel;
 use crate::repulse::{check_shapes, Repulse, RepulseTimes, Repulsion};
 use crate::{Error, Result};
 
@@ -34,6 +35,16 @@ impl ExactTargets {
 
 /// Exact sums for the `targets` (indices into the `n` points of `y`, row-major `n × dims`).
 pub fn exact_for_targets(y: &[f32], dims: usize, targets: &[usize]) -> Result<ExactTargets> {
+    exact_for_targets_with(Kernel::CAUCHY, y, dims, targets)
+}
+
+/// [`exact_for_targets`] with the `kernel`'s $G_1$ (Z) and $G_2$ (forces).
+pub fn exact_for_targets_with(
+    kernel: Kernel,
+    y: &[f32],
+    dims: usize,
+    targets: &[usize],
+) -> Result<ExactTargets> {
     let n = check_shapes(y, dims, y.len())?;
     if let Some(&bad) = targets.iter().find(|&&t| t >= n) {
         return Err(Error::param(
@@ -42,13 +53,13 @@ pub fn exact_for_targets(y: &[f32], dims: usize, targets: &[usize]) -> Result<Ex
         ));
     }
     Ok(match dims {
-        1 => sums::<1>(y, targets),
-        2 => sums::<2>(y, targets),
-        _ => sums::<3>(y, targets),
+        1 => sums::<1>(kernel, y, targets),
+        2 => sums::<2>(kernel, y, targets),
+        _ => sums::<3>(kernel, y, targets),
     })
 }
 
-fn sums<const D: usize>(y: &[f32], targets: &[usize]) -> ExactTargets {
+fn sums<const D: usize>(kernel: Kernel, y: &[f32], targets: &[usize]) -> ExactTargets {
     let mut z_row = vec![0.0; targets.len()];
     let mut force_z = vec![0.0; targets.len() * D];
     z_row
@@ -70,10 +81,10 @@ fn sums<const D: usize>(y: &[f32], targets: &[usize]) -> ExactTargets {
                         diff[a] = yi[a] as f64 - yj[a] as f64;
                         d2 += diff[a] * diff[a];
                     }
-                    let w = 1.0 / (1.0 + d2);
+                    let (w, g2) = (kernel.g1(d2), kernel.g2(d2));
                     zi += w;
                     for a in 0..D {
-                        acc[a] += w * w * diff[a];
+                        acc[a] += g2 * diff[a];
                     }
                 }
                 *z = zi;
@@ -131,11 +142,19 @@ pub fn relative_error<T: Copy + Into<f64>>(exact: &[T], approx: &[T]) -> f64 {
 
 /// The O(n²) reference behind the [`Repulse`] interface (all times are booked as `g2g`).
 #[derive(Default)]
-pub struct ExactRepulsion;
+pub struct ExactRepulsion {
+    kernel: Kernel,
+}
 
 impl ExactRepulsion {
+    /// With t-SNE's Cauchy kernel.
     pub fn new() -> Self {
-        ExactRepulsion
+        ExactRepulsion::default()
+    }
+
+    /// With the heavy-tailed `kernel` ([`Kernel`]).
+    pub fn with_kernel(kernel: Kernel) -> Self {
+        ExactRepulsion { kernel }
     }
 }
 
@@ -144,7 +163,7 @@ impl Repulse for ExactRepulsion {
         let start = std::time::Instant::now();
         let n = check_shapes(y, dims, force.len())?;
         let all: Vec<usize> = (0..n).collect();
-        let sums = exact_for_targets(y, dims, &all)?;
+        let sums = exact_for_targets_with(self.kernel, y, dims, &all)?;
         let z: f64 = sums.z_row.iter().sum();
         for (f, s) in force.iter_mut().zip(&sums.force_z) {
             *f = (s / z) as f32;

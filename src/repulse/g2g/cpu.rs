@@ -21,17 +21,12 @@
 use rayon::prelude::*;
 use rustfft::num_complex::Complex;
 
+use crate::kernel::Kernel;
 use crate::repulse::fftnd::{PaddedFft, Planners, Real};
 
 /// Number of channels per node, in (the charges `1, y¹ … yˢ`) as out (`φ₀, φ₁ … φ_s`).
 pub fn channels(dims: usize) -> usize {
     1 + dims
-}
-
-/// Kernel `G₁(d) = 1/(1 + d²)` as a function of `d²` (the t-SNE similarity `w`).
-#[inline(always)]
-fn g1(d2: f64) -> f64 {
-    1.0 / (1.0 + d2)
 }
 
 /// Convolution of the charge channels with `G₂ = G₁²` on a `p^s` grid of spacing `h`, and the
@@ -51,10 +46,11 @@ pub struct Convolver<T: Real> {
 }
 
 impl<T: Real> Convolver<T> {
-    /// Plans the FFTs and computes the kernel spectra for a `p^dims` grid of spacing `h`.
-    pub fn new(planners: &mut Planners<T>, p: usize, dims: usize, h: f64) -> Self {
+    /// Plans the FFTs and computes the spectra of `kernel`'s `G₁` and `G₂` ([`Kernel`]) for
+    /// a `p^dims` grid of spacing `h`.
+    pub fn new(planners: &mut Planners<T>, p: usize, dims: usize, h: f64, kernel: Kernel) -> Self {
         let mut fft = PaddedFft::new(planners, p, dims);
-        let kernels = embedded_kernels::<T>(p, dims, h);
+        let kernels = embedded_kernels::<T>(p, dims, h, kernel);
         let scale = 1.0 / ((2 * p).pow(dims as u32)) as f64;
         let stride = fft.axis0_stride();
         let mut spec = Vec::new();
@@ -123,7 +119,7 @@ impl<T: Real> Convolver<T> {
 
 /// The kernels `G₁` (channel 0) and `G₂` (channel 1) embedded circulantly in `(2p)^s` nodes
 /// (natural layout, interleaved): node `j` holds `K(h·|d|)` with `d_a = min(j_a, 2p − j_a)`.
-fn embedded_kernels<T: Real>(p: usize, dims: usize, h: f64) -> Vec<T> {
+fn embedded_kernels<T: Real>(p: usize, dims: usize, h: f64, kernel: Kernel) -> Vec<T> {
     let n = 2 * p;
     let h2 = h * h;
     let mut k = vec![T::zero(); 2 * n.pow(dims as u32)];
@@ -136,9 +132,8 @@ fn embedded_kernels<T: Real>(p: usize, dims: usize, h: f64) -> Vec<T> {
             .sum();
         for (j, node) in row.chunks_exact_mut(2).enumerate() {
             let d2 = (j.min(n - j) as f64).powi(2) + rest;
-            let w = g1(h2 * d2);
-            node[0] = T::of(w);
-            node[1] = T::of(w * w);
+            node[0] = T::of(kernel.g1(h2 * d2));
+            node[1] = T::of(kernel.g2(h2 * d2));
         }
     });
     k
@@ -167,7 +162,7 @@ mod tests {
                     .map(|n| {
                         let cn = coords(n);
                         let d2: i64 = (0..3).map(|a| (cm[a] - cn[a]).pow(2)).sum();
-                        let w = g1(h * h * d2 as f64);
+                        let w = Kernel::CAUCHY.g1(h * h * d2 as f64);
                         v[n] * if square { w * w } else { w }
                     })
                     .sum()
@@ -203,7 +198,7 @@ mod tests {
             .map(|i| T::of(charges[(i % nin) * len + i / nin]))
             .collect();
         let mut out = vec![T::zero(); nout * len];
-        let mut conv = Convolver::<T>::new(&mut Planners::default(), p, dims, h);
+        let mut conv = Convolver::<T>::new(&mut Planners::default(), p, dims, h, Kernel::CAUCHY);
         let energy = conv.convolve(&charges_t, &mut out);
         let chan = |c: usize| &charges[c * len..(c + 1) * len];
         let got = |c: usize| -> Vec<f64> {
@@ -240,7 +235,7 @@ mod tests {
 
     #[test]
     fn refits_only_on_change() {
-        let conv = Convolver::<f32>::new(&mut Planners::default(), 8, 2, 0.5);
+        let conv = Convolver::<f32>::new(&mut Planners::default(), 8, 2, 0.5, Kernel::CAUCHY);
         assert!(conv.fits(8, 2, 0.5));
         assert!(!conv.fits(8, 2, 0.5000001) && !conv.fits(9, 2, 0.5) && !conv.fits(8, 3, 0.5));
     }

@@ -1,0 +1,85 @@
+use crate::cli::{fails_cleanly_with, sgtsne, stderr};
+
+/// `--dof`: α = 1 is the default run bit for bit; α = 0.5 spreads the same data further
+/// (heavier tails push clusters apart) and runs on the cpu backend, which `auto` picks and
+/// the report names; the GPU backends and bad α are refused with the parameter named.
+#[test]
+fn dof_changes_the_kernel_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| -> (Vec<f32>, serde_json::Value) {
+        let out = dir.path().join(format!("{name}.npy"));
+        let report = dir.path().join(format!("{name}.json"));
+        let mut args = vec![
+            "embed",
+            "--demo",
+            "--iters",
+            "300",
+            "--exaggeration-iters",
+            "100",
+            "-q",
+            "-o",
+            out.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let o = sgtsne(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let y = sgtsne::io::read_points(&out).unwrap().data;
+        let r = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (y, r)
+    };
+    let (base, _) = run("base", &["--backend", "cpu"]);
+    let (one, _) = run("one", &["--backend", "cpu", "--dof", "1"]);
+    assert_eq!(base, one);
+    let (heavy, r) = run("heavy", &["--dof", "0.5"]);
+    assert_eq!(r["backend"]["kind"], "cpu");
+    assert_eq!(r["params"]["kernel"]["dof"], 0.5);
+    assert!(
+        r["backend"]["note"].as_str().unwrap().contains("dof"),
+        "{}",
+        r["backend"]
+    );
+    // Heavier tails tighten each digit's cluster against the spread of the whole map:
+    // the share of the variance within classes falls.
+    let codes = sgtsne::demo::labels().unwrap().codes;
+    let within = |y: &[f32]| -> f64 {
+        let n = codes.len();
+        let classes = *codes.iter().max().unwrap() as usize + 1;
+        let mut sum = vec![[0f64; 3]; classes + 1];
+        for (i, &c) in codes.iter().enumerate() {
+            for (slot, entry) in [(c as usize, 1.0), (classes, 1.0)] {
+                sum[slot][0] += entry * y[2 * i] as f64;
+                sum[slot][1] += entry * y[2 * i + 1] as f64;
+                sum[slot][2] += entry;
+            }
+        }
+        let var = |slot: usize, i: usize| -> f64 {
+            (0..2)
+                .map(|a| (y[2 * i + a] as f64 - sum[slot][a] / sum[slot][2]).powi(2))
+                .sum()
+        };
+        let w: f64 = (0..n).map(|i| var(codes[i] as usize, i)).sum();
+        let t: f64 = (0..n).map(|i| var(classes, i)).sum();
+        w / t
+    };
+    let (wh, wb) = (within(&heavy), within(&base));
+    assert!(wh < 0.9 * wb, "within-class share {wh} vs {wb}");
+    assert!(r["quality"]["knn_preservation_10"].as_f64().unwrap() > 0.3);
+
+    let out = dir.path().join("bad.npy");
+    let o = out.to_str().unwrap();
+    for (extra, needles) in [
+        (vec!["--dof", "0"], vec!["dof", "positive"]),
+        (vec!["--dof", "-1"], vec!["dof", "-1"]),
+        (vec!["--dof", "NaN"], vec!["dof", "NaN"]),
+        (
+            vec!["--dof", "0.5", "--backend", "gpu"],
+            vec!["dof", "--backend cpu"],
+        ),
+    ] {
+        let mut args = vec!["embed", "--demo", "-q", "-o", o];
+        args.extend(extra);
+        fails_cleanly_with(&args, &out, &needles);
+    }
+}
