@@ -3,6 +3,55 @@
 
 use crate::cli::{csv_rows, fails_cleanly, sgtsne, stderr, write};
 
+/// An output path that names a file the run reads is refused before any work, whatever the
+/// format, and the file is left as it was: the input itself (through a hard link too), the
+/// labels, the initial embedding.
+#[test]
+fn outputs_that_would_replace_an_input_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "pts.csv", csv_rows(200).as_bytes());
+    let labels = write(&dir, "labels.csv", "0\n".repeat(200).as_bytes());
+    let init = dir.path().join("init.npy");
+    sgtsne::io::write_embedding(&init, &vec![0.5f32; 400], 2).unwrap();
+    let linked = dir.path().join("linked.csv");
+    std::fs::hard_link(&input, &linked).unwrap();
+    let (i, l, n, k) = (
+        input.to_str().unwrap(),
+        labels.to_str().unwrap(),
+        init.to_str().unwrap(),
+        linked.to_str().unwrap(),
+    );
+    let cases: [(Vec<&str>, &[&str]); 5] = [
+        (vec!["-o", i], &["-o", "pts.csv", "is the input file"]),
+        (vec!["-o", k], &["linked.csv", "is the input file"]),
+        (vec!["--labels", l, "-o", l], &["is the --labels file"]),
+        (vec!["--init", n, "-o", n], &["is the --init file"]),
+        (vec!["--report", i], &["--report", "is the input file"]),
+    ];
+    let before: Vec<Vec<u8>> = [&input, &labels, &init]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    for (extra, needles) in cases {
+        let mut args = vec!["embed", i, "-q"];
+        args.extend(extra);
+        let run = sgtsne(&args);
+        let err = stderr(&run);
+        assert!(!run.status.success(), "{args:?} ran");
+        assert!(!err.contains("panicked"), "{err}");
+        for needle in needles.iter().chain(&["choose another output path"]) {
+            assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
+        }
+    }
+    let after: Vec<Vec<u8>> = [&input, &labels, &init]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert!(before == after, "an input file changed");
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 4, "files were added: {names:?}");
+}
+
 /// A negative number after an option is its value (not an unknown flag `-1`), so that the
 /// range check names the parameter; unsigned counts say they want a number.
 #[test]
