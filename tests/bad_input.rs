@@ -1,7 +1,24 @@
 //! Bad inputs and faults found by trying the tool as a new user would (issue 17), each run
 //! through the binary: one clear message, nothing written, or a run that copes.
 
+use std::path::Path;
+use std::process::{Command, Stdio};
+
 use crate::cli::{csv_rows, fails_cleanly, sgtsne, stderr, write};
+
+/// Arguments that keep a run on a couple of hundred points short.
+const QUICK: [&str; 10] = [
+    "--perplexity",
+    "10",
+    "--iters",
+    "60",
+    "--exaggeration-iters",
+    "30",
+    "--backend",
+    "cpu",
+    "--threads",
+    "2",
+];
 
 /// An output path that names a file the run reads is refused before any work, whatever the
 /// format, and the file is left as it was: the input itself (through a hard link too), the
@@ -90,4 +107,64 @@ fn negative_values_reach_their_range_check() {
     assert_eq!(run.status.code(), Some(2), "{err}");
     assert!(err.contains("invalid value '-1' for '--iters"), "{err}");
     assert!(!out.exists());
+}
+
+/// `sgtsne ARGS` with its standard output a pipe whose reader is gone before it starts
+/// (`… | head -1` once head has its line): exit status 0, no panic, nothing on stderr.
+fn with_closed_stdout(args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_sgtsne"))
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    out
+}
+
+/// Every command that writes to standard output ends quietly with status 0 when its reader
+/// has closed the pipe; `embed -o -` still writes its other outputs.
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    for args in [&["info"][..], &["completions", "bash"], &["man"]] {
+        let out = with_closed_stdout(args);
+        assert!(out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(&dir, "pts.csv", csv_rows(200).as_bytes());
+    let report = dir.path().join("r.json");
+    let mut args = vec![
+        "embed",
+        input.to_str().unwrap(),
+        "-o",
+        "-",
+        "--report",
+        report.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend(QUICK);
+    with_closed_stdout(&args);
+    assert!(Path::new(&report).exists(), "no report");
+    let emb = dir.path().join("emb.npy");
+    let run = sgtsne(
+        &[
+            &["embed", input.to_str().unwrap(), "-o"][..],
+            &[emb.to_str().unwrap(), "-q"],
+            &QUICK,
+        ]
+        .concat(),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let out = with_closed_stdout(&[
+        "kl",
+        input.to_str().unwrap(),
+        emb.to_str().unwrap(),
+        "--perplexity",
+        "10",
+    ]);
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }

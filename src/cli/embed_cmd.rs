@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use sgtsne::backend::BackendKind;
 use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, PointOrder, Precision, RepulsionMethod};
 use sgtsne::init::InitKind;
@@ -63,9 +63,14 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     if let Some(out) = &output {
         if is_stdout(out) {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            io::write_embedding_text(&mut w, &result.y, result.dims, b',')
+            match io::write_embedding_text(&mut w, &result.y, result.dims, b',')
                 .and_then(|()| w.flush())
-                .map_err(|e| anyhow::anyhow!("writing the embedding to standard output: {e}"))?;
+            {
+                // The reader closed the pipe (`-o - | head`): it took what it wanted. The
+                // plot and the report are still written, and the run succeeds.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("writing the embedding to standard output")?,
+            }
         } else if is_h5ad(out) {
             io::h5ad::write_h5ad(h5ad_input, out, &args.key, &result.y, result.dims)?;
         } else {

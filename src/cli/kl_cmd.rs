@@ -1,6 +1,8 @@
 //! `sgtsne kl`: KL(P‖Q) of a given embedding, with P built from the points as `embed`
 //! builds it, so that embeddings from other tools are scored on equal terms.
 
+use std::io::Write;
+
 use anyhow::{Context, Result};
 use sgtsne::progress::Silent;
 use sgtsne::{affinity, io, knn, prep, quality};
@@ -40,6 +42,6 @@ pub fn run(a: KlArgs) -> Result<()> {
         let p = affinity::from_neighbors(&nb, a.perplexity)?;
         Ok(quality::kl_divergence(&p, &embedding.data, embedding.d)?)
     })?;
-    println!("{kl:.6}");
+    writeln!(std::io::stdout(), "{kl:.6}")?;
     Ok(())
 }
