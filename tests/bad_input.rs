@@ -168,3 +168,93 @@ fn a_closed_standard_output_ends_quietly() {
     ]);
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }
+
+/// n × 5 points (`name`.npy in `dir`), distinct, with values in [0, 1.44] times `scale`.
+fn points_npy(dir: &tempfile::TempDir, name: &str, n: usize, scale: f32) -> std::path::PathBuf {
+    let data: Vec<f32> = (0..n * 5)
+        .map(|v| {
+            let (i, j) = (v / 5, v % 5);
+            ((i * 7919 + j * 104_729 + i * i * 31) % 1009) as f32 / 700.0 * scale
+        })
+        .collect();
+    let path = dir.path().join(name);
+    sgtsne::io::write_embedding(&path, &data, 5).unwrap();
+    path
+}
+
+/// `embed INPUT -o OUT --report REPORT` (quick), which must succeed: the embedding's bytes
+/// and the report.
+fn embeds(input: &Path, extra: &[&str]) -> (Vec<u8>, serde_json::Value, String) {
+    let dir = input.parent().unwrap();
+    let stem = input.file_stem().unwrap().to_str().unwrap();
+    let out = dir.join(format!("{stem}_y.npy"));
+    let report = dir.join(format!("{stem}_report.json"));
+    let mut args = vec![
+        "embed",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend(QUICK);
+    args.extend(extra);
+    let run = sgtsne(&args);
+    assert!(run.status.success(), "{args:?}: {}", stderr(&run));
+    let json = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    (std::fs::read(&out).unwrap(), json, stderr(&run))
+}
+
+/// Values near 1e30 (squared distances overflow f32) and near 1e-30 (they underflow to
+/// 0) embed as the data at a moderate scale would: the values are scaled by a power of two,
+/// exactly, so a copy scaled by 2^±100 gives the same embedding bit for bit.
+#[test]
+fn huge_and_tiny_values_embed_as_at_any_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, json, _) = embeds(&points_npy(&dir, "base.npy", 300, 1.0), &[]);
+    assert_eq!(json["input"]["scale_exponent"], 0);
+    for (name, scale, e) in [
+        ("huge.npy", 2f32.powi(100), -100),
+        ("tiny.npy", 2f32.powi(-100), 100),
+    ] {
+        let (y, json, _) = embeds(&points_npy(&dir, name, 300, scale), &[]);
+        assert_eq!(json["input"]["scale_exponent"], e, "{name}");
+        assert!(y == base, "{name}: another embedding");
+    }
+    // Not a power of two, with PCA (10 features to 5) and the cosine metric.
+    let wide: Vec<f32> = (0..300 * 10)
+        .map(|v| 1e30 * (((v * 7919 + v * v * 13) % 1013) as f32 / 1013.0 - 0.5))
+        .collect();
+    let path = dir.path().join("wide.npy");
+    sgtsne::io::write_embedding(&path, &wide, 10).unwrap();
+    for extra in [&["--pca", "5"][..], &["--metric", "cosine"]] {
+        let (_, json, _) = embeds(&path, extra);
+        assert!(json["optimise"]["final_kl"].as_f64().unwrap().is_finite());
+    }
+}
+
+/// Points that are all one are refused by name; mostly copies run, with a warning that
+/// counts them (shown with -q too); the report holds the count.
+#[test]
+fn identical_and_duplicate_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = write(&dir, "same.csv", "2.5,-1,7\n".repeat(300).as_bytes());
+    fails_cleanly(
+        &same,
+        &[],
+        &["same.csv", "all 300 points are identical", "zero variance"],
+    );
+    let mut rows = "1,1,1\n".repeat(250);
+    rows.push_str(&csv_rows(50));
+    let dups = write(&dir, "dups.csv", rows.as_bytes());
+    let (_, json, err) = embeds(&dups, &[]);
+    assert!(
+        err.contains("warning: dups.csv: 250 of 300 points (83.3 %) repeat another point"),
+        "{err}"
+    );
+    assert_eq!(json["input"]["duplicates"], 250);
+    let (_, json, err) = embeds(&points_npy(&dir, "distinct.npy", 300, 1.0), &[]);
+    assert!(!err.contains("warning"), "{err}");
+    assert_eq!(json["input"]["duplicates"], 0);
+}

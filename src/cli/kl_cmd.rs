@@ -21,7 +21,9 @@ pub fn run(a: KlArgs) -> Result<()> {
         pool = pool.num_threads(t.max(1));
     }
     let pool = pool.build().context("cannot start the worker threads")?;
-    let points = io::read_points(&a.points)?;
+    let mut points = io::read_points(&a.points)?;
+    // As `embed` does: values whose squared distances f32 cannot hold, scaled exactly.
+    prep::fit_f32_range(&mut points.data);
     let embedding = io::read_points(&a.embedding)?;
     if embedding.n != points.n {
         anyhow::bail!(
