@@ -258,3 +258,22 @@ fn identical_and_duplicate_points() {
     assert!(!err.contains("warning"), "{err}");
     assert_eq!(json["input"]["duplicates"], 0);
 }
+
+/// Wide dense input: 150 points × 6,000 features reduced to 10 components within memory
+/// proportional to the data (3.6 MB), where the covariance alone would be 288 MB.
+#[test]
+fn wide_input_is_reduced_in_memory_proportional_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, d) = (150, 6000);
+    let data: Vec<f32> = (0..n * d)
+        .map(|v| {
+            let (i, j) = (v / d, v % d);
+            ((i % 7) as f32 * ((j % 13) as f32 - 6.0) + ((i * 31 + j * 17) % 101) as f32) / 50.0
+        })
+        .collect();
+    let path = dir.path().join("wide.npy");
+    sgtsne::io::write_embedding(&path, &data, d).unwrap();
+    let (_, json, _) = embeds(&path, &["--pca", "10"]);
+    let peak = json["peak_rss_bytes"].as_u64().unwrap();
+    assert!(peak < 150 << 20, "peak RSS {} MB", peak >> 20);
+}

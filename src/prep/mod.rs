@@ -10,8 +10,10 @@
 pub mod gpu;
 mod metric;
 mod pca;
+mod randomised;
 mod screen;
 mod sparse_pca;
+mod wide_pca;
 
 pub use metric::Metric;
 pub use pca::{pca, Pca};
