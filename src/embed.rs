@@ -101,7 +101,7 @@ pub(crate) struct Prepared {
 /// Runs the pipeline on `input` named `name`; `labels`, when given, feed the quality
 /// measures. CPU stages run on the current rayon pool.
 pub fn embed(
-    input: Input,
+    mut input: Input,
     name: &str,
     labels: Option<&Labels>,
     params: &EmbedParams,
@@ -118,7 +118,7 @@ pub fn embed(
             .unwrap_or_else(|| GridSpec::default_for(params.dims)),
     );
     let n = input.n();
-    let info = match &input {
+    let mut info = match &input {
         Input::Points(p) => input_info(name, "points", p.n, p.d),
         Input::Sparse(s) => input_info(name, "sparse points", s.n, s.d),
         Input::Graph(g) => input_info(name, "graph", g.rows(), 0),
@@ -144,6 +144,7 @@ pub fn embed(
         ));
     }
     resolve_search(&mut params, input.d().map(|_| n), backend.kind)?;
+    screen(&mut input, name, &mut info, progress)?;
     let (memory_estimate, watch) = plan_memory(&input, &params, backend.kind)?;
     if let Some(l) = labels {
         if l.codes.len() != n {
@@ -623,7 +624,54 @@ fn input_info(name: &str, kind: &'static str, n: usize, d: usize) -> InputInfo {
         kind,
         n,
         d,
+        duplicates: 0,
+        scale_exponent: 0,
     }
+}
+
+/// Copies make up at least this fraction of the points before a run warns about them: a
+/// few are harmless (each set collapses onto one spot, as it should), but as they grow
+/// toward k per point a copy's neighbours become its own copies only.
+const DUPLICATES_WARNED: f64 = 0.01;
+
+/// Stage 1b, the values themselves ([`prep::duplicate_rows`], [`prep::fit_f32_range`]):
+/// refuses dense points that are all one point (nothing to embed), warns through
+/// `progress` when many repeat another exactly, and brings the values into the range where
+/// squared distances fit f32. Sparse rows are rescaled only: their columns may be stored
+/// unsorted or repeated, so equal rows need not be stored alike. Fills in `info`.
+fn screen(
+    input: &mut Input,
+    name: &str,
+    info: &mut InputInfo,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let values = match input {
+        Input::Points(p) => {
+            let copies = prep::duplicate_rows(p);
+            if p.n > 1 && copies == p.n - 1 {
+                return Err(Error::Data(format!(
+                    "{name}: all {} points are identical (zero variance): t-SNE has no \
+                     distances to embed",
+                    p.n
+                )));
+            }
+            if copies as f64 >= DUPLICATES_WARNED * p.n as f64 && copies > 0 {
+                progress.warn(&format!(
+                    "{name}: {copies} of {} points ({:.1} %) repeat another point exactly; \
+                     each set of copies collapses onto one spot (remove them first, e.g. \
+                     numpy.unique(x, axis=0), for a picture of the distinct points)",
+                    p.n,
+                    100.0 * copies as f64 / p.n as f64
+                ));
+            }
+            info.duplicates = copies;
+            &mut p.data
+        }
+        Input::Sparse(s) => &mut s.data,
+        Input::Graph(_) | Input::Affinities(_) => return Ok(()),
+    };
+    info.scale_exponent = prep::fit_f32_range(values);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,5 +1,11 @@
 //! `sgtsne`: the command-line tool. Thin by design: it parses arguments, calls the
 //! library and maps errors to exit codes (0 success, 1 failure, 2 usage error from clap).
+//!
+//! A closed standard output (`sgtsne info | head -1`) ends the run quietly with status 0,
+//! as in ripgrep: the reader took what it wanted. Rust ignores SIGPIPE, so a write to the
+//! closed pipe returns EPIPE instead of killing the process (status 141 in the shell);
+//! every write to stdout returns that error rather than panicking as `println!` does, and
+//! it is recognised here.
 
 mod cli;
 
@@ -11,9 +17,18 @@ fn main() -> ExitCode {
     let args = cli::args::Cli::parse();
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `err` comes from writing to a pipe whose reader has gone.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

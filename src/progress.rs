@@ -14,6 +14,9 @@ pub trait Progress: Sync {
     fn status(&self, _msg: &str) {}
     /// The stage is over.
     fn end(&self);
+    /// Something the user should know about the data that does not stop the run (many
+    /// duplicate points, …): the library prints nothing itself.
+    fn warn(&self, _msg: &str) {}
 }
 
 /// A [`Progress`] that ignores everything.

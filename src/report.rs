@@ -67,6 +67,11 @@ pub struct InputInfo {
     pub n: usize,
     /// Features per point as read (0 for a graph).
     pub d: usize,
+    /// Points that repeat an earlier point exactly (dense points; 0 otherwise).
+    pub duplicates: usize,
+    /// The values were multiplied by 2^scale_exponent so that their squared distances fit
+    /// f32 (0: used as given; see [`crate::prep::fit_f32_range`]).
+    pub scale_exponent: i32,
 }
 
 /// Seconds per pipeline stage.

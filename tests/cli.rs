@@ -6,7 +6,7 @@ pub(crate) fn sgtsne(args: &[&str]) -> Output {
 }
 
 /// `sgtsne ARGS` with the environment variables `env` set.
-fn sgtsne_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn sgtsne_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sgtsne"))
         .args(args)
         .env("NO_COLOR", "1")
@@ -21,7 +21,7 @@ pub(crate) fn stderr(out: &Output) -> String {
 
 /// Runs `embed INPUT -o OUT.npy` (plus `extra`) and checks that it fails cleanly: non-zero
 /// exit, no panic, a message containing each of `needles`, and no output file.
-fn fails_cleanly(input: &Path, extra: &[&str], needles: &[&str]) {
+pub(crate) fn fails_cleanly(input: &Path, extra: &[&str], needles: &[&str]) {
     let dir = input.parent().unwrap();
     let out_path = dir.join("out.npy");
     let mut args = vec![
@@ -66,14 +66,14 @@ fn fails_cleanly_env(args: &[&str], env: &[(&str, &str)], out_path: &Path, needl
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
-fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+pub(crate) fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
     let p = dir.path().join(name);
     std::fs::write(&p, bytes).unwrap();
     p
 }
 
 /// A CSV of `n` rows × 3 columns of distinct values.
-fn csv_rows(n: usize) -> String {
+pub(crate) fn csv_rows(n: usize) -> String {
     (0..n)
         .map(|i| format!("{},{},{}\n", i, i * i % 7, i % 5))
         .collect()

@@ -1,5 +1,7 @@
 //! Integration tests, one binary (lean to build).
 
+/// Bad inputs and faults found by trying the tool as a new user would (issue 17).
+mod bad_input;
 /// The command-line tool: outputs, bad input, exit codes.
 mod cli;
 /// Whole embeddings of real data (the embedded digits) and of graphs.

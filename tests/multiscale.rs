@@ -51,9 +51,15 @@ fn max_neighbors_caps_k_with_a_note() {
             vec!["--max-neighbors", "30"],
             vec!["max-neighbors", "cannot carry perplexity 30"],
         ),
-        (vec!["--perplexity", "30,0.5"], vec!["at least 1", "0.5"]),
+        (
+            vec!["--perplexity", "30,0.5"],
+            vec!["`perplexity`", "at least 1", "0.5"],
+        ),
         (vec!["--perplexity", "30,,300"], vec!["is not a number"]),
-        (vec!["--perplexity", "-4"], vec!["at least 1", "-4"]),
+        (
+            vec!["--perplexity", "-4"],
+            vec!["`perplexity`", "at least 1", "-4"],
+        ),
     ] {
         let mut args = vec!["embed", "--demo", "-o", o, "-q"];
         args.extend(extra);

@@ -1,5 +1,9 @@
 //! The raw command line (clap). Values are parsed and range-checked here; everything that
 //! needs the data is checked by the library.
+//!
+//! Every numeric option takes `allow_negative_numbers`: without it clap reads the `-1` of
+//! `--lambda -1` as an unknown flag, and the user learns nothing about the value; with it
+//! the value reaches its range check, which names the parameter and its range.
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -66,7 +70,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Worker threads for the CPU stages (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
     /// No progress lines on stderr.
     #[arg(short, long)]
@@ -80,28 +84,28 @@ pub struct KlArgs {
     /// Their embedding, n rows of 1–3 coordinates (.npy, .csv, .tsv).
     pub embedding: PathBuf,
     /// Perplexity u of P; k = ⌈3u⌉ neighbours.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 30.0)]
     pub perplexity: f64,
     /// Reduce the points to this many principal components first when they have more
     /// (`none`: never), as `embed` does.
-    #[arg(long, default_value = "50")]
+    #[arg(long, allow_negative_numbers = true, default_value = "50")]
     pub pca: NoneOr<usize>,
     /// Worker threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// Number of points.
-    #[arg(long, default_value_t = 1_300_000)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1_300_000)]
     pub n: usize,
     /// Dimension of each point; with --deform-images, the number of principal components
     /// kept.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 50)]
     pub dim: usize,
     /// Number of clusters of the Gaussian mixture [default: 40]. Not with --deform-images.
-    #[arg(long, conflicts_with = "deform_images")]
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "deform_images")]
     pub clusters: Option<usize>,
     /// Real images instead of a mixture ("infinite MNIST"): row i is a randomly deformed copy
     /// (rotation, scale, shear, shift, smooth elastic field) of image i mod n_images of this
@@ -123,13 +127,14 @@ pub struct GenArgs {
     /// 1 px varying over 7 px).
     #[arg(
         long,
+        allow_negative_numbers = true,
         default_value_t = 1.0,
         value_name = "F",
         requires = "deform_images"
     )]
     pub deform_strength: f32,
     /// Seed: the same seed gives the same output, on any number of threads.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub seed: u64,
     /// Where to write the points (.npy or .csv).
     #[arg(short, long, value_name = "OUT")]
@@ -138,7 +143,7 @@ pub struct GenArgs {
     #[arg(long, value_name = "LABELS.npy")]
     pub labels: Option<PathBuf>,
     /// Worker threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
     /// No progress bar or summary on stderr.
     #[arg(short, long)]
@@ -190,7 +195,7 @@ pub struct EmbedArgs {
     #[arg(long, value_name = "OUT.json")]
     pub report: Option<PathBuf>,
     /// Embedding dimension.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub dims: u8,
     /// Perplexity: the effective number of neighbours (k = ⌈3·perplexity⌉ are computed), or
     /// several, comma-separated (`30,300`), for multiscale affinities: the Gaussians of each
@@ -203,7 +208,7 @@ pub struct EmbedArgs {
     )]
     pub perplexity: PerplexityArg,
     /// The most neighbours per point: caps k = ⌈3·perplexity⌉ (a note says when it does).
-    #[arg(long, default_value_t = sgtsne::embed::MAX_NEIGHBORS, value_name = "K")]
+    #[arg(long, allow_negative_numbers = true, default_value_t = sgtsne::embed::MAX_NEIGHBORS, value_name = "K")]
     pub max_neighbors: usize,
     /// Degrees of freedom α of the embedding's Student-t kernel, w = (1 + d²/α)^(−α): 1 is
     /// t-SNE's; below 1 heavier tails pull clusters apart and reveal finer ones (Kobak et
@@ -216,16 +221,16 @@ pub struct EmbedArgs {
     )]
     pub dof: f64,
     /// Gradient-descent iterations.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1000)]
     pub iters: usize,
     /// Early exaggeration factor.
-    #[arg(long, default_value_t = 12.0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 12.0)]
     pub exaggeration: f32,
     /// Iterations of early exaggeration.
-    #[arg(long, default_value_t = 250)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 250)]
     pub exaggeration_iters: usize,
     /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, allow_negative_numbers = true, default_value = "auto")]
     pub learning_rate: AutoOr<f32>,
     #[command(flatten)]
     pub search: SearchArgs,
@@ -247,14 +252,14 @@ pub struct EmbedArgs {
     /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding), `fixed` (the
     /// dimension's fixed default, chosen by the grid-size sweep) or nodes per axis
     /// [default: auto in 1-D and 2-D, 50 in 3-D].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub grid: Option<GridArg>,
     /// Grid spacing h of `--grid auto`, in embedding units.
-    #[arg(long, value_name = "H")]
+    #[arg(long, allow_negative_numbers = true, value_name = "H")]
     pub grid_spacing: Option<f64>,
     /// An adaptive grid whose spacing holds the relative repulsive-force error under E:
     /// h = (E / C)^(1/4), C fitted per dimension from the grid-size sweeps.
-    #[arg(long, value_name = "E", conflicts_with_all = ["grid", "grid_spacing"])]
+    #[arg(long, allow_negative_numbers = true, value_name = "E", conflicts_with_all = ["grid", "grid_spacing"])]
     pub grid_error: Option<f64>,
     /// Repulsion: `fft` (interpolation on a grid) or `exact` (O(n²), for reference).
     #[arg(long, value_enum, default_value_t = RepulsionArg::Fft)]
@@ -269,14 +274,14 @@ pub struct EmbedArgs {
     #[arg(long, value_enum, default_value_t = PrecisionArg::F32)]
     pub precision: PrecisionArg,
     /// Worker threads for the CPU stages (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
     /// Seed for every random choice; equal seeds give equal results.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub seed: u64,
     /// λ of SG-t-SNE's graph rescaling (--graph; with --affinities, asks for the rescaling)
     /// [default: 1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f64>,
     /// No progress bars and no summary on stderr.
     #[arg(short, long)]
@@ -300,22 +305,22 @@ pub struct SearchArgs {
     pub metric: MetricArg,
     /// Cells each point's approximate neighbours are searched in, its own included (`--knn
     /// approx`): more is slower and finds more of the true neighbours.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 64)]
     pub knn_probes: usize,
     /// Refinement rounds of the approximate kNN: each looks for better neighbours among
     /// the neighbours' neighbours (`--knn approx`; 0: none).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 2)]
     pub knn_refine: usize,
     /// Neighbours of a point, and of each of them, a refinement round looks at (fan² new
     /// candidates per point): more is slower and finds more.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 16)]
     pub knn_fan: usize,
     /// k-means cells of the approximate kNN: `auto` (about √n / 2) or a number.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, allow_negative_numbers = true, default_value = "auto")]
     pub knn_lists: AutoOr<usize>,
     /// Reduce to this many principal components first when the input has more; `none`
     /// keeps all features.
-    #[arg(long, default_value = "50")]
+    #[arg(long, allow_negative_numbers = true, default_value = "50")]
     pub pca: NoneOr<usize>,
     /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
     /// points get close numbers: faster CPU attraction), `cells` (the approximate kNN's
@@ -331,7 +336,7 @@ pub struct KnnArgs {
     /// Points (.npy, .csv, .tsv, .fvecs, or an .h5ad, see --use-rep).
     pub input: PathBuf,
     /// Neighbours per point (`embed` uses ⌈3·perplexity⌉: 90 for perplexity 30).
-    #[arg(short, long, default_value_t = 90)]
+    #[arg(short, long, allow_negative_numbers = true, default_value_t = 90)]
     pub k: usize,
     /// Where to write them: an .npz holding `indices` (n × k) and `distances` (n × k,
     /// float64, not squared), as numpy.savez would.
@@ -369,7 +374,8 @@ pub enum IndexTypeArg {
     U32,
 }
 
-/// One perplexity or several (multiscale), as given: ascending, without repeats.
+/// One perplexity or several (multiscale), as given: ascending, without repeats (their
+/// range is the library's check, which names the parameter).
 #[derive(Clone, Debug)]
 pub struct PerplexityArg(pub Vec<f64>);
 
@@ -382,9 +388,6 @@ impl FromStr for PerplexityArg {
             let u: f64 = part.trim().parse().map_err(|_| {
                 format!("`{part}` is not a number (expected e.g. 30, or 30,300 for multiscale)")
             })?;
-            if !(u >= 1.0 && u.is_finite()) {
-                return Err(format!("each perplexity must be at least 1, got {part}"));
-            }
             scales.push(u);
         }
         scales.sort_by(f64::total_cmp);

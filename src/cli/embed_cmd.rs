@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use sgtsne::backend::BackendKind;
 use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, PointOrder, Precision, RepulsionMethod};
 use sgtsne::init::InitKind;
@@ -34,19 +34,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     } else {
         args.output.clone()
     };
-    if let (Some(out), Some(input), false) = (&output, &args.input, args.in_place) {
-        if same_file(out, input) {
-            anyhow::bail!(
-                "-o {} is the input file: the embedding would replace the data{}",
-                out.display(),
-                if h5ad_input.is_some() {
-                    "; to add the embedding to the .h5ad itself, use --in-place"
-                } else {
-                    "; choose another output path"
-                }
-            );
-        }
-    }
+    check_outputs_spare_inputs(&args, output.as_deref(), h5ad_input.is_some())?;
     for (path, kind) in [
         (&output, OutputKind::Embedding),
         (&args.plot, OutputKind::Plot),
@@ -81,9 +69,14 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     if let Some(out) = &output {
         if is_stdout(out) {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            io::write_embedding_text(&mut w, &result.y, result.dims, b',')
+            match io::write_embedding_text(&mut w, &result.y, result.dims, b',')
                 .and_then(|()| w.flush())
-                .map_err(|e| anyhow::anyhow!("writing the embedding to standard output: {e}"))?;
+            {
+                // The reader closed the pipe (`-o - | head`): it took what it wanted. The
+                // plot and the report are still written, and the run succeeds.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("writing the embedding to standard output")?,
+            }
         } else if is_h5ad(out) {
             io::h5ad::write_h5ad(h5ad_input, out, &args.key, &result.y, result.dims)?;
         } else {
@@ -121,8 +114,61 @@ fn is_h5ad(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("h5ad"))
 }
 
-/// Whether two paths name one file (the second may not exist yet).
+/// Refuses an output (`-o`, `--plot`, `--report`) that names a file the run reads (the
+/// input, `--graph`, `--labels`, `--init`): written after the work, it would replace data
+/// the user keeps. `--in-place` is the one deliberate exception, for an `.h5ad` input.
+fn check_outputs_spare_inputs(args: &EmbedArgs, output: Option<&Path>, h5ad: bool) -> Result<()> {
+    let init = match &args.init {
+        InitArg::File(path) => Some(path.as_path()),
+        _ => None,
+    };
+    let inputs = [
+        ("the input file", args.input.as_deref()),
+        ("the --graph file", args.graph.as_deref()),
+        (
+            "the --labels file",
+            args.labels.as_deref().filter(|p| obs_column(p).is_none()),
+        ),
+        ("the --init file", init),
+    ];
+    let outputs = [
+        ("-o", output.filter(|_| !args.in_place)),
+        ("--plot", args.plot.as_deref()),
+        ("--report", args.report.as_deref()),
+    ];
+    for (flag, out) in outputs {
+        let Some(out) = out.filter(|p| !is_stdout(p)) else {
+            continue;
+        };
+        for (what, input) in inputs {
+            if input.is_some_and(|input| same_file(out, input)) {
+                let hint = if h5ad && flag == "-o" && what == "the input file" {
+                    "to add the embedding to the .h5ad itself, use --in-place"
+                } else {
+                    "choose another output path"
+                };
+                anyhow::bail!(
+                    "{flag} {} is {what}: the output would replace it; {hint}",
+                    out.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file (the second may not exist yet): on Unix the same device
+/// and inode, so that a hard or symbolic link to the file is caught too.
 fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,

@@ -1,5 +1,6 @@
 //! `sgtsne info`: what this build can use on this machine, and what a file holds.
 
+use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
@@ -20,10 +21,11 @@ fn describe(file: &Path, args: &InfoArgs) -> Result<()> {
     let is_h5ad = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("h5ad"));
+    let mut out = std::io::stdout().lock();
     if is_h5ad {
-        println!("{} (AnnData):", file.display());
+        writeln!(out, "{} (AnnData):", file.display())?;
         for (element, what) in h5ad::describe(file)? {
-            println!("  {element}: {what}");
+            writeln!(out, "  {element}: {what}")?;
         }
     }
     if !args.read && is_h5ad {
@@ -45,7 +47,8 @@ fn describe(file: &Path, args: &InfoArgs) -> Result<()> {
     let sparse = stored.map_or(String::new(), |nnz| {
         format!(", sparse, {nnz} stored values")
     });
-    println!(
+    writeln!(
+        out,
         "read {source}: {} × {}{sparse} in {seconds:.2} s, peak memory {}",
         shape.0,
         shape.1,
@@ -53,31 +56,36 @@ fn describe(file: &Path, args: &InfoArgs) -> Result<()> {
             "{:.2} GiB",
             b as f64 / (1u64 << 30) as f64
         ))
-    );
+    )?;
     Ok(())
 }
 
 /// The build, the CPU threads and the GPU.
 fn machine() -> Result<()> {
-    println!("sgtsne {}", env!("CARGO_PKG_VERSION"));
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "sgtsne {}", env!("CARGO_PKG_VERSION"))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("cpu threads: {cores} (change with --threads)");
+    writeln!(out, "cpu threads: {cores} (change with --threads)")?;
     let auto = match sgtsne::gpu::probe() {
         Ok(d) => {
-            println!(
+            writeln!(
+                out,
                 "gpu: {} (compute capability {}.{}, {:.1} GiB)",
                 d.name,
                 d.compute_capability.0,
                 d.compute_capability.1,
                 d.total_memory as f64 / (1u64 << 30) as f64
-            );
+            )?;
             "gpu"
         }
         Err(reason) => {
-            println!("gpu: no usable GPU: {reason}");
+            writeln!(out, "gpu: no usable GPU: {reason}")?;
             "cpu"
         }
     };
-    println!("backends: cpu, gpu, hybrid (gpu and hybrid need the GPU); auto picks {auto}");
+    writeln!(
+        out,
+        "backends: cpu, gpu, hybrid (gpu and hybrid need the GPU); auto picks {auto}"
+    )?;
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! `sgtsne kl`: KL(P‖Q) of a given embedding, with P built from the points as `embed`
 //! builds it, so that embeddings from other tools are scored on equal terms.
 
+use std::io::Write;
+
 use anyhow::{Context, Result};
 use sgtsne::progress::Silent;
 use sgtsne::{affinity, io, knn, prep, quality};
@@ -19,7 +21,9 @@ pub fn run(a: KlArgs) -> Result<()> {
         pool = pool.num_threads(t.max(1));
     }
     let pool = pool.build().context("cannot start the worker threads")?;
-    let points = io::read_points(&a.points)?;
+    let mut points = io::read_points(&a.points)?;
+    // As `embed` does: values whose squared distances f32 cannot hold, scaled exactly.
+    prep::fit_f32_range(&mut points.data);
     let embedding = io::read_points(&a.embedding)?;
     if embedding.n != points.n {
         anyhow::bail!(
@@ -40,6 +44,6 @@ pub fn run(a: KlArgs) -> Result<()> {
         let p = affinity::from_neighbors(&nb, a.perplexity)?;
         Ok(quality::kl_divergence(&p, &embedding.data, embedding.d)?)
     })?;
-    println!("{kl:.6}");
+    writeln!(std::io::stdout(), "{kl:.6}")?;
     Ok(())
 }

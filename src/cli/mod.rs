@@ -9,6 +9,8 @@ mod knn_cmd;
 mod progress_bar;
 mod sweep_cmd;
 
+use std::io::Write;
+
 use anyhow::{Context, Result};
 
 /// Dispatches a parsed command line.
@@ -21,9 +23,14 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Kl(a) => kl_cmd::run(a),
         args::Command::Knn(a) => knn_cmd::run(*a),
         args::Command::Completions { shell } => {
+            // Generated into memory first: clap_complete panics on a failed write (a closed
+            // pipe), where a write of our own returns the error.
             let mut cmd = <args::Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "sgtsne", &mut std::io::stdout());
-            Ok(())
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "sgtsne", &mut script);
+            std::io::stdout()
+                .write_all(&script)
+                .context("writing the completion script to standard output")
         }
         args::Command::Man => {
             let cmd = <args::Cli as clap::CommandFactory>::command();

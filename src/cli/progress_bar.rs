@@ -61,6 +61,14 @@ impl Progress for Bar {
             bar.finish_and_clear();
         }
     }
+
+    /// Shown with --quiet too, above the bar when one is drawn.
+    fn warn(&self, msg: &str) {
+        match self.bar.lock().expect("progress lock").as_ref() {
+            Some(bar) => bar.suspend(|| eprintln!("warning: {msg}")),
+            None => eprintln!("warning: {msg}"),
+        }
+    }
 }
 
 /// One line per status message, prefixed with the elapsed time and the work done so far.
@@ -104,4 +112,8 @@ impl Progress for Lines {
     }
 
     fn end(&self) {}
+
+    fn warn(&self, msg: &str) {
+        eprintln!("warning: {msg}");
+    }
 }

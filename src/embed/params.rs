@@ -299,6 +299,14 @@ impl EmbedParams {
                 ));
             }
         }
+        // Checked here as well as by the graph's rescaling, so that a bad λ is refused
+        // before the graph is read (and not ignored in point mode, where it has no use).
+        if !(self.lambda > 0.0 && self.lambda.is_finite()) {
+            return Err(Error::param(
+                "lambda",
+                format!("must be positive, got {}", self.lambda),
+            ));
+        }
         if self.precision == Precision::F64 && self.repulsion == RepulsionMethod::Exact {
             return Err(Error::param(
                 "precision",

@@ -10,10 +10,14 @@
 pub mod gpu;
 mod metric;
 mod pca;
+mod randomised;
+mod screen;
 mod sparse_pca;
+mod wide_pca;
 
 pub use metric::Metric;
 pub use pca::{pca, Pca};
+pub use screen::{duplicate_rows, fit_f32_range};
 pub use sparse_pca::{gpu::sparse_pca_gpu, sparse_pca};
 
 /// Clears the upper halves of the vector registers (`vzeroupper`) on this thread and on every

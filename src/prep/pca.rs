@@ -12,6 +12,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
 use rayon::prelude::*;
 
+use super::wide_pca::{wide_pca, EXACT_MAX_D};
 use crate::{Error, Points, Result};
 
 /// Rows per block in the covariance and projection passes (B · d · 8 bytes ≈ 12 MiB at d = 784).
@@ -53,11 +54,15 @@ pub struct Pca {
 }
 
 /// Centres `points` and projects them on their top `m` principal axes: n × m scores, columns
-/// by decreasing variance, signs deterministic (see [`Pca`]).
+/// by decreasing variance, signs deterministic (see [`Pca`]). Above 2,048 features by the
+/// randomised method (`prep/wide_pca.rs`), whose memory grows with n·d rather than d².
 ///
 /// Errors: `m == 0` or `m > d` ([`Error::Param`]); no points, or non-finite values
 /// ([`Error::Data`]).
 pub fn pca(points: &Points, m: usize) -> Result<Points> {
+    if points.d > EXACT_MAX_D {
+        return wide_pca(points, m);
+    }
     Pca::fit(points, m)?.transform(points)
 }
 
@@ -198,7 +203,7 @@ impl Pca {
 }
 
 /// Feature means in f64 (parallel over blocks of rows, fixed reduction order).
-fn column_means(points: &Points) -> Vec<f64> {
+pub(super) fn column_means(points: &Points) -> Vec<f64> {
     let (n, d) = (points.n, points.d);
     let partial: Vec<Vec<f64>> = points
         .data
@@ -227,7 +232,7 @@ fn column_means(points: &Points) -> Vec<f64> {
 
 /// Rows `r0..r0 + rows`, centred, into `buf` (on the calling thread: the passes run blocks
 /// in parallel) as a row-major f64 matrix (rows × d).
-fn centre_block<'a>(
+pub(super) fn centre_block<'a>(
     points: &Points,
     mean: &[f64],
     r0: usize,

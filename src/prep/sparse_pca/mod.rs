@@ -7,36 +7,26 @@
 //!
 //! $A_c X = A X - \mathbf{1}(\mu^\top X)$, $\quad A_c^\top Y = A^\top Y - \mu(\mathbf{1}^\top Y)$.
 //!
-//! 1. Ω: d × l Gaussian (l = m + 10), Y = A_c Ω, Q = qr(Y).
-//! 2. q times: Z = qr(A_cᵀ Q), Q = qr(A_c Z) (power iterations sharpen the decay of the
-//!    spectrum; re-orthonormalising each step keeps the small directions in f64's reach).
-//! 3. B = Qᵀ A_c (l × d, small), thin SVD B = Û Σ Vᵀ. The axes are V's first m columns,
-//!    variances σ²/(n − 1), scores A_c V_m = Q Û_m Σ_m.
+//! The randomised method ([`super::randomised`]) needs only products with the centred
+//! matrix, and each is a sparse product plus a rank-one correction.
 //!
 //! The products are the only steps that touch A: [`sparse_pca`] runs them on the host,
 //! [`gpu::sparse_pca_gpu`] on the device (the rest is shared); both sum in an order that
 //! does not depend on the thread count.
 //!
 //! Memory: O((n + 16 d)·l) doubles besides the matrix (the device keeps Aᵀ in CSR too);
-//! time O(nnz · l · (2q + 2)). With q = 4
-//! the scores agree with the dense eigen-decomposition's ([`super::pca`]) to f32 rounding on
-//! a spectrum that decays as expression data's does (the test below).
+//! time O(nnz · l · (2q + 2)). The scores agree with the dense eigen-decomposition's
+//! ([`super::pca`]) to f32 rounding on a spectrum that decays as expression data's does
+//! (the test below).
 
 pub mod gpu;
 
-use faer::linalg::matmul::matmul;
-use faer::{Accum, Mat, Par};
-use rand::SeedableRng;
-use rand_distr::{Distribution, StandardNormal};
+use faer::Mat;
 use rayon::prelude::*;
 
-use super::pca::fix_sign;
-use crate::{CsrPoints, Error, Points, Result};
-
-/// Extra directions searched beyond the m kept (Halko et al. §4.2: 5–10 suffice).
-const OVERSAMPLE: usize = 10;
-/// Power iterations.
-const POWER_ITERS: usize = 4;
+use super::randomised::{randomised_pca, transpose_product};
+pub(crate) use super::randomised::{row_major, Side};
+use crate::{CsrPoints, Points, Result};
 
 /// The top `m` principal-component scores of the rows of `a` (n × m, columns by decreasing
 /// variance, each axis signed so that its largest-magnitude loading is positive), computed
@@ -51,13 +41,6 @@ pub fn sparse_pca(a: &CsrPoints, m: usize, seed: u64) -> Result<Points> {
     })
 }
 
-/// Which product a step needs: A X (n × l, X is d × l) or Aᵀ Y (d × l, Y is n × l).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Side {
-    A,
-    At,
-}
-
 /// The method of the module doc around `product(side, x)`, the uncentred sparse product
 /// on the host or the device; the centring's rank-one corrections are applied here.
 pub(crate) fn randomised(
@@ -66,21 +49,11 @@ pub(crate) fn randomised(
     seed: u64,
     mut product: impl FnMut(Side, &Mat<f64>) -> Result<Mat<f64>>,
 ) -> Result<Points> {
-    let (n, d) = (a.n, a.d);
-    if m == 0 || m > d {
-        return Err(Error::param(
-            "pca",
-            format!("cannot keep {m} axes of {d}-dimensional data"),
-        ));
-    }
-    if n < 2 {
-        return Err(Error::Data(format!("PCA of {n} points")));
-    }
-    let l = (m + OVERSAMPLE).min(d).min(n);
+    let d = a.d;
     let mean = column_means(a);
-    let mut centred = |side, x: &Mat<f64>| -> Result<Mat<f64>> {
+    let centred = |side, x: &Mat<f64>| -> Result<Mat<f64>> {
         let mut out = product(side, x)?;
-        for c in 0..l {
+        for c in 0..x.ncols() {
             match side {
                 // A_c X = A X − 1 (μᵀ X)
                 Side::A => {
@@ -98,44 +71,7 @@ pub(crate) fn randomised(
         }
         Ok(out)
     };
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let omega = Mat::<f64>::from_fn(d, l, |_, _| StandardNormal.sample(&mut rng));
-    let mut q = orthonormal(centred(Side::A, &omega)?);
-    for _ in 0..POWER_ITERS {
-        let z = orthonormal(centred(Side::At, &q)?);
-        q = orthonormal(centred(Side::A, &z)?);
-    }
-    // Bᵀ = A_cᵀ Q (d × l); B = Û Σ Vᵀ ⇔ Bᵀ = V Σ Ûᵀ.
-    let bt = centred(Side::At, &q)?;
-    let svd = bt
-        .thin_svd()
-        .map_err(|e| Error::Data(format!("sparse PCA: SVD failed: {e:?}")))?;
-    let (v, s, u_hat) = (svd.U(), svd.S().column_vector(), svd.V());
-    // Scores = Q Û_m Σ_m, with each axis's sign fixed (a flipped axis flips its scores).
-    let mut coef = Mat::<f64>::zeros(l, m);
-    for c in 0..m {
-        let mut axis: Vec<f64> = (0..d).map(|r| v[(r, c)]).collect();
-        let flip = if fix_sign(&mut axis) { -1.0 } else { 1.0 };
-        for r in 0..l {
-            coef[(r, c)] = u_hat[(r, c)] * s[c] * flip;
-        }
-    }
-    let mut scores = Mat::<f64>::zeros(n, m);
-    matmul(
-        scores.as_mut(),
-        Accum::Replace,
-        q.as_ref(),
-        coef.as_ref(),
-        1.0,
-        Par::rayon(0),
-    );
-    let mut out = vec![0f32; n * m];
-    out.par_chunks_mut(m).enumerate().for_each(|(i, row)| {
-        for (c, o) in row.iter_mut().enumerate() {
-            *o = scores[(i, c)] as f32;
-        }
-    });
-    Ok(Points::new(n, m, out))
+    randomised_pca(a.n, d, m, seed, centred)
 }
 
 /// Column means of `a` in f64.
@@ -146,11 +82,6 @@ fn column_means(a: &CsrPoints) -> Vec<f64> {
     }
     sums.iter_mut().for_each(|s| *s /= a.n as f64);
     sums
-}
-
-/// The thin Q of `y`'s QR decomposition: an orthonormal basis of its columns.
-fn orthonormal(y: Mat<f64>) -> Mat<f64> {
-    y.qr().compute_thin_Q()
 }
 
 /// A X for A in CSR (rows × cols) and X (cols × l): rows × l, each row summed in stored
@@ -173,57 +104,31 @@ fn csr_times(a: &CsrPoints, x: &Mat<f64>) -> Mat<f64> {
     Mat::from_fn(a.n, l, |i, c| rows[i * l + c])
 }
 
-/// Row blocks of the transposed product: a fixed number, so that the sums do not depend on
-/// the thread count; each holds a d × l partial sum (230 MB at d = 30,000, l = 60).
-const TRANSPOSE_BLOCKS: usize = 16;
-
-/// Aᵀ Y for A in CSR (rows × cols) and Y (rows × l): cols × l. Each block of rows scatters
-/// `v · Y[i]` into a partial Aᵀ Y of its own, which stays in cache (d × l), while Y streams
-/// once; the partials are added in block order. (A gather over the CSR of Aᵀ would read Y,
-/// n × l, at random: memory-bound, several times slower on the host.)
+/// Aᵀ Y for A in CSR (rows × cols) and Y (rows × l): cols × l. Each group of rows
+/// scatters `v · Y[i]` into a partial Aᵀ Y of its own ([`transpose_product`]). (A gather
+/// over the CSR of Aᵀ would read Y, n × l, at random: memory-bound, several times slower on
+/// the host.)
 fn csr_transpose_times(a: &CsrPoints, y: &Mat<f64>) -> Mat<f64> {
     let l = y.ncols();
     let y_rows = row_major(y);
-    let per_block = a.n.div_ceil(TRANSPOSE_BLOCKS).max(1);
-    let partial: Vec<Vec<f64>> = (0..TRANSPOSE_BLOCKS)
-        .into_par_iter()
-        .map(|b| {
-            let mut acc = vec![0f64; a.d * l];
-            for i in b * per_block..((b + 1) * per_block).min(a.n) {
-                let yi = &y_rows[i * l..(i + 1) * l];
-                for (j, v) in a.row(i) {
-                    let v = v as f64;
-                    for (o, yv) in acc[j * l..(j + 1) * l].iter_mut().zip(yi) {
-                        *o += v * yv;
-                    }
+    transpose_product(a.n, a.d, l, |rows, acc| {
+        for i in rows {
+            let yi = &y_rows[i * l..(i + 1) * l];
+            for (j, v) in a.row(i) {
+                let v = v as f64;
+                for (o, yv) in acc[j * l..(j + 1) * l].iter_mut().zip(yi) {
+                    *o += v * yv;
                 }
             }
-            acc
-        })
-        .collect();
-    let mut total = vec![0f64; a.d * l];
-    for p in &partial {
-        total.iter_mut().zip(p).for_each(|(t, v)| *t += v);
-    }
-    Mat::from_fn(a.d, l, |j, c| total[j * l + c])
-}
-
-/// The values of `x` row by row.
-pub(crate) fn row_major(x: &Mat<f64>) -> Vec<f64> {
-    let l = x.ncols();
-    let mut out = vec![0f64; x.nrows() * l];
-    for c in 0..l {
-        for (r, &v) in x.col(c).iter().enumerate() {
-            out[r * l + c] = v;
         }
-    }
-    out
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::Rng;
+    use rand::{Rng, SeedableRng};
+    use rand_distr::{Distribution, StandardNormal};
 
     fn sample(rng: &mut rand::rngs::StdRng) -> f64 {
         StandardNormal.sample(rng)
