@@ -124,7 +124,7 @@ pub fn embed(
         Input::Graph(g) => input_info(name, "graph", g.rows(), 0),
         Input::Affinities(p) => input_info(name, "affinities", p.rows(), 0),
     };
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = params.optim.fit_early_phase().into_iter().collect();
     if let Some(nb) = params.knn_given.clone() {
         given_neighbors_fit(&nb, &input, &mut params, &mut notes)?;
     }
@@ -190,7 +190,7 @@ pub fn embed(
     // Stages 5 and 7: layout of P, optimise.
     let lr = params
         .learning_rate
-        .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.exaggeration));
+        .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.early_exaggeration));
     params.learning_rate = Some(lr);
     params.optim.learning_rate = lr;
     let p_nnz = p.nnz();

@@ -195,17 +195,51 @@ pub struct EmbedArgs {
     /// Perplexity: the effective number of neighbours (k = ⌈3·perplexity⌉ are computed).
     #[arg(long, default_value_t = 30.0)]
     pub perplexity: f64,
-    /// Gradient-descent iterations.
+    /// Gradient-descent iterations, the early phase included; fewer than
+    /// --early-exaggeration-iters shorten the early phase to all of them (with a note).
     #[arg(long, default_value_t = 1000)]
     pub iters: usize,
-    /// Early exaggeration factor.
-    #[arg(long, default_value_t = 12.0)]
-    pub exaggeration: f32,
-    /// Iterations of early exaggeration.
-    #[arg(long, default_value_t = 250)]
-    pub exaggeration_iters: usize,
-    /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
-    #[arg(long, default_value = "auto")]
+    /// Exaggeration factor of the early phase (openTSNE's early_exaggeration) [default: 12].
+    /// Formerly --exaggeration, which now sets the factor after the early phase.
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    pub early_exaggeration: Option<f32>,
+    /// Iterations of the early phase, which runs with --early-exaggeration and
+    /// --early-momentum [default: 250]. `--exaggeration-iters` is its former name, still
+    /// accepted (with a note).
+    #[arg(long, value_name = "N")]
+    pub early_exaggeration_iters: Option<usize>,
+    /// The former name of --early-exaggeration-iters, kept so that scripts still run.
+    #[arg(
+        long,
+        value_name = "N",
+        hide = true,
+        conflicts_with = "early_exaggeration_iters"
+    )]
+    pub exaggeration_iters: Option<usize>,
+    /// Exaggeration factor after the early phase (openTSNE's exaggeration) [default: 1,
+    /// plain t-SNE]; above 1 it favours global structure over local detail, e.g. 4 for a
+    /// million points or more. Formerly this flag set the early factor, now
+    /// --early-exaggeration: given without it, a note says so.
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub exaggeration: Option<f32>,
+    /// Momentum of the early phase.
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 0.5,
+        allow_negative_numbers = true
+    )]
+    pub early_momentum: f32,
+    /// Momentum after the early phase.
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 0.8,
+        allow_negative_numbers = true
+    )]
+    pub momentum: f32,
+    /// Learning rate: `auto` = max(n / early exaggeration, 50), or a number.
+    #[arg(long, default_value = "auto", allow_negative_numbers = true)]
     pub learning_rate: AutoOr<f32>,
     #[command(flatten)]
     pub search: SearchArgs,

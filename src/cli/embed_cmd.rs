@@ -27,6 +27,11 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let start = Instant::now();
     let mut params = params_from(&args)?;
     params.validate()?;
+    if !args.quiet {
+        for note in renamed_flags(&args) {
+            eprintln!("note: {note}");
+        }
+    }
     let h5ad_input = args.input.as_deref().filter(|p| is_h5ad(p));
     check_h5ad_flags(&args, h5ad_input)?;
     let output = if args.in_place {
@@ -109,6 +114,30 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         summarise(report, &args, output.as_ref());
     }
     Ok(())
+}
+
+/// Notes on the exaggeration flags renamed after openTSNE's: `--exaggeration-iters`
+/// is an alias of `--early-exaggeration-iters`, while `--exaggeration` changed meaning, from
+/// the early factor to the factor after the early phase. A script written for the old
+/// meaning runs on, so it is told; one that also gives `--early-exaggeration` is written for
+/// the new meaning and is not.
+fn renamed_flags(a: &EmbedArgs) -> Vec<String> {
+    let mut notes = Vec::new();
+    if a.exaggeration_iters.is_some() {
+        notes.push(
+            "--exaggeration-iters is now called --early-exaggeration-iters (the old name \
+             still works)"
+                .to_string(),
+        );
+    }
+    if let (Some(x), None) = (a.exaggeration, a.early_exaggeration) {
+        notes.push(format!(
+            "--exaggeration {x} sets the exaggeration after the early phase (openTSNE's \
+             meaning; default 1); it used to set the early factor, now \
+             --early-exaggeration (default 12, used here)"
+        ));
+    }
+    notes
 }
 
 /// `-o -`: the embedding goes to standard output as CSV.
@@ -288,8 +317,16 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         },
         optim: OptimParams {
             iters: a.iters,
-            exaggeration: a.exaggeration,
-            exaggeration_iters: a.exaggeration_iters,
+            early_exaggeration: a
+                .early_exaggeration
+                .unwrap_or(defaults.optim.early_exaggeration),
+            early_exaggeration_iters: a
+                .early_exaggeration_iters
+                .or(a.exaggeration_iters)
+                .unwrap_or(defaults.optim.early_exaggeration_iters),
+            exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
+            momentum_early: a.early_momentum,
+            momentum_late: a.momentum,
             ..defaults.optim
         },
         ..defaults
