@@ -187,3 +187,136 @@ fn bad_exaggeration_and_momentum_are_refused() {
         );
     }
 }
+
+fn read_npy(path: &Path) -> Vec<f32> {
+    sgtsne::io::read_points(path).unwrap().data
+}
+
+/// Snapshots every 25 of 60 iterations and after the last, in sorting names and in input
+/// order (the cpu backend numbers the points in a locality order inside: the last snapshot
+/// equals the output), drawn as a GIF of one frame each.
+#[test]
+fn snapshots_and_their_animation() {
+    let dir = tempfile::tempdir().unwrap();
+    let frames = dir.path().join("frames");
+    let (out, gif) = (dir.path().join("y.npy"), dir.path().join("run.gif"));
+    let run = sgtsne(&[
+        "embed",
+        "--demo",
+        "--backend",
+        "cpu",
+        "--iters",
+        "60",
+        "--early-exaggeration-iters",
+        "20",
+        "--snapshot-every",
+        "25",
+        "--snapshots",
+        frames.to_str().unwrap(),
+        "--animate",
+        gif.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(err.contains("wrote 3 snapshots to"), "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(&frames)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["iter_0025.npy", "iter_0050.npy", "iter_0060.npy"]);
+    let last = read_npy(&frames.join("iter_0060.npy"));
+    assert_eq!(last, read_npy(&out));
+    assert_ne!(read_npy(&frames.join("iter_0025.npy")), last);
+
+    let bytes = std::fs::read(&gif).unwrap();
+    let mut decoder = gif::DecodeOptions::new();
+    decoder.set_color_output(gif::ColorOutput::Indexed);
+    let mut d = decoder.read_info(&bytes[..]).unwrap();
+    let mut count = 0;
+    while d.read_next_frame().unwrap().is_some() {
+        count += 1;
+    }
+    assert_eq!(count, 3);
+}
+
+/// A directory that refuses new files even to root: a read-only directory, or where the
+/// tests run as root (which writes anyway), /sys; `None` where neither refuses.
+fn unwritable_dir(dir: &Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let ro = dir.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    [ro, "/sys".into()]
+        .into_iter()
+        .find(|d| tempfile::tempfile_in(d).is_err())
+}
+
+/// Bad snapshot settings fail before the run, each with one message naming the flag or the
+/// path, and leave nothing: no output, no snapshot, no animation.
+#[test]
+fn bad_snapshot_settings_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("y.npy");
+    let file = dir.path().join("file.txt");
+    std::fs::write(&file, "x").unwrap();
+    let (out_s, file_s) = (out.to_str().unwrap(), file.to_str().unwrap());
+    let frames = dir.path().join("frames");
+    let frames_s = frames.to_str().unwrap();
+    let gif = dir.path().join("a.gif");
+    let png = dir.path().join("a.png");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--snapshot-every", "0", "--snapshots", frames_s],
+            vec!["`snapshot-every`", "at least 1"],
+        ),
+        (
+            vec!["--snapshot-every", "10", "--snapshots", file_s],
+            vec!["file.txt: snapshot directory is not a directory"],
+        ),
+        (
+            vec![
+                "--snapshot-every",
+                "10",
+                "--snapshots",
+                frames_s,
+                "--animate",
+                png.to_str().unwrap(),
+            ],
+            vec!["a.png", "for an animation", ".gif"],
+        ),
+        (
+            vec!["--animate", gif.to_str().unwrap()],
+            vec!["--snapshots <DIR>"],
+        ),
+        (vec!["--snapshots", frames_s], vec!["--snapshot-every <N>"]),
+    ];
+    for (extra, needles) in cases {
+        let mut args = vec!["embed", "--demo", "--backend", "cpu", "-o", out_s];
+        args.extend(extra);
+        fails_cleanly_with(&args, &out, &needles);
+        assert!(!frames.exists() && !gif.exists(), "{args:?} wrote");
+    }
+    match unwritable_dir(dir.path()) {
+        Some(ro) => {
+            let ro_s = ro.to_str().unwrap();
+            fails_cleanly_with(
+                &[
+                    "embed",
+                    "--demo",
+                    "-o",
+                    out_s,
+                    "--snapshot-every",
+                    "10",
+                    "--snapshots",
+                    ro_s,
+                ],
+                &out,
+                &[ro_s, "cannot write snapshots there"],
+            );
+        }
+        None => eprintln!("no unwritable directory here: that case is not tested"),
+    }
+}

@@ -189,6 +189,18 @@ pub struct EmbedArgs {
     /// Write a JSON report: parameters, seconds per stage, KL history, memory.
     #[arg(long, value_name = "OUT.json")]
     pub report: Option<PathBuf>,
+    /// Write the embedding every N iterations, and after the last, into --snapshots DIR
+    /// (.npy in input order, named by iteration so that they sort: iter_0050.npy, …).
+    #[arg(long, value_name = "N", requires = "snapshots")]
+    pub snapshot_every: Option<usize>,
+    /// The directory of --snapshot-every's files, made if missing (its parent must exist);
+    /// files of the same names are replaced.
+    #[arg(long, value_name = "DIR", requires = "snapshot_every")]
+    pub snapshots: Option<PathBuf>,
+    /// Draw the snapshots as an animated GIF, one frame each, with the colours of --plot on
+    /// axes fixed for the whole run.
+    #[arg(long, value_name = "OUT.gif", requires = "snapshots")]
+    pub animate: Option<PathBuf>,
     /// Embedding dimension.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub dims: u8,

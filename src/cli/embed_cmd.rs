@@ -13,7 +13,7 @@ use sgtsne::init::InitKind;
 use sgtsne::io::h5ad::{H5adMatrix, Rep};
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::knn::ivf::IvfParams;
-use sgtsne::optim::OptimParams;
+use sgtsne::optim::{OptimParams, Snapshots};
 use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
@@ -56,12 +56,20 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         (&output, OutputKind::Embedding),
         (&args.plot, OutputKind::Plot),
         (&args.report, OutputKind::Report),
+        (&args.animate, OutputKind::Animation),
     ] {
         if let Some(p) = path.as_deref().filter(|p| !is_stdout(p)) {
             io::check_output_path(p, kind)?;
         }
     }
-    if output.is_none() && args.plot.is_none() && args.report.is_none() {
+    // Last of the checks: the snapshot directory is made at the first snapshot.
+    let mut snapshots = match (args.snapshot_every, &args.snapshots) {
+        (Some(every), Some(dir)) => {
+            Some(Snapshots::new(dir, every, params.optim.iters, params.dims)?)
+        }
+        _ => None,
+    };
+    if output.is_none() && args.plot.is_none() && args.report.is_none() && snapshots.is_none() {
         eprintln!(
             "warning: no -o, --plot or --report: the embedding will be computed and not kept"
         );
@@ -80,7 +88,10 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let load_seconds = t.elapsed().as_secs_f64();
 
     let bar = Bar::new(args.quiet);
-    let mut result = pool.install(|| embed::embed(input, &name, labels.as_ref(), &params, &bar))?;
+    let mut result = pool.install(|| {
+        let observer = snapshots.as_mut().map(|s| s as _);
+        embed::embed_observed(input, &name, labels.as_ref(), &params, &bar, observer)
+    })?;
 
     let t = Instant::now();
     if let Some(out) = &output {
@@ -99,6 +110,10 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         let title = format!("sgtsne: {name}, KL {:.3}", result.report.optimise.final_kl);
         io::plot::scatter_png(plot, &result.y, result.dims, labels.as_ref(), &title)?;
     }
+    if let (Some(gif), Some(s)) = (&args.animate, &snapshots) {
+        let title = format!("sgtsne: {name}");
+        io::plot::animate_gif(gif, s.written(), result.dims, labels.as_ref(), &title)?;
+    }
     let report = &mut result.report;
     report.seconds.load = load_seconds;
     report.seconds.write = t.elapsed().as_secs_f64();
@@ -112,6 +127,13 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     }
     if !args.quiet {
         summarise(report, &args, output.as_ref());
+        if let (Some(dir), Some(s)) = (&args.snapshots, &snapshots) {
+            eprintln!(
+                "  wrote {} snapshots to {}",
+                s.written().len(),
+                dir.display()
+            );
+        }
     }
     Ok(())
 }
@@ -446,9 +468,14 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathB
         line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
     }
     eprintln!("{line}");
-    for p in [output, args.plot.as_ref(), args.report.as_ref()]
-        .into_iter()
-        .flatten()
+    for p in [
+        output,
+        args.plot.as_ref(),
+        args.report.as_ref(),
+        args.animate.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         if is_stdout(p) {
             eprintln!("  wrote the embedding to standard output");

@@ -10,10 +10,12 @@ pub mod gpu;
 pub mod gradient;
 mod overlap;
 pub mod schedule;
+pub mod snapshots;
 
 pub use gradient::{Gradient, GradientInfo};
 pub use overlap::Overlap;
 pub use schedule::OptimParams;
+pub use snapshots::Snapshots;
 
 use serde::Serialize;
 
