@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use crate::affinity::{self, GraphParams};
-use crate::backend::gpu::optimize_device;
+use crate::backend::gpu::{optimize_device_observed, Downloaded};
 use crate::backend::{cpu::CpuGradient, hybrid::optimize_hybrid, BackendKind};
 use crate::gpu::compile::Variant;
 use crate::gpu::kernels::KernelId;
@@ -14,7 +14,7 @@ use crate::gpu::Gpu;
 use crate::init::{self, InitKind};
 use crate::io::Labels;
 use crate::knn::Neighbors;
-use crate::optim::{self, OptimParams, OptimReport};
+use crate::optim::{self, Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::report::{InputInfo, KnnReport, Quality, Report, StageSeconds};
 use crate::repulse::GridSpec;
@@ -101,11 +101,26 @@ pub(crate) struct Prepared {
 /// Runs the pipeline on `input` named `name`; `labels`, when given, feed the quality
 /// measures. CPU stages run on the current rayon pool.
 pub fn embed(
+    input: Input,
+    name: &str,
+    labels: Option<&Labels>,
+    params: &EmbedParams,
+    progress: &dyn Progress,
+) -> Result<Embedding> {
+    embed_observed(input, name, labels, params, progress, None)
+}
+
+/// [`embed`], showing Y to `observer` after the optimiser steps it asks for (e.g.
+/// [`optim::Snapshots`]): on the host and in input order whatever the backend and the
+/// internal numbering, so an observer is written once for all of them. Only the steps it
+/// asks for cost anything (on the gpu backend, a download of Y each).
+pub fn embed_observed(
     mut input: Input,
     name: &str,
     labels: Option<&Labels>,
     params: &EmbedParams,
     progress: &dyn Progress,
+    observer: Option<&mut dyn Observer<[f32]>>,
 ) -> Result<Embedding> {
     let start = Instant::now();
     params.validate()?;
@@ -124,7 +139,7 @@ pub fn embed(
         Input::Graph(g) => input_info(name, "graph", g.rows(), 0),
         Input::Affinities(p) => input_info(name, "affinities", p.rows(), 0),
     };
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = params.optim.fit_early_phase().into_iter().collect();
     if params.k() < params.k_wanted() && input.d().is_some() {
         notes.push(format!(
             "k capped at {} neighbours by --max-neighbors (⌈3·perplexity⌉ = {}): each \
@@ -200,11 +215,25 @@ pub fn embed(
     // Stages 5 and 7: layout of P, optimise.
     let lr = params
         .learning_rate
-        .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.exaggeration));
+        .unwrap_or_else(|| OptimParams::auto_learning_rate(n, params.optim.early_exaggeration));
     params.learning_rate = Some(lr);
     params.optim.learning_rate = lr;
     let p_nnz = p.nnz();
-    let optimise = optimise(p, &mut y, &params, backend.kind, &mut seconds, progress)?;
+    let mut in_order = observer.map(|inner| InputOrder {
+        inner,
+        order: order.as_deref(),
+        dims,
+    });
+    let observer = in_order.as_mut().map(|o| o as &mut dyn Observer<[f32]>);
+    let optimise = optimise(
+        p,
+        &mut y,
+        &params,
+        backend.kind,
+        &mut seconds,
+        progress,
+        observer,
+    )?;
 
     // Quality measures, in the internal numbering; then Y back in input order.
     let t = Instant::now();
@@ -487,10 +516,34 @@ pub(crate) fn initialise(
     })
 }
 
+/// Shows Y in input order to an observer of the optimisation, which runs in the internal
+/// numbering (`order`: row r is input point `order[r]`; `None`: the input's).
+struct InputOrder<'a> {
+    inner: &'a mut dyn Observer<[f32]>,
+    order: Option<&'a [u32]>,
+    dims: usize,
+}
+
+impl Observer<[f32]> for InputOrder<'_> {
+    fn wants(&self, iter: usize) -> bool {
+        self.inner.wants(iter)
+    }
+
+    fn observe(&mut self, iter: usize, y: &[f32]) -> Result<()> {
+        match self.order {
+            Some(order) => {
+                let y = crate::points::unpermute_rows(y, order, self.dims);
+                self.inner.observe(iter, &y)
+            }
+            None => self.inner.observe(iter, y),
+        }
+    }
+}
+
 /// Stages 5 and 7: P in the layout the backend reads (CSB on the host for cpu and hybrid,
 /// HYB on the device for gpu), then the backend's optimiser: on the host with the repulsion
 /// on the CPU (cpu) or on the GPU at the same time as the attraction (hybrid), or on the
-/// device, where Y goes up once and comes back once (gpu).
+/// device, where Y goes up once and comes back once (gpu), unless `observer` asks to see it.
 fn optimise(
     p: P,
     y: &mut [f32],
@@ -498,6 +551,7 @@ fn optimise(
     backend: BackendKind,
     seconds: &mut StageSeconds,
     progress: &dyn Progress,
+    observer: Option<&mut dyn Observer<[f32]>>,
 ) -> Result<OptimReport> {
     let t = Instant::now();
     let p = match backend {
@@ -515,7 +569,8 @@ fn optimise(
             let gpu = Gpu::get()?;
             let mut repulse = repulsion.device(gpu, gpu.stream.clone())?;
             let mut y_dev = gpu.stream.clone_htod(&*y)?;
-            let report = optimize_device(
+            let mut downloaded = observer.map(|inner| Downloaded { gpu, inner });
+            let report = optimize_device_observed(
                 gpu,
                 &p,
                 &mut repulse,
@@ -523,6 +578,7 @@ fn optimise(
                 dims,
                 &params.optim,
                 progress,
+                downloaded.as_mut().map(|o| o as _),
             )?;
             gpu.stream.memcpy_dtoh(&y_dev, y)?;
             report
@@ -531,11 +587,21 @@ fn optimise(
             let gpu = Gpu::get()?;
             let stream = gpu.device.context.new_stream()?;
             let repulse = repulsion.device(gpu, stream.clone())?;
-            optimize_hybrid(gpu, stream, &p, repulse, y, dims, &params.optim, progress)?
+            optimize_hybrid(
+                gpu,
+                stream,
+                &p,
+                repulse,
+                y,
+                dims,
+                &params.optim,
+                progress,
+                observer,
+            )?
         }
         _ => {
             let mut gradient = CpuGradient::with_kernel(&p, repulsion.host(), params.kernel)?;
-            optim::optimize(&mut gradient, y, dims, &params.optim, progress)?
+            optim::optimize_observed(&mut gradient, y, dims, &params.optim, progress, observer)?
         }
     };
     seconds.optimise = t.elapsed().as_secs_f64();

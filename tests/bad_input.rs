@@ -12,7 +12,7 @@ const QUICK: [&str; 10] = [
     "10",
     "--iters",
     "60",
-    "--exaggeration-iters",
+    "--early-exaggeration-iters",
     "30",
     "--backend",
     "cpu",

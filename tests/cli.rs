@@ -150,7 +150,7 @@ fn csv_input_with_header_and_csv_output() {
         "10",
         "--iters",
         "100",
-        "--exaggeration-iters",
+        "--early-exaggeration-iters",
         "50",
         "--backend",
         "cpu",

@@ -66,7 +66,7 @@ fn same_seed_same_embedding() {
     let params = EmbedParams {
         optim: sgtsne::optim::OptimParams {
             iters: 100,
-            exaggeration_iters: 50,
+            early_exaggeration_iters: 50,
             ..Default::default()
         },
         ..cpu(2)
@@ -108,7 +108,7 @@ fn graph_with_an_isolated_node_embeds_finitely() {
     let params = EmbedParams {
         optim: sgtsne::optim::OptimParams {
             iters: 300,
-            exaggeration_iters: 100,
+            early_exaggeration_iters: 100,
             ..Default::default()
         },
         ..cpu(2)
@@ -133,7 +133,7 @@ fn locality_order_equals_input_order_up_to_rounding() {
             order: Some(order),
             optim: sgtsne::optim::OptimParams {
                 iters: 10,
-                exaggeration_iters: 10,
+                early_exaggeration_iters: 10,
                 ..Default::default()
             },
             ..cpu(2)

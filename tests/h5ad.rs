@@ -13,7 +13,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// A short run: the fixtures have 300 points.
-const SHORT: [&str; 5] = ["--iters", "200", "--exaggeration-iters", "80", "-q"];
+const SHORT: [&str; 5] = ["--iters", "200", "--early-exaggeration-iters", "80", "-q"];
 
 fn dense(m: H5adMatrix) -> Vec<f32> {
     match m {

@@ -14,7 +14,7 @@ fn dof_changes_the_kernel_on_the_cpu() {
             "--demo",
             "--iters",
             "300",
-            "--exaggeration-iters",
+            "--early-exaggeration-iters",
             "100",
             "-q",
             "-o",

@@ -10,7 +10,7 @@ const SHORT: [&str; 7] = [
     "--demo",
     "--iters",
     "10",
-    "--exaggeration-iters",
+    "--early-exaggeration-iters",
     "5",
     "--backend",
 ];

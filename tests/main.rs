@@ -4,6 +4,9 @@
 mod bad_input;
 /// The command-line tool: outputs, bad input, exit codes.
 mod cli;
+/// The optimisation's controls: exaggeration phases and momentum (their old flag names
+/// too), snapshots and their animation.
+mod controls;
 /// Whole embeddings of real data (the embedded digits) and of graphs.
 mod e2e;
 /// The analytic gradient against finite differences of KL(P‖Q).

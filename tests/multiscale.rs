@@ -10,7 +10,7 @@ fn demo_report(extra: &[&str]) -> (serde_json::Value, String) {
         "cpu",
         "--iters",
         "200",
-        "--exaggeration-iters",
+        "--early-exaggeration-iters",
         "80",
         "--report",
         report.to_str().unwrap(),

@@ -5,7 +5,7 @@ use sgtsne::io::{read_neighbors, write_neighbors, IndexType};
 use crate::cli::{fails_cleanly_with, sgtsne, stderr};
 
 /// A short run of a few hundred points.
-const SHORT: [&str; 5] = ["--iters", "150", "--exaggeration-iters", "60", "-q"];
+const SHORT: [&str; 5] = ["--iters", "150", "--early-exaggeration-iters", "60", "-q"];
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -207,7 +207,7 @@ fn npy_pairs_and_scanpy_graphs_are_read() {
         s(&h5ad),
         "--iters",
         "150",
-        "--exaggeration-iters",
+        "--early-exaggeration-iters",
         "60",
         "-o",
         s(&out),
@@ -334,7 +334,7 @@ fn affinities_are_taken_as_given() {
             "cpu",
             "--iters",
             "150",
-            "--exaggeration-iters",
+            "--early-exaggeration-iters",
             "60",
         ];
         args.extend(extra);

@@ -17,9 +17,9 @@ set -uo pipefail
 dims=${1:-2}
 bench_begin "backends-big-${dims}d"
 big_input
-embed warmup "${big[@]}" --backend gpu --iters 20 --exaggeration-iters 5
+embed warmup "${big[@]}" --backend gpu --iters 20 --early-exaggeration-iters 5
 embed "big-${dims}d-gpu" "${big[@]}" --backend gpu --dims "$dims"
 embed "big-${dims}d-hybrid" "${big[@]}" --backend hybrid --dims "$dims"
 embed "big-${dims}d-cpu-100it" "${big[@]}" --backend cpu --dims "$dims" --knn exact \
-  --iters 100 --exaggeration-iters 25
+  --iters 100 --early-exaggeration-iters 25
 bench_end

@@ -23,7 +23,7 @@ labels=$out/digits${n}_d50_labels.npy
 echo "# cpu-knn, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n), $(nproc) cores, $threads threads, commit $(git rev-parse --short HEAD)"
 for method in approx exact; do
   "$bin" embed "$points" --labels "$labels" --backend cpu --threads "$threads" --knn "$method" \
-    --iters 1 --exaggeration-iters 1 --report "$out/cpu-knn-$method.json" --quiet
+    --iters 1 --early-exaggeration-iters 1 --report "$out/cpu-knn-$method.json" --quiet
   python3 - "$out/cpu-knn-$method.json" "$method" "$n" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -46,7 +46,7 @@ done
 
 # The sparse PCA to 50 components inside embed (one iteration: the PCA and kNN dominate).
 "$bin" embed "$sparse" --use-rep X --backend cpu --threads "$threads" --iters 1 \
-  --exaggeration-iters 1 --report "$out/h5ad-sparse-pca.json" --quiet
+  --early-exaggeration-iters 1 --report "$out/h5ad-sparse-pca.json" --quiet
 python3 - "$out/h5ad-sparse-pca.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -39,7 +39,7 @@ for section in $sections; do
       embed big-3d-gpu "${big[@]}" --backend gpu --dims 3
       for dims in 2 3; do
         embed "big-${dims}d-hybrid-200it" "${big[@]}" --backend hybrid --dims "$dims" \
-          --iters 200 --exaggeration-iters 50
+          --iters 200 --early-exaggeration-iters 50
       done
       for dims in 2 3; do
         SGTSNE_STAGE_Y=$work/big-${dims}d-gpu.npy logged "repulsion-stage-${dims}d" \

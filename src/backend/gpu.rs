@@ -1,7 +1,8 @@
 //! The GPU backend's optimisation: Y, the update, the gains and every force stay on the
 //! device; per iteration only the repulsion grid's bounding box and Z (a few words) come
 //! back, and the KL's Σ p ln w every `kl_every` iterations, all read while the device
-//! works on queued work (see [`optimize_device_observed`]).
+//! works on queued work (see [`optimize_device_observed`]); Y itself only where an observer
+//! asks for it ([`Downloaded`]).
 
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
 
@@ -30,22 +31,27 @@ struct InFlight {
     timed_update: bool,
 }
 
-/// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place; P in
-/// HYB on the device ([`P::into_hyb`]).
-pub fn optimize_device(
-    gpu: &'static Gpu,
-    p: &P,
-    repulse: &mut Box<dyn RepulseGpu>,
-    y: &mut CudaSlice<f32>,
-    dims: usize,
-    params: &OptimParams,
-    progress: &dyn Progress,
-) -> Result<OptimReport> {
-    optimize_device_observed(gpu, p, repulse, y, dims, params, progress, None)
+/// Shows the resident Y to an observer of the host Y, downloading it at the iterations the
+/// observer asks for only (a synchronous copy on the optimiser's stream, after the step).
+pub struct Downloaded<'a> {
+    pub gpu: &'static Gpu,
+    pub inner: &'a mut dyn Observer<[f32]>,
 }
 
-/// [`optimize_device`], showing the resident Y to `observer` after the steps it asks for
-/// (on the same stream, so it sees each step finished).
+impl Observer<CudaSlice<f32>> for Downloaded<'_> {
+    fn wants(&self, iter: usize) -> bool {
+        self.inner.wants(iter)
+    }
+
+    fn observe(&mut self, iter: usize, y: &CudaSlice<f32>) -> Result<()> {
+        let host = self.gpu.stream.clone_dtoh(y)?;
+        self.inner.observe(iter, &host)
+    }
+}
+
+/// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place; P in
+/// HYB on the device ([`P::into_hyb`]); shows the resident Y to `observer` after the steps
+/// it asks for (on the same stream, so it sees each step finished).
 ///
 /// The host stays about one iteration ahead of the device: per iteration it queues the
 /// repulsion's bounding box, the attraction, the repulsion (waiting only for the box, while

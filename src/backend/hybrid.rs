@@ -28,7 +28,7 @@ use super::cpu::{combine, kl};
 use crate::attract::Attract;
 use crate::gpu::memory::pinned;
 use crate::gpu::{Gpu, GpuError};
-use crate::optim::{self, Gradient, GradientInfo, OptimParams, OptimReport, Overlap};
+use crate::optim::{self, Gradient, GradientInfo, Observer, OptimParams, OptimReport, Overlap};
 use crate::progress::Progress;
 use crate::repulse::{RepulseGpu, Repulsion};
 use crate::sparse::{Csb, P};
@@ -172,7 +172,8 @@ impl Gradient for HybridGradient<'_> {
 }
 
 /// Runs `params.iters` steps of the hybrid backend from `y` (n × dims, on the host, updated in
-/// place) and adds the per-evaluation times and overlap to the report.
+/// place), showing Y to `observer` after the steps it asks for, and adds the per-evaluation
+/// times and overlap to the report.
 #[allow(clippy::too_many_arguments)]
 pub fn optimize_hybrid(
     gpu: &'static Gpu,
@@ -183,9 +184,10 @@ pub fn optimize_hybrid(
     dims: usize,
     params: &OptimParams,
     progress: &dyn Progress,
+    observer: Option<&mut dyn Observer<[f32]>>,
 ) -> Result<OptimReport> {
     let mut gradient = HybridGradient::new(gpu, stream, p, repulse, dims)?;
-    let mut report = optim::optimize(&mut gradient, y, dims, params, progress)?;
+    let mut report = optim::optimize_observed(&mut gradient, y, dims, params, progress, observer)?;
     report.overlap = Some(gradient.overlap());
     Ok(report)
 }

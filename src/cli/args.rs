@@ -194,6 +194,18 @@ pub struct EmbedArgs {
     /// Write a JSON report: parameters, seconds per stage, KL history, memory.
     #[arg(long, value_name = "OUT.json")]
     pub report: Option<PathBuf>,
+    /// Write the embedding every N iterations, and after the last, into --snapshots DIR
+    /// (.npy in input order, named by iteration so that they sort: iter_0050.npy, …).
+    #[arg(long, value_name = "N", requires = "snapshots")]
+    pub snapshot_every: Option<usize>,
+    /// The directory of --snapshot-every's files, made if missing (its parent must exist);
+    /// files of the same names are replaced.
+    #[arg(long, value_name = "DIR", requires = "snapshot_every")]
+    pub snapshots: Option<PathBuf>,
+    /// Draw the snapshots as an animated GIF, one frame each, with the colours of --plot on
+    /// axes fixed for the whole run.
+    #[arg(long, value_name = "OUT.gif", requires = "snapshots")]
+    pub animate: Option<PathBuf>,
     /// Embedding dimension.
     #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub dims: u8,
@@ -220,17 +232,52 @@ pub struct EmbedArgs {
         allow_negative_numbers = true
     )]
     pub dof: f64,
-    /// Gradient-descent iterations.
+    /// Gradient-descent iterations, the early phase included; fewer than
+    /// --early-exaggeration-iters shorten the early phase to all of them (with a note).
     #[arg(long, allow_negative_numbers = true, default_value_t = 1000)]
     pub iters: usize,
-    /// Early exaggeration factor.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 12.0)]
-    pub exaggeration: f32,
-    /// Iterations of early exaggeration.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 250)]
-    pub exaggeration_iters: usize,
-    /// Learning rate: `auto` = max(n / exaggeration, 50), or a number.
-    #[arg(long, allow_negative_numbers = true, default_value = "auto")]
+    /// Exaggeration factor of the early phase (openTSNE's early_exaggeration) [default: 12].
+    /// Formerly --exaggeration, which now sets the factor after the early phase.
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    pub early_exaggeration: Option<f32>,
+    /// Iterations of the early phase, which runs with --early-exaggeration and
+    /// --early-momentum [default: 250]. `--exaggeration-iters` is its former name, still
+    /// accepted (with a note).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub early_exaggeration_iters: Option<usize>,
+    /// The former name of --early-exaggeration-iters, kept so that scripts still run.
+    #[arg(
+        long,
+        value_name = "N",
+        hide = true,
+        allow_negative_numbers = true,
+        conflicts_with = "early_exaggeration_iters"
+    )]
+    pub exaggeration_iters: Option<usize>,
+    /// Exaggeration factor after the early phase (openTSNE's exaggeration) [default: 1,
+    /// plain t-SNE]; above 1 it favours global structure over local detail, e.g. 4 for a
+    /// million points or more. Formerly this flag set the early factor, now
+    /// --early-exaggeration: given without it, a note says so.
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub exaggeration: Option<f32>,
+    /// Momentum of the early phase.
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 0.5,
+        allow_negative_numbers = true
+    )]
+    pub early_momentum: f32,
+    /// Momentum after the early phase.
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 0.8,
+        allow_negative_numbers = true
+    )]
+    pub momentum: f32,
+    /// Learning rate: `auto` = max(n / early exaggeration, 50), or a number.
+    #[arg(long, default_value = "auto", allow_negative_numbers = true)]
     pub learning_rate: AutoOr<f32>,
     #[command(flatten)]
     pub search: SearchArgs,

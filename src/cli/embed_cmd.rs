@@ -13,7 +13,7 @@ use sgtsne::init::InitKind;
 use sgtsne::io::h5ad::{H5adMatrix, Rep};
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::knn::ivf::IvfParams;
-use sgtsne::optim::OptimParams;
+use sgtsne::optim::{OptimParams, Snapshots};
 use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
@@ -27,6 +27,11 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let start = Instant::now();
     let mut params = params_from(&args)?;
     params.validate()?;
+    if !args.quiet {
+        for note in renamed_flags(&args) {
+            eprintln!("note: {note}");
+        }
+    }
     let h5ad_input = args.input.as_deref().filter(|p| is_h5ad(p));
     check_h5ad_flags(&args, h5ad_input)?;
     let output = if args.in_place {
@@ -39,12 +44,20 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         (&output, OutputKind::Embedding),
         (&args.plot, OutputKind::Plot),
         (&args.report, OutputKind::Report),
+        (&args.animate, OutputKind::Animation),
     ] {
         if let Some(p) = path.as_deref().filter(|p| !is_stdout(p)) {
             io::check_output_path(p, kind)?;
         }
     }
-    if output.is_none() && args.plot.is_none() && args.report.is_none() {
+    // Last of the checks: the snapshot directory is made at the first snapshot.
+    let mut snapshots = match (args.snapshot_every, &args.snapshots) {
+        (Some(every), Some(dir)) => {
+            Some(Snapshots::new(dir, every, params.optim.iters, params.dims)?)
+        }
+        _ => None,
+    };
+    if output.is_none() && args.plot.is_none() && args.report.is_none() && snapshots.is_none() {
         eprintln!(
             "warning: no -o, --plot or --report: the embedding will be computed and not kept"
         );
@@ -63,7 +76,10 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let load_seconds = t.elapsed().as_secs_f64();
 
     let bar = Bar::new(args.quiet);
-    let mut result = pool.install(|| embed::embed(input, &name, labels.as_ref(), &params, &bar))?;
+    let mut result = pool.install(|| {
+        let observer = snapshots.as_mut().map(|s| s as _);
+        embed::embed_observed(input, &name, labels.as_ref(), &params, &bar, observer)
+    })?;
 
     let t = Instant::now();
     if let Some(out) = &output {
@@ -87,6 +103,10 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         let title = format!("sgtsne: {name}, KL {:.3}", result.report.optimise.final_kl);
         io::plot::scatter_png(plot, &result.y, result.dims, labels.as_ref(), &title)?;
     }
+    if let (Some(gif), Some(s)) = (&args.animate, &snapshots) {
+        let title = format!("sgtsne: {name}");
+        io::plot::animate_gif(gif, s.written(), result.dims, labels.as_ref(), &title)?;
+    }
     let report = &mut result.report;
     report.seconds.load = load_seconds;
     report.seconds.write = t.elapsed().as_secs_f64();
@@ -100,8 +120,39 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     }
     if !args.quiet {
         summarise(report, &args, output.as_ref());
+        if let (Some(dir), Some(s)) = (&args.snapshots, &snapshots) {
+            eprintln!(
+                "  wrote {} snapshots to {}",
+                s.written().len(),
+                dir.display()
+            );
+        }
     }
     Ok(())
+}
+
+/// Notes on the exaggeration flags renamed after openTSNE's: `--exaggeration-iters`
+/// is an alias of `--early-exaggeration-iters`, while `--exaggeration` changed meaning, from
+/// the early factor to the factor after the early phase. A script written for the old
+/// meaning runs on, so it is told; one that also gives `--early-exaggeration` is written for
+/// the new meaning and is not.
+fn renamed_flags(a: &EmbedArgs) -> Vec<String> {
+    let mut notes = Vec::new();
+    if a.exaggeration_iters.is_some() {
+        notes.push(
+            "--exaggeration-iters is now called --early-exaggeration-iters (the old name \
+             still works)"
+                .to_string(),
+        );
+    }
+    if let (Some(x), None) = (a.exaggeration, a.early_exaggeration) {
+        notes.push(format!(
+            "--exaggeration {x} sets the exaggeration after the early phase (openTSNE's \
+             meaning; default 1); it used to set the early factor, now \
+             --early-exaggeration (default 12, used here)"
+        ));
+    }
+    notes
 }
 
 /// `-o -`: the embedding goes to standard output as CSV.
@@ -345,8 +396,16 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         },
         optim: OptimParams {
             iters: a.iters,
-            exaggeration: a.exaggeration,
-            exaggeration_iters: a.exaggeration_iters,
+            early_exaggeration: a
+                .early_exaggeration
+                .unwrap_or(defaults.optim.early_exaggeration),
+            early_exaggeration_iters: a
+                .early_exaggeration_iters
+                .or(a.exaggeration_iters)
+                .unwrap_or(defaults.optim.early_exaggeration_iters),
+            exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
+            momentum_early: a.early_momentum,
+            momentum_late: a.momentum,
             ..defaults.optim
         },
         ..defaults
@@ -466,9 +525,14 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathB
         line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
     }
     eprintln!("{line}");
-    for p in [output, args.plot.as_ref(), args.report.as_ref()]
-        .into_iter()
-        .flatten()
+    for p in [
+        output,
+        args.plot.as_ref(),
+        args.report.as_ref(),
+        args.animate.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         if is_stdout(p) {
             eprintln!("  wrote the embedding to standard output");

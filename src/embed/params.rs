@@ -155,9 +155,10 @@ pub struct EmbedParams {
     pub seed: u64,
     /// λ of SG-t-SNE's rescaling in graph mode (default 1).
     pub lambda: f64,
-    /// Learning rate; `None` = auto, max(n / exaggeration, 50).
+    /// Learning rate; `None` = auto, max(n / early exaggeration, 50).
     pub learning_rate: Option<f32>,
-    /// Iterations, exaggeration, momentum, gains (learning rate resolved at run time).
+    /// Iterations, exaggeration and momentum of both phases, gains (learning rate resolved
+    /// at run time; an early phase longer than the run shortened, with a note).
     pub optim: OptimParams,
 }
 
@@ -312,15 +313,6 @@ impl EmbedParams {
                 "precision",
                 "f64 applies to the FFT repulsion's grids; the exact repulsion already sums \
                  in f64",
-            ));
-        }
-        if self.optim.exaggeration_iters > self.optim.iters {
-            return Err(Error::param(
-                "exaggeration-iters",
-                format!(
-                    "{} exceeds the {} iterations",
-                    self.optim.exaggeration_iters, self.optim.iters
-                ),
             ));
         }
         self.optim.validate()

@@ -19,6 +19,8 @@ pub enum OutputKind {
     Embedding,
     /// The scatter plot: `.png`.
     Plot,
+    /// The animation of snapshots ([`super::plot::animate_gif`]): `.gif`.
+    Animation,
     /// The JSON run report: `.json`.
     Report,
     /// Integer labels ([`write_labels`]): `.npy`.
@@ -32,6 +34,7 @@ impl OutputKind {
         match self {
             OutputKind::Embedding => "an embedding",
             OutputKind::Plot => "a plot",
+            OutputKind::Animation => "an animation",
             OutputKind::Report => "a report",
             OutputKind::Labels => "labels",
             OutputKind::Neighbors => "neighbours",
@@ -42,6 +45,7 @@ impl OutputKind {
         match self {
             OutputKind::Embedding => &["npy", "csv", "tsv", "h5ad"],
             OutputKind::Plot => &["png"],
+            OutputKind::Animation => &["gif"],
             OutputKind::Report => &["json"],
             OutputKind::Labels => &["npy"],
             OutputKind::Neighbors => &["npz"],
@@ -52,6 +56,7 @@ impl OutputKind {
         match self {
             OutputKind::Embedding => ".npy, .csv, .tsv, .h5ad",
             OutputKind::Plot => ".png",
+            OutputKind::Animation => ".gif",
             OutputKind::Report => ".json",
             OutputKind::Labels => ".npy",
             OutputKind::Neighbors => ".npz",

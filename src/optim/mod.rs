@@ -4,16 +4,18 @@
 //! **Convention.** The true gradient is $∂C/∂y_i = 4(α F_{attr,i} − F_{rep,i})$. As in
 //! FIt-SNE and openTSNE, the constant 4 is absorbed into the learning rate: the step uses
 //! $g_i = α F_{attr,i} − F_{rep,i}$, so a learning rate here means the same as there
-//! (auto = max(n / exaggeration, 50), Belkina et al. 2019).
+//! (auto = max(n / early exaggeration, 50), Belkina et al. 2019).
 
 pub mod gpu;
 pub mod gradient;
 mod overlap;
 pub mod schedule;
+pub mod snapshots;
 
 pub use gradient::{Gradient, GradientInfo};
 pub use overlap::Overlap;
 pub use schedule::OptimParams;
+pub use snapshots::Snapshots;
 
 use serde::Serialize;
 

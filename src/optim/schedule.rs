@@ -7,16 +7,25 @@ use crate::{Error, Result};
 /// Optimiser parameters (DESIGN §1.7). Defaults follow openTSNE / FIt-SNE.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct OptimParams {
-    /// Total iterations (default 1000).
+    /// Total iterations, the early phase included (default 1000).
     pub iters: usize,
-    /// Early exaggeration factor α (default 12).
+    /// Exaggeration factor α of the early phase (default 12): P's pull multiplied by α lets
+    /// clusters form and separate before the repulsion spreads them (van der Maaten 2014;
+    /// openTSNE's `early_exaggeration`).
+    pub early_exaggeration: f32,
+    /// Iterations of the early phase, with [`Self::early_exaggeration`] and
+    /// [`Self::momentum_early`] (default 250). More than `iters` means the whole run is early
+    /// ([`Self::fit_early_phase`] shortens it to `iters` and says so).
+    pub early_exaggeration_iters: usize,
+    /// Exaggeration factor after the early phase (default 1, plain t-SNE; openTSNE's
+    /// `exaggeration`). Above 1 it trades local detail for global structure, which large
+    /// data sets need (Kobak & Berens 2019 use 4 from n ≈ 1M; Linderman et al. 2019).
     pub exaggeration: f32,
-    /// Iterations with exaggeration and the early momentum (default 250).
-    pub exaggeration_iters: usize,
     /// Learning rate η (see the crate's gradient convention); `auto` resolves to
-    /// max(n / exaggeration, 50) via [`OptimParams::auto_learning_rate`].
+    /// max(n / early_exaggeration, 50) via [`OptimParams::auto_learning_rate`].
     pub learning_rate: f32,
-    /// Momentum during early exaggeration (default 0.5).
+    /// Momentum of the early phase (default 0.5): low, so that the exaggerated forces do not
+    /// build up speed while the clusters form.
     pub momentum_early: f32,
     /// Momentum afterwards (default 0.8).
     pub momentum_late: f32,
@@ -30,8 +39,9 @@ impl Default for OptimParams {
     fn default() -> Self {
         OptimParams {
             iters: 1000,
-            exaggeration: 12.0,
-            exaggeration_iters: 250,
+            early_exaggeration: 12.0,
+            early_exaggeration_iters: 250,
+            exaggeration: 1.0,
             learning_rate: 200.0,
             momentum_early: 0.5,
             momentum_late: 0.8,
@@ -54,19 +64,35 @@ impl OptimParams {
         (n as f32 / exaggeration.max(1.0)).max(50.0)
     }
 
-    /// The schedule: exaggeration and early momentum for the first `exaggeration_iters`.
+    /// The schedule, shared by every backend: the early exaggeration and momentum for the
+    /// first `early_exaggeration_iters`, then `exaggeration` and the late momentum.
     pub fn phase(&self, iter: usize) -> Phase {
-        if iter < self.exaggeration_iters {
+        if iter < self.early_exaggeration_iters {
             Phase {
-                exaggeration: self.exaggeration,
+                exaggeration: self.early_exaggeration,
                 momentum: self.momentum_early,
             }
         } else {
             Phase {
-                exaggeration: 1.0,
+                exaggeration: self.exaggeration,
                 momentum: self.momentum_late,
             }
         }
+    }
+
+    /// Shortens an early phase longer than the run to the run (`--iters 100` with the
+    /// default 250 early iterations runs 100 early ones, as a user asking for a short run
+    /// expects, rather than failing); returns the note saying so.
+    pub fn fit_early_phase(&mut self) -> Option<String> {
+        (self.early_exaggeration_iters > self.iters).then(|| {
+            let note = format!(
+                "the early phase ({} iterations, early-exaggeration-iters) is longer than the \
+                 {} iterations: shortened to {}, so the whole run is exaggerated",
+                self.early_exaggeration_iters, self.iters, self.iters
+            );
+            self.early_exaggeration_iters = self.iters;
+            note
+        })
     }
 
     /// Range checks, each naming its parameter.
@@ -81,11 +107,12 @@ impl OptimParams {
                 ))
             }
         };
+        positive("early-exaggeration", self.early_exaggeration)?;
         positive("exaggeration", self.exaggeration)?;
         positive("learning-rate", self.learning_rate)?;
         positive("min-gain", self.min_gain)?;
         for (name, m) in [
-            ("momentum", self.momentum_early),
+            ("early-momentum", self.momentum_early),
             ("momentum", self.momentum_late),
         ] {
             if !(0.0..1.0).contains(&m) {
@@ -163,6 +190,13 @@ mod tests {
         assert_eq!(p.phase(249).momentum, 0.5);
         assert_eq!(p.phase(250).exaggeration, 1.0);
         assert_eq!(p.phase(250).momentum, 0.8);
+        let late = OptimParams {
+            exaggeration: 4.0,
+            ..p
+        };
+        assert_eq!(late.phase(249).exaggeration, 12.0);
+        assert_eq!(late.phase(250).exaggeration, 4.0);
+        assert_eq!(late.phase(999).exaggeration, 4.0);
         assert_eq!(
             OptimParams::auto_learning_rate(70_000, 12.0),
             70_000.0 / 12.0
@@ -206,14 +240,69 @@ mod tests {
 
     #[test]
     fn validate_names_the_parameter() {
-        let p = OptimParams {
-            learning_rate: -1.0,
+        let d = OptimParams::default();
+        let cases = [
+            (
+                OptimParams {
+                    learning_rate: -1.0,
+                    ..d
+                },
+                "learning-rate",
+            ),
+            (
+                OptimParams {
+                    early_exaggeration: f32::NAN,
+                    ..d
+                },
+                "early-exaggeration",
+            ),
+            (
+                OptimParams {
+                    exaggeration: -2.0,
+                    ..d
+                },
+                "exaggeration",
+            ),
+            (
+                OptimParams {
+                    exaggeration: 0.0,
+                    ..d
+                },
+                "exaggeration",
+            ),
+            (
+                OptimParams {
+                    momentum_early: 1.0,
+                    ..d
+                },
+                "early-momentum",
+            ),
+            (
+                OptimParams {
+                    momentum_late: f32::NAN,
+                    ..d
+                },
+                "momentum",
+            ),
+        ];
+        for (p, name) in cases {
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains(&format!("`{name}`")), "{name}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_short_run_shortens_the_early_phase() {
+        let mut p = OptimParams {
+            iters: 100,
             ..Default::default()
         };
-        assert!(p
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("learning-rate"));
+        let note = p.fit_early_phase().unwrap();
+        assert_eq!(p.early_exaggeration_iters, 100);
+        assert!(
+            note.contains("250") && note.contains("shortened to 100"),
+            "{note}"
+        );
+        assert_eq!(p.fit_early_phase(), None);
     }
 }

@@ -92,8 +92,11 @@ pub fn run_sweep(cfg: &SweepConfig, progress: &dyn Progress) -> Result<Vec<Sweep
         ));
         let optim = OptimParams {
             iters: cfg.iters,
-            exaggeration_iters: cfg.exaggeration_iters,
-            learning_rate: OptimParams::auto_learning_rate(n, OptimParams::default().exaggeration),
+            early_exaggeration_iters: cfg.exaggeration_iters,
+            learning_rate: OptimParams::auto_learning_rate(
+                n,
+                OptimParams::default().early_exaggeration,
+            ),
             kl_every: 0,
             ..Default::default()
         };

@@ -1,4 +1,5 @@
-//! PNG scatter plot of an embedding, coloured by labels.
+//! PNG scatter plot of an embedding, coloured by labels, and the animated GIF of a run's
+//! snapshots drawn the same way ([`animate_gif`]).
 //!
 //! One look at the plot is how a scientist judges a run, so it must stay readable from a
 //! thousand points to a million: the marker size and opacity shrink as n grows (dense regions
@@ -22,9 +23,11 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+mod animate;
 mod heatmap;
 mod style;
 
+pub use animate::animate_gif;
 pub use heatmap::{heatmap_png, HeatMap};
 
 use super::error::IoError;
@@ -72,103 +75,159 @@ pub fn scatter_png(
     labels: Option<&Labels>,
     title: &str,
 ) -> Result<(), IoError> {
-    let invalid = |reason: String| IoError::Invalid {
-        path: path.into(),
-        reason,
-    };
     if super::error::extension(path) != "png" {
         return Err(super::error::unknown_extension(path, "a plot", ".png"));
     }
-    if !(1..=3).contains(&dims) || !y.len().is_multiple_of(dims) {
-        return Err(invalid(format!(
-            "cannot plot {} values as {dims}-D points",
-            y.len()
-        )));
-    }
-    let n = y.len() / dims;
-    if n == 0 {
-        return Err(invalid("no points to plot".into()));
-    }
-    if let Some(k) = y.iter().position(|v| !v.is_finite()) {
-        return Err(invalid(format!(
-            "point {} (1-based) has a non-finite coordinate {}",
-            k / dims + 1,
-            y[k]
-        )));
-    }
-    if let Some(l) = labels {
-        if l.codes.len() != n {
-            return Err(invalid(format!("{} labels for {n} points", l.codes.len())));
-        }
-        if let Some(i) = l.codes.iter().position(|&c| c as usize >= l.names.len()) {
-            return Err(invalid(format!(
-                "label code of point {} is out of range",
-                i + 1
-            )));
-        }
-    }
-    register_shipped_font().map_err(invalid)?;
+    let scene = Scene::new(path, y, dims, labels)?;
+    let extent = scene.extent();
+    register_shipped_font().map_err(|reason| invalid(path, reason))?;
 
-    // Step 1: the (x, y) of each point and the caption.
-    let mut rng = StdRng::seed_from_u64(SEED);
-    let xy: Vec<(f64, f64)> = match (dims, labels) {
-        (1, Some(l)) => (0..n)
-            .map(|i| {
-                (
-                    f64::from(y[i]),
-                    f64::from(l.codes[i]) + rng.random_range(-0.35..0.35),
-                )
-            })
-            .collect(),
-        (1, None) => (0..n)
-            .map(|i| (f64::from(y[i]), rng.random_range(0.0..1.0)))
-            .collect(),
-        _ => y
-            .chunks_exact(dims)
-            .map(|p| (f64::from(p[0]), f64::from(p[1])))
-            .collect(),
-    };
-    let caption = match (dims, labels) {
-        (1, Some(_)) => format!(
-            "n = {} · 1-D embedding; vertical: label, jittered",
-            grouped(n)
-        ),
-        (1, None) => format!(
-            "n = {} · 1-D embedding; vertical: random jitter",
-            grouped(n)
-        ),
-        (3, _) => format!(
-            "n = {} · 3-D embedding, first two coordinates shown",
-            grouped(n)
-        ),
-        _ => format!("n = {} · 2-D embedding", grouped(n)),
-    };
-    let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut rng);
-
-    // Step 2: render into a temporary .png beside `path`, then rename it.
+    // Render into a temporary .png beside `path`, then rename it.
     write_atomic_path(path, ".png", |tmp| {
         let root = BitMapBackend::new(tmp, (WIDTH, HEIGHT)).into_drawing_area();
-        draw(&root, &xy, &order, dims, labels, title, &caption)
+        draw(&root, &scene, extent, labels, title)
             .and_then(|()| root.present().map_err(msg))
-            .map_err(|e| IoError::Write {
-                path: path.into(),
-                source: std::io::Error::other(e),
-            })
+            .map_err(|e| drawing_failed(path, e))
     })
 }
 
-/// Draws title, axes, points and legend on `root`. One function, long: the parts share
-/// plotters' chart and coordinate state, in drawing order.
+fn invalid(path: &Path, reason: String) -> IoError {
+    IoError::Invalid {
+        path: path.into(),
+        reason,
+    }
+}
+
+fn drawing_failed(path: &Path, e: String) -> IoError {
+    IoError::Write {
+        path: path.into(),
+        source: std::io::Error::other(e),
+    }
+}
+
+/// The data ranges the axes span: x from `.0` to `.1`, y from `.2` to `.3`.
+type Extent = (f64, f64, f64, f64);
+
+/// What one picture shows of an embedding: where each point goes, the order points are
+/// drawn in, and the line under the title.
+struct Scene {
+    dims: usize,
+    xy: Vec<(f64, f64)>,
+    order: Vec<usize>,
+    caption: String,
+}
+
+impl Scene {
+    /// The scene of `y` (n × `dims`) with `labels`; errors name `path`. Seeded: the same n
+    /// gives the same 1-D jitter and drawing order, so that the frames of an animation
+    /// differ only where the points moved.
+    fn new(path: &Path, y: &[f32], dims: usize, labels: Option<&Labels>) -> Result<Self, IoError> {
+        if !(1..=3).contains(&dims) || !y.len().is_multiple_of(dims) {
+            return Err(invalid(
+                path,
+                format!("cannot plot {} values as {dims}-D points", y.len()),
+            ));
+        }
+        let n = y.len() / dims;
+        if n == 0 {
+            return Err(invalid(path, "no points to plot".into()));
+        }
+        if let Some(k) = y.iter().position(|v| !v.is_finite()) {
+            return Err(invalid(
+                path,
+                format!(
+                    "point {} (1-based) has a non-finite coordinate {}",
+                    k / dims + 1,
+                    y[k]
+                ),
+            ));
+        }
+        if let Some(l) = labels {
+            if l.codes.len() != n {
+                return Err(invalid(
+                    path,
+                    format!("{} labels for {n} points", l.codes.len()),
+                ));
+            }
+            if let Some(i) = l.codes.iter().position(|&c| c as usize >= l.names.len()) {
+                return Err(invalid(
+                    path,
+                    format!("label code of point {} is out of range", i + 1),
+                ));
+            }
+        }
+        let mut rng = StdRng::seed_from_u64(SEED);
+        let xy: Vec<(f64, f64)> = match (dims, labels) {
+            (1, Some(l)) => (0..n)
+                .map(|i| {
+                    (
+                        f64::from(y[i]),
+                        f64::from(l.codes[i]) + rng.random_range(-0.35..0.35),
+                    )
+                })
+                .collect(),
+            (1, None) => (0..n)
+                .map(|i| (f64::from(y[i]), rng.random_range(0.0..1.0)))
+                .collect(),
+            _ => y
+                .chunks_exact(dims)
+                .map(|p| (f64::from(p[0]), f64::from(p[1])))
+                .collect(),
+        };
+        let caption = match (dims, labels) {
+            (1, Some(_)) => format!(
+                "n = {} · 1-D embedding; vertical: label, jittered",
+                grouped(n)
+            ),
+            (1, None) => format!(
+                "n = {} · 1-D embedding; vertical: random jitter",
+                grouped(n)
+            ),
+            (3, _) => format!(
+                "n = {} · 3-D embedding, first two coordinates shown",
+                grouped(n)
+            ),
+            _ => format!("n = {} · 2-D embedding", grouped(n)),
+        };
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut rng);
+        Ok(Scene {
+            dims,
+            xy,
+            order,
+            caption,
+        })
+    }
+
+    /// The smallest ranges holding every point.
+    fn extent(&self) -> Extent {
+        self.xy.iter().fold(
+            (
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+            ),
+            |(a, b, c, d), &(x, y)| (a.min(x), b.max(x), c.min(y), d.max(y)),
+        )
+    }
+}
+
+/// Draws title, axes spanning `extent` (padded), points and legend on `root`. One
+/// function, long: the parts share plotters' chart and coordinate state, in drawing order.
 fn draw(
     root: &DrawingArea<BitMapBackend<'_>, Shift>,
-    xy: &[(f64, f64)],
-    order: &[usize],
-    dims: usize,
+    scene: &Scene,
+    extent: Extent,
     labels: Option<&Labels>,
     title: &str,
-    caption: &str,
 ) -> Result<(), String> {
+    let Scene {
+        dims,
+        ref xy,
+        ref order,
+        ref caption,
+    } = *scene;
     root.fill(&WHITE).map_err(msg)?;
     let (head, body) = root.split_vertically(TITLE_H);
     head.draw(&Text::new(
@@ -192,15 +251,7 @@ fn draw(
         None => (body, None),
     };
 
-    let (x_lo, x_hi, y_lo, y_hi) = xy.iter().fold(
-        (
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-        ),
-        |(a, b, c, d), &(x, y)| (a.min(x), b.max(x), c.min(y), d.max(y)),
-    );
+    let (x_lo, x_hi, y_lo, y_hi) = extent;
     let y_label_w = if dims == 1 && labels.is_some() {
         110
     } else {
