@@ -376,3 +376,38 @@ fn affinities_are_taken_as_given() {
         );
     }
 }
+
+/// Points too large for f32 squared distances (× 2^100) are rescaled exactly for the search,
+/// and their distances written in the input's units: the same neighbours, distances × 2^100.
+#[test]
+fn knn_of_huge_values_is_the_scaled_knn() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = points(dir.path(), 300, 10);
+    let p = sgtsne::io::read_points(&x).unwrap();
+    let scale = 2f32.powi(100);
+    let big: Vec<f32> = p.data.iter().map(|&v| v * scale).collect();
+    let xb = dir.path().join("big.npy");
+    sgtsne::io::write_embedding(&xb, &big, 10).unwrap();
+    let (k1, k2) = (dir.path().join("a.npz"), dir.path().join("b.npz"));
+    for (input, out) in [(&x, &k1), (&xb, &k2)] {
+        run_ok(&[
+            "knn",
+            s(input),
+            "-k",
+            "12",
+            "--backend",
+            "cpu",
+            "-q",
+            "-o",
+            s(out),
+        ]);
+    }
+    let (a, b) = (
+        read_neighbors(&k1, 300).unwrap(),
+        read_neighbors(&k2, 300).unwrap(),
+    );
+    assert_eq!(a.indices, b.indices);
+    for (&da, &db) in a.distances.iter().zip(&b.distances) {
+        assert_eq!(da * 2f64.powi(100), db);
+    }
+}

@@ -44,8 +44,14 @@ pub fn run(args: KnnArgs) -> Result<()> {
     let found = pool.install(|| embed::search_neighbors(input, &params, &bar))?;
     let nb = &found.neighbors;
     let t = Instant::now();
-    // Plain distances, in f64: squaring them gives back the f32 squared distances exactly.
-    let distances: Vec<f64> = nb.distances.iter().map(|&d| (d as f64).sqrt()).collect();
+    // Plain distances in the input's units, in f64: squaring them gives back the f32
+    // squared distances exactly (the unit change is a power of two).
+    let unit = 2f64.powi(-found.scale_exponent);
+    let distances: Vec<f64> = nb
+        .distances
+        .iter()
+        .map(|&d| (d as f64).sqrt() * unit)
+        .collect();
     let index_type = match args.index_type {
         IndexTypeArg::I64 => IndexType::I64,
         IndexTypeArg::U32 => IndexType::U32,

@@ -14,13 +14,18 @@ use crate::knn::{precomputed, Neighbors};
 use crate::points::inverse_permutation;
 use crate::progress::Progress;
 use crate::report::{KnnReport, StageSeconds};
-use crate::{Error, Result};
+use crate::{prep, Error, Result};
 
 /// The result of [`search_neighbors`].
 pub struct Searched {
     /// Each point's k nearest other points, in input numbering; distances squared, in the
-    /// space searched (after the metric's row transform and PCA).
+    /// space searched (after the metric's row transform and PCA), in units of the input
+    /// scaled by 2^`scale_exponent`.
     pub neighbors: Neighbors,
+    /// The input was multiplied by 2^scale_exponent first, as `embed` does, so that squared
+    /// distances fit f32 ([`crate::prep::fit_f32_range`]; 0 for most data): a distance
+    /// times 2^−scale_exponent is in the input's units, exactly.
+    pub scale_exponent: i32,
     /// The kNN stage's report (method, k, the recall estimate of approximate methods).
     pub knn: KnnReport,
     /// Where it ran.
@@ -32,7 +37,7 @@ pub struct Searched {
 /// The k = ⌈3·perplexity⌉ nearest neighbours of every point of `input` (points, dense or
 /// sparse), found as [`embed`](super::embed) finds them with `params`.
 pub fn search_neighbors(
-    input: Input,
+    mut input: Input,
     params: &EmbedParams,
     progress: &dyn Progress,
 ) -> Result<Searched> {
@@ -40,6 +45,11 @@ pub fn search_neighbors(
     let backend = params.backend.resolve()?;
     let mut seconds = StageSeconds::default();
     let t = Instant::now();
+    let scale_exponent = match &mut input {
+        Input::Points(p) => prep::fit_f32_range(&mut p.data),
+        Input::Sparse(s) => prep::fit_f32_range(&mut s.data),
+        Input::Graph(_) | Input::Affinities(_) => 0,
+    };
     let (points, params) = match input {
         Input::Points(p) => (p, params.clone()),
         Input::Sparse(rows) => {
@@ -75,6 +85,7 @@ pub fn search_neighbors(
     };
     Ok(Searched {
         neighbors,
+        scale_exponent,
         knn,
         backend,
         seconds,
