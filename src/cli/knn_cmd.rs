@@ -27,6 +27,8 @@ pub fn run(args: KnnArgs) -> Result<()> {
     }
     let mut params = EmbedParams {
         perplexity: perplexity_for(args.k),
+        // -k is the count asked for: embed's cap on neighbours does not apply.
+        max_neighbors: args.k,
         backend: match args.backend {
             BackendArg::Auto => BackendKind::Auto,
             BackendArg::Cpu => BackendKind::Cpu,
@@ -125,6 +127,7 @@ mod tests {
         for k in 3..2000 {
             let params = EmbedParams {
                 perplexity: perplexity_for(k),
+                max_neighbors: k,
                 ..EmbedParams::default()
             };
             assert_eq!(params.k(), k);
