@@ -28,8 +28,8 @@ mod search;
 mod sparse;
 
 pub use params::{
-    EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod, AUTO_APPROX_GPU_MIN,
-    AUTO_EXACT_MAX, MAX_NEIGHBORS,
+    AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
+    AUTO_APPROX_GPU_MIN, AUTO_EXACT_MAX, MAX_NEIGHBORS,
 };
 pub(crate) use prepare::prepare_points;
 pub use search::{search_neighbors, Searched};
@@ -151,6 +151,12 @@ pub fn embed_observed(
     }
     if let Some(nb) = params.knn_given.clone() {
         given_neighbors_fit(&nb, &input, &mut params, &mut notes)?;
+    }
+    if input.d().is_none() && params.affinities == AffinityMethod::Exact {
+        return Err(Error::param(
+            "affinities",
+            "`exact` calibrates P over the points; a graph or affinities given have none",
+        ));
     }
     if input.d().is_none() && params.metric != crate::prep::Metric::Euclidean {
         return Err(Error::param(
@@ -331,7 +337,12 @@ fn plan_memory(
     } else {
         None
     };
-    let Some(d_given) = input.d() else {
+    // Exact affinities check their n² pairs against the host's memory themselves
+    // (`affinity::exact::max_points`); the estimate here is the kNN pipeline's.
+    let Some(d_given) = input
+        .d()
+        .filter(|_| params.affinities == AffinityMethod::Knn)
+    else {
         return Ok((memory::MemoryReport::default(), watch));
     };
     let n = input.n();

@@ -9,6 +9,8 @@ mod cli;
 mod controls;
 /// Whole embeddings of real data (the embedded digits) and of graphs.
 mod e2e;
+/// Exact t-SNE: affinities over every pair (`--affinities exact`).
+mod exact_tsne;
 /// The analytic gradient against finite differences of KL(P‖Q).
 mod gradient;
 /// AnnData .h5ad in and out, against fixtures written by the anndata package.

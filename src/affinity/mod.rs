@@ -11,12 +11,14 @@
 //!
 //! Both end in [`symmetrize()`]: $P = (P_{cond} + P_{cond}^T) / \sum$, in canonical CSR.
 
+pub mod exact;
 pub mod given;
 pub mod gpu;
 pub mod graph;
 pub mod perplexity;
 pub mod symmetrize;
 
+pub use exact::exact_affinities;
 pub use given::given;
 pub use graph::{graph_affinities, GraphParams};
 pub use perplexity::{conditional_probabilities, PerplexityParams};

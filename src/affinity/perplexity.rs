@@ -81,7 +81,12 @@ fn entropy_at(beta: f64, d: &[f64], p: &mut [f64]) -> f64 {
 
 /// Bisection on β ∈ (0, ∞) for one row; the entropy falls monotonically as β grows.
 /// On return `out` holds the calibrated distribution.
-fn calibrate_row(d_row: &[f32], target: f64, params: &PerplexityParams, out: &mut [f64]) {
+pub(super) fn calibrate_row(
+    d_row: &[f32],
+    target: f64,
+    params: &PerplexityParams,
+    out: &mut [f64],
+) {
     let d_min = d_row.iter().copied().fold(f32::INFINITY, f32::min) as f64;
     let shifted: Vec<f64> = d_row.iter().map(|&v| v as f64 - d_min).collect();
     let spread = shifted.iter().sum::<f64>() / shifted.len() as f64;

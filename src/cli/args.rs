@@ -90,9 +90,19 @@ pub struct KlArgs {
     /// (`none`: never), as `embed` does.
     #[arg(long, allow_negative_numbers = true, default_value = "50")]
     pub pca: NoneOr<usize>,
+    /// P over each point's ⌈3u⌉ nearest neighbours (`knn`), or over every pair (`exact`,
+    /// as `embed --affinities exact`: the reference score of exact t-SNE).
+    #[arg(long, value_enum, default_value_t = KlAffinities::Knn)]
+    pub affinities: KlAffinities,
     /// Worker threads (default: all cores).
     #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KlAffinities {
+    Knn,
+    Exact,
 }
 
 #[derive(Debug, Args)]
@@ -151,7 +161,7 @@ pub struct GenArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["input", "demo", "graph", "affinities"])))]
+#[command(group(clap::ArgGroup::new("source").args(["input", "demo", "graph"])))]
 pub struct EmbedArgs {
     /// Points to embed: .npy (f32/f64/integers, C or Fortran order), .csv, .tsv, .fvecs, or
     /// an AnnData .h5ad (its obsm['X_pca'] when present, else X, dense or sparse; see
@@ -163,11 +173,13 @@ pub struct EmbedArgs {
     /// SG-t-SNE mode: embed the nodes of a sparse weighted graph (Matrix Market .mtx).
     #[arg(long, value_name = "G.mtx")]
     pub graph: Option<PathBuf>,
-    /// Embed with the joint probabilities P given (Matrix Market .mtx, n × n): symmetrised
-    /// and normalised if they are not (the summary says so), not calibrated and not
-    /// λ-rescaled (with --lambda, they are rescaled as a --graph).
-    #[arg(long, value_name = "P.mtx")]
-    pub affinities: Option<PathBuf>,
+    /// The affinities P: `knn` (each point's ⌈3·perplexity⌉ nearest neighbours, the
+    /// default), `exact` (every pair, calibrated over all n − 1 other points; memory grows
+    /// as n², so for up to some tens of thousands of points), or a file P.mtx (n × n, used
+    /// as given in place of the points: symmetrised and normalised if it is not, with a note;
+    /// not λ-rescaled unless --lambda is given, which rescales it as a --graph).
+    #[arg(long, value_name = "knn|exact|P.mtx")]
+    pub affinities: Option<AffinitiesArg>,
     /// Write the embedding: .npy (float32), .csv, .tsv, `-` (CSV on standard output), or
     /// .h5ad (a copy of an .h5ad input with the embedding added as obsm['X_tsne'], see --key;
     /// a new AnnData file otherwise).
@@ -419,6 +431,36 @@ pub struct KnnArgs {
 pub enum IndexTypeArg {
     I64,
     U32,
+}
+
+/// `--affinities`: a method over the points, or a file that replaces them.
+#[derive(Clone, Debug)]
+pub enum AffinitiesArg {
+    Knn,
+    Exact,
+    File(PathBuf),
+}
+
+impl AffinitiesArg {
+    /// The P file, when one was given.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        match self {
+            AffinitiesArg::File(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl FromStr for AffinitiesArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "knn" => AffinitiesArg::Knn,
+            "exact" => AffinitiesArg::Exact,
+            _ => AffinitiesArg::File(PathBuf::from(s)),
+        })
+    }
 }
 
 /// One perplexity or several (multiscale), as given: ascending, without repeats (their

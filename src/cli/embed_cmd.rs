@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sgtsne::backend::BackendKind;
-use sgtsne::embed::{self, EmbedParams, Input, KnnMethod, PointOrder, Precision, RepulsionMethod};
+use sgtsne::embed::{
+    self, AffinityMethod, EmbedParams, Input, KnnMethod, PointOrder, Precision, RepulsionMethod,
+};
 use sgtsne::init::InitKind;
 use sgtsne::io::h5ad::{H5adMatrix, Rep};
 use sgtsne::io::{self, Labels, OutputKind};
@@ -18,13 +20,14 @@ use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
 use super::args::{
-    AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr, OrderArg,
-    PrecisionArg, RepulsionArg, SearchArgs,
+    AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
+    OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
 use super::progress_bar::Bar;
 
 pub fn run(args: EmbedArgs) -> Result<()> {
     let start = Instant::now();
+    check_source(&args)?;
     let mut params = params_from(&args)?;
     params.validate()?;
     if !args.quiet {
@@ -177,6 +180,10 @@ fn check_outputs_spare_inputs(args: &EmbedArgs, output: Option<&Path>, h5ad: boo
         ("the input file", args.input.as_deref()),
         ("the --graph file", args.graph.as_deref()),
         (
+            "the --affinities file",
+            args.affinities.as_ref().and_then(AffinitiesArg::file),
+        ),
+        (
             "the --labels file",
             args.labels.as_deref().filter(|p| obs_column(p).is_none()),
         ),
@@ -249,6 +256,25 @@ fn obs_column(labels: &Path) -> Option<&str> {
     labels.to_str()?.strip_prefix("obs:")
 }
 
+/// Exactly one thing to embed: INPUT, --demo, --graph, or a P file given as --affinities.
+fn check_source(args: &EmbedArgs) -> Result<()> {
+    let others = args.input.is_some() as usize + args.demo as usize + args.graph.is_some() as usize;
+    match (
+        args.affinities.as_ref().and_then(AffinitiesArg::file),
+        others,
+    ) {
+        (Some(p), 1..) => anyhow::bail!(
+            "--affinities {} is the input itself (P over the points): give no INPUT, --demo \
+             or --graph with it",
+            p.display()
+        ),
+        (None, 0) => anyhow::bail!(
+            "nothing to embed: give INPUT, --demo, --graph G.mtx or --affinities P.mtx"
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The input, its display name and its labels (given or, for the demo, built in).
 fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
     let (input, name) = if args.demo {
@@ -258,7 +284,7 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
         )
     } else if let Some(g) = &args.graph {
         (Input::Graph(io::read_graph(g)?), display_name(g))
-    } else if let Some(p) = &args.affinities {
+    } else if let Some(p) = args.affinities.as_ref().and_then(AffinitiesArg::file) {
         // With --lambda the user asks for SG-t-SNE's rescaling: P is then a graph's weights.
         let p_given = io::read_graph(p)?;
         let input = match args.lambda {
@@ -267,7 +293,7 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
         };
         (input, display_name(p))
     } else {
-        let path = args.input.as_ref().expect("clap requires a source");
+        let path = args.input.as_ref().expect("check_source requires one");
         let input = read_input(path, args.use_rep.as_deref(), args.quiet)?;
         (input, display_name(path))
     };
@@ -362,6 +388,10 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             Vec::new()
         },
         max_neighbors: a.max_neighbors,
+        affinities: match a.affinities {
+            Some(AffinitiesArg::Exact) => AffinityMethod::Exact,
+            _ => AffinityMethod::Knn,
+        },
         kernel: sgtsne::kernel::Kernel { dof: a.dof },
         init: match a.init {
             InitArg::Pca => InitKind::Pca,

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use sgtsne::progress::Silent;
 use sgtsne::{affinity, io, knn, prep, quality};
 
-use super::args::{KlArgs, NoneOr};
+use super::args::{KlAffinities, KlArgs, NoneOr};
 
 pub fn run(a: KlArgs) -> Result<()> {
     if !(a.perplexity >= 1.0 && a.perplexity.is_finite()) {
@@ -40,8 +40,13 @@ pub fn run(a: KlArgs) -> Result<()> {
             NoneOr::Value(m) if points.d > m => prep::pca(&points, m)?,
             _ => points,
         };
-        let nb = knn::exact(&points, k, &Silent)?;
-        let p = affinity::from_neighbors(&nb, a.perplexity)?;
+        let p = match a.affinities {
+            KlAffinities::Exact => affinity::exact_affinities(&points, a.perplexity)?,
+            KlAffinities::Knn => {
+                let nb = knn::exact(&points, k, &Silent)?;
+                affinity::from_neighbors(&nb, a.perplexity)?
+            }
+        };
         Ok(quality::kl_divergence(&p, &embedding.data, embedding.d)?)
     })?;
     writeln!(std::io::stdout(), "{kl:.6}")?;

@@ -33,6 +33,18 @@ pub const AUTO_APPROX_GPU_MIN: usize = 500_000;
 /// points, 1000 neighbours hold 10 GB of kNN graph and P.
 pub const MAX_NEIGHBORS: usize = 1000;
 
+/// Which pairs the affinities P cover.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AffinityMethod {
+    /// Each point's k = ⌈3·perplexity⌉ nearest neighbours (the default).
+    #[default]
+    Knn,
+    /// Every pair: the calibration over all n − 1 other points
+    /// ([`crate::affinity::exact`]); memory grows as n².
+    Exact,
+}
+
 /// The kNN method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -106,6 +118,8 @@ pub struct EmbedParams {
     /// ascending order, the last equal to `perplexity`, whose Gaussian conditionals over the
     /// same k neighbours are averaged before symmetrisation. Empty for one scale.
     pub multiscale: Vec<f64>,
+    /// Which pairs P covers (`--affinities knn|exact`).
+    pub affinities: AffinityMethod,
     /// The embedding's kernel (`--dof`): Student's t of α degrees of freedom, default 1
     /// (t-SNE's Cauchy kernel); α < 1 for heavier tails ([`Kernel`]).
     pub kernel: Kernel,
@@ -168,6 +182,7 @@ impl Default for EmbedParams {
             dims: 2,
             perplexity: 30.0,
             multiscale: Vec::new(),
+            affinities: AffinityMethod::Knn,
             kernel: Kernel::CAUCHY,
             max_neighbors: MAX_NEIGHBORS,
             knn: KnnMethod::Auto,
@@ -258,7 +273,7 @@ impl EmbedParams {
                 "multiscale perplexities must ascend and end with `perplexity`",
             ));
         }
-        if (self.k() as f64) <= self.perplexity {
+        if self.affinities == AffinityMethod::Knn && (self.k() as f64) <= self.perplexity {
             return Err(Error::param(
                 "max-neighbors",
                 format!(

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 
-use super::{EmbedParams, KnnMethod, PointOrder, Prepared};
+use super::{AffinityMethod, EmbedParams, KnnMethod, PointOrder, Prepared};
 use crate::affinity;
 use crate::backend::BackendKind;
 use crate::gpu::Gpu;
@@ -51,6 +51,9 @@ pub(crate) fn prepare_points(
     seconds: &mut StageSeconds,
     progress: &dyn Progress,
 ) -> Result<Prepared> {
+    if params.affinities == AffinityMethod::Exact {
+        return prepare_exact(points, params, backend, seconds);
+    }
     let given = params.knn_given.as_deref();
     if given.is_none() {
         check_enough(points.n, params)?;
@@ -96,6 +99,51 @@ pub(crate) fn prepare_points(
         reduced: r.reduced,
         neighbors: Some(nb),
         knn: Some(report),
+        order: r.order,
+        notes: Vec::new(),
+    })
+}
+
+/// Stages 2 and 4 with exact affinities ([`affinity::exact`]): PCA, then P over every pair,
+/// on the host for every backend (P is then laid out for the backend as any P). Refused
+/// beyond the points whose n² pairs fit the host's memory, with the kNN as the way round.
+/// No kNN runs, so the report has no preservation measure.
+fn prepare_exact(
+    points: Points,
+    params: &EmbedParams,
+    backend: BackendKind,
+    seconds: &mut StageSeconds,
+) -> Result<Prepared> {
+    if !params.multiscale.is_empty() || params.knn_given.is_some() {
+        return Err(Error::param(
+            "affinities",
+            "exact affinities take one perplexity and no neighbours given",
+        ));
+    }
+    let held = (points.n * points.d * 4) as u64;
+    if let Some(avail) = crate::embed::memory::host_available(held) {
+        let limit = affinity::exact::max_points(avail);
+        if points.n > limit {
+            return Err(Error::Data(format!(
+                "exact affinities over {} points need {:.1} GB ({} bytes per pair); this \
+                 machine allows about {limit} points: use the kNN affinities (the default, \
+                 --affinities knn)",
+                points.n,
+                (points.n as f64).powi(2) * affinity::exact::BYTES_PER_PAIR as f64 / 1e9,
+                affinity::exact::BYTES_PER_PAIR
+            )));
+        }
+    }
+    let r = reduce(points, params, backend, seconds)?;
+    let t = Instant::now();
+    let p = P::from_csr(affinity::exact_affinities(&r.points, params.perplexity)?);
+    seconds.affinities = t.elapsed().as_secs_f64();
+    Ok(Prepared {
+        p,
+        points: Some(r.points),
+        reduced: r.reduced,
+        neighbors: None,
+        knn: None,
         order: r.order,
         notes: Vec::new(),
     })

@@ -1,0 +1,79 @@
+use crate::cli::{fails_cleanly_with, sgtsne, sgtsne_env, stderr};
+
+/// `--affinities exact --repulsion exact` is exact t-SNE: its KL, as the run reports it,
+/// is what `sgtsne kl --affinities exact` scores its embedding at; too many points for the
+/// memory, a graph, or a perplexity the points cannot carry are refused.
+#[test]
+fn exact_tsne_runs_and_is_scored_on_its_own_p() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("y.npy");
+    let report = dir.path().join("r.json");
+    let o = sgtsne(&[
+        "embed",
+        "--demo",
+        "--affinities",
+        "exact",
+        "--repulsion",
+        "exact",
+        "--backend",
+        "cpu",
+        "--iters",
+        "150",
+        "--early-exaggeration-iters",
+        "60",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["params"]["affinities"], "exact");
+    assert_eq!(r["p_nnz"], 1797 * 1796);
+    assert!(r["quality"]["knn_accuracy_10"].as_f64().unwrap() > 0.9);
+    let own = r["optimise"]["final_kl"].as_f64().unwrap();
+    // The demo's points, for `kl`.
+    let points = dir.path().join("digits.npy");
+    let demo = sgtsne::demo::points().unwrap();
+    sgtsne::io::write_embedding(&points, &demo.data, demo.d).unwrap();
+    let k = sgtsne(&[
+        "kl",
+        points.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--affinities",
+        "exact",
+    ]);
+    assert!(k.status.success(), "{}", stderr(&k));
+    let scored: f64 = String::from_utf8_lossy(&k.stdout).trim().parse().unwrap();
+    assert!((scored - own).abs() < 1e-3 * own, "{scored} vs {own}");
+
+    let bad = dir.path().join("bad.npy");
+    let b = bad.to_str().unwrap();
+    fails_cleanly_with(
+        &[
+            "embed",
+            "--demo",
+            "--affinities",
+            "exact",
+            "--perplexity",
+            "1800",
+            "-o",
+            b,
+            "-q",
+        ],
+        &bad,
+        &["perplexity"],
+    );
+    let o = sgtsne_env(
+        &["embed", "--demo", "--affinities", "exact", "-o", b, "-q"],
+        &[("SGTSNE_MAX_HOST_BYTES", "50000000")],
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success() && !bad.exists());
+    assert!(
+        err.contains("about 1250 points") && err.contains("--affinities knn"),
+        "{err}"
+    );
+}
