@@ -19,6 +19,8 @@ mod heavy_tails;
 mod init_output;
 /// Ctrl-C during `embed`: stop after the iteration, discard or save, a second one at once.
 mod interrupts;
+/// Ten embeddings in one process: memory and time stay flat (ignored; slow).
+mod long_run;
 /// Multiscale perplexity and the cap on neighbours.
 mod multiscale;
 /// Neighbours and affinities computed elsewhere (`--knn-from`, `--affinities`) and the
