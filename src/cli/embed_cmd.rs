@@ -73,6 +73,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
             _ => PathBuf::from("."),
         })
         .chain(args.snapshots.clone())
+        .chain(sgtsne::gpu::compile::cache_dir())
         .collect();
     let interrupts = Interrupts::install(dirs, args.on_interrupt)?;
     let (pool, _) = super::worker_pool(args.threads)?;

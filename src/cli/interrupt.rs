@@ -8,8 +8,8 @@
 //! reached. Any other SIGINT ends the process at once, as the user expects of Ctrl-C: before
 //! the optimisation there is nothing to keep, and a second one means "now". Ending at once
 //! skips the destructors that remove temporary files, so the handler removes this process's
-//! own ([`io::remove_temp_files`]) from every output directory first; completed outputs were
-//! renamed into place whole, and the others are simply not there.
+//! own ([`io::remove_temp_files`]) from every output directory and the kernel cache first;
+//! completed outputs were renamed into place whole, and the others are simply not there.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -39,8 +39,9 @@ pub struct Interrupts {
 }
 
 impl Interrupts {
-    /// Installs the SIGINT handler; `dirs` are the directories outputs are written to, where
-    /// temporary files of this process may lie when it has to end at once.
+    /// Installs the SIGINT handler; `dirs` are the directories outputs (and compiled GPU
+    /// kernels) are written to, where temporary files of this process may lie when it has to
+    /// end at once.
     pub fn install(dirs: Vec<PathBuf>, on_interrupt: OnInterruptArg) -> Result<Self> {
         let phase = Arc::new(AtomicU8::new(BEFORE));
         let seen = Arc::clone(&phase);
