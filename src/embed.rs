@@ -14,7 +14,7 @@ use crate::gpu::Gpu;
 use crate::init::{self, InitKind};
 use crate::io::Labels;
 use crate::knn::Neighbors;
-use crate::optim::{self, Observer, OptimParams, OptimReport};
+use crate::optim::{self, Observer, OptimParams, OptimReport, Stop};
 use crate::progress::Progress;
 use crate::report::{InputInfo, KnnReport, Quality, Report, StageSeconds};
 use crate::repulse::GridSpec;
@@ -548,6 +548,10 @@ impl Observer<[f32]> for InputOrder<'_> {
             }
             None => self.inner.observe(iter, y),
         }
+    }
+
+    fn stop(&self, iter: usize) -> Option<Stop> {
+        self.inner.stop(iter)
     }
 }
 

@@ -39,6 +39,10 @@ pub enum Error {
         available: u64,
         hints: String,
     },
+    /// An observer aborted the optimisation ([`crate::optim::Stop::Abort`]), e.g. on an
+    /// interrupt: nothing of the run is kept.
+    #[error("interrupted at iteration {iter} of {iters}")]
+    Interrupted { iter: usize, iters: usize },
     /// A sweep configuration cannot be used.
     #[error(transparent)]
     SweepConfig(#[from] crate::sweep::ConfigError),

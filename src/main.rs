@@ -18,6 +18,12 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        // Ctrl-C during the optimisation (`embed --on-interrupt discard`): status 130 as
+        // for a process the signal ends, so that a script stops too.
+        Err(err) if is_interrupt(&err) => {
+            eprintln!("error: {err:#}; nothing written");
+            ExitCode::from(cli::interrupt::EXIT_STATUS)
+        }
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
@@ -31,4 +37,12 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// Whether `err` is a run stopped by Ctrl-C ([`cli::interrupt`]).
+fn is_interrupt(err: &anyhow::Error) -> bool {
+    matches!(
+        err.downcast_ref::<sgtsne::Error>(),
+        Some(sgtsne::Error::Interrupted { .. })
+    )
 }

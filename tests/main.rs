@@ -19,6 +19,10 @@ mod h5ad;
 mod heavy_tails;
 /// `--init FILE`, `-o -` and `.tsv` outputs, the no-output warning, completions and man.
 mod init_output;
+/// Ctrl-C during `embed`: stop after the iteration, discard or save, a second one at once.
+mod interrupts;
+/// Ten embeddings in one process: memory and time stay flat (ignored; slow).
+mod long_run;
 /// Multiscale perplexity and the cap on neighbours.
 mod multiscale;
 /// Neighbours and affinities computed elsewhere (`--knn-from`, `--affinities`) and the

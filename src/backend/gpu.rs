@@ -8,7 +8,7 @@ use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
 
 use crate::gpu::{Gpu, GpuError};
 use crate::optim::gpu::OptimizerGpu;
-use crate::optim::{Observer, OptimParams, OptimReport};
+use crate::optim::{stops, Observer, OptimParams, OptimReport, Stop};
 use crate::progress::Progress;
 use crate::repulse::{Pending, RepulseGpu};
 use crate::sparse::{HybGpu, P};
@@ -47,11 +47,17 @@ impl Observer<CudaSlice<f32>> for Downloaded<'_> {
         let host = self.gpu.stream.clone_dtoh(y)?;
         self.inner.observe(iter, &host)
     }
+
+    fn stop(&self, iter: usize) -> Option<Stop> {
+        self.inner.stop(iter)
+    }
 }
 
 /// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place; P in
 /// HYB on the device ([`P::into_hyb`]); shows the resident Y to `observer` after the steps
-/// it asks for (on the same stream, so it sees each step finished).
+/// it asks for (on the same stream, so it sees each step finished); an observer that stops
+/// the run ([`Observer::stop`]) makes the current iteration the last, evaluated for the KL
+/// only.
 ///
 /// The host stays about one iteration ahead of the device: per iteration it queues the
 /// repulsion's bounding box, the attraction, the repulsion (waiting only for the box, while
@@ -88,8 +94,12 @@ pub fn optimize_device_observed(
     let mut report = OptimReport::default();
     let mut in_flight: Option<InFlight> = None;
     progress.begin("optimise", params.iters as u64);
+    let mut end = params.iters;
     for iter in 0..=params.iters {
-        let last = iter == params.iters;
+        if iter < end && stops(observer.as_deref(), iter, params.iters, &mut report)? {
+            end = iter;
+        }
+        let last = iter == end;
         let parity = iter % 2;
         let with_kl = last || (params.kl_every > 0 && iter % params.kl_every == 0);
         let (repulsion, kl) = evaluate(gpu, attract, repulse, &mut buf, parity, y, dims, with_kl)?;
@@ -125,6 +135,8 @@ pub fn optimize_device_observed(
             if let Some(o) = observer.as_mut().filter(|o| o.wants(iter + 1)) {
                 o.observe(iter + 1, y)?;
             }
+        } else {
+            break;
         }
     }
     if let Some(done) = in_flight {

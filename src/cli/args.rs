@@ -218,6 +218,12 @@ pub struct EmbedArgs {
     /// axes fixed for the whole run.
     #[arg(long, value_name = "OUT.gif", requires = "snapshots")]
     pub animate: Option<PathBuf>,
+    /// What a first Ctrl-C (SIGINT) during the optimisation does, once the current
+    /// iteration ends: discard the run and write nothing (exit status 130), or save the
+    /// embedding as it is to every requested output, the report marking the iteration. A
+    /// second Ctrl-C, or one before the optimisation, ends the run at once.
+    #[arg(long, value_enum, default_value_t = OnInterruptArg::Discard)]
+    pub on_interrupt: OnInterruptArg,
     /// Embedding dimension.
     #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub dims: u8,
@@ -425,6 +431,14 @@ pub struct KnnArgs {
     /// No progress bars and no summary on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnInterruptArg {
+    /// Write nothing.
+    Discard,
+    /// Write the embedding of the iteration reached.
+    Save,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -21,8 +21,9 @@ use sgtsne::repulse::GridSpec;
 
 use super::args::{
     AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
-    OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
+    OnInterruptArg, OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
+use super::interrupt::Interrupts;
 use super::progress_bar::Bar;
 
 pub fn run(args: EmbedArgs) -> Result<()> {
@@ -66,6 +67,18 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         );
     }
 
+    let dirs = [&output, &args.plot, &args.report, &args.animate]
+        .into_iter()
+        .flatten()
+        .filter(|p| !is_stdout(p))
+        .map(|p| match p.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        })
+        .chain(args.snapshots.clone())
+        .chain(sgtsne::gpu::compile::cache_dir())
+        .collect();
+    let interrupts = Interrupts::install(dirs, args.on_interrupt)?;
     let (pool, _) = super::worker_pool(args.threads)?;
 
     let t = Instant::now();
@@ -80,9 +93,20 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
     let bar = Bar::new(args.quiet);
     let mut result = pool.install(|| {
-        let observer = snapshots.as_mut().map(|s| s as _);
-        embed::embed_observed(input, &name, labels.as_ref(), &params, &bar, observer)
+        let mut watch = interrupts.watch(snapshots.as_mut().map(|s| s as _));
+        embed::embed_observed(
+            input,
+            &name,
+            labels.as_ref(),
+            &params,
+            &bar,
+            Some(&mut watch),
+        )
     })?;
+    if interrupts.writing() && args.on_interrupt == OnInterruptArg::Discard {
+        let iters = params.optim.iters;
+        return Err(sgtsne::Error::Interrupted { iter: iters, iters }.into());
+    }
 
     let t = Instant::now();
     if let Some(out) = &output {
@@ -539,6 +563,12 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathB
             o.repulse_median * 1e3,
             o.wall_median * 1e3,
             o.overlap * 100.0
+        );
+    }
+    if let Some(i) = r.optimise.interrupted_at {
+        eprintln!(
+            "  interrupted at iteration {i} of {}: the outputs hold the embedding reached",
+            r.params.optim.iters
         );
     }
     let mut line = format!("  KL {:.4}", r.optimise.final_kl);

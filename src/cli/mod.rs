@@ -4,6 +4,7 @@ pub mod args;
 mod embed_cmd;
 mod gen_cmd;
 mod info;
+pub mod interrupt;
 mod kl_cmd;
 mod knn_cmd;
 mod progress_bar;

@@ -288,7 +288,10 @@ fn text(bytes: Vec<u8>) -> String {
         .to_string()
 }
 
-fn cache_dir() -> Option<PathBuf> {
+/// Where compiled kernels are kept between runs: `SGTSNE_CACHE`, else `sgtsne` in the
+/// user's cache directory. Public for a process that ends at once (the CLI on a second
+/// Ctrl-C), which clears its temporary files here as in its output directories.
+pub fn cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SGTSNE_CACHE") {
         return Some(PathBuf::from(d));
     }
@@ -302,7 +305,11 @@ fn cache_dir() -> Option<PathBuf> {
 fn store(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("cache paths have a parent");
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    // Named as the outputs' temporary files are, so that a process ending at once can
+    // find and remove its own (`crate::io::remove_temp_files`).
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&crate::io::temp_prefix())
+        .tempfile_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

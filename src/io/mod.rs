@@ -36,7 +36,8 @@ pub use npy::read_points_npy_bytes;
 #[cfg(test)]
 pub(crate) use npy::tests::npy_file as npy_test_file;
 pub use read::read_points;
+pub(crate) use write::temp_prefix;
 pub use write::{
-    check_output_path, write_atomic, write_embedding, write_embedding_text, write_labels,
-    OutputKind,
+    check_output_path, remove_temp_files, write_atomic, write_embedding, write_embedding_text,
+    write_labels, OutputKind,
 };

@@ -95,6 +95,29 @@ pub fn check_output_path(path: &Path, kind: OutputKind) -> Result<(), IoError> {
     temp_in(&dir, path, "").map(drop)
 }
 
+/// The name every temporary file of this process starts with: `.sgtsne-<pid>-`. The process
+/// id lets [`remove_temp_files`] clear this process's files, should it have to end in the
+/// middle of a write, without touching those of another run writing to the same directory.
+pub(crate) fn temp_prefix() -> String {
+    format!(".sgtsne-{}-", std::process::id())
+}
+
+/// Removes this process's temporary files ([`temp_prefix`]) from `dir`, for a process that
+/// ends at once (a second interrupt) and so skips the destructors that would remove them.
+/// Best effort: a file that cannot be listed or removed is left, as nothing more can be done
+/// on the way out.
+pub fn remove_temp_files(dir: &Path) {
+    let prefix = temp_prefix();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// A temporary file beside `path` (same directory, so the final rename stays on one file
 /// system), readable by others as a normal output would be (subject to the umask).
 pub(crate) fn temp_in(
@@ -102,8 +125,9 @@ pub(crate) fn temp_in(
     path: &Path,
     suffix: &str,
 ) -> Result<tempfile::NamedTempFile, IoError> {
+    let prefix = temp_prefix();
     let mut b = tempfile::Builder::new();
-    b.prefix(".sgtsne-").suffix(suffix);
+    b.prefix(&prefix).suffix(suffix);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::progress::Progress;
 use crate::repulse::RepulseTimes;
-use crate::Result;
+use crate::{Error, Result};
 
 /// What the optimisation returns besides the final Y.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -48,6 +48,10 @@ pub struct OptimReport {
     /// Per-iteration times and overlap of the attraction and the repulsion (hybrid only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overlap: Option<Overlap>,
+    /// The steps taken when an observer stopped the run ([`Stop::Finish`]); absent when the
+    /// run went to the end. Y, the final KL and all that follows are those after them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted_at: Option<usize>,
 }
 
 /// Looks at Y while it is optimised, e.g. to measure the repulsion's error there (the
@@ -58,9 +62,46 @@ pub trait Observer<Y: ?Sized> {
     fn wants(&self, iter: usize) -> bool;
     /// Looks at Y after `iter` steps.
     fn observe(&mut self, iter: usize, y: &Y) -> Result<()>;
+    /// Whether the run should stop after `iter` steps (`0 .. iters`), and how; asked before
+    /// every step, so it must be cheap, and first before the first step (which tells an
+    /// observer that the optimisation has begun). The CLI's interrupt handler answers here:
+    /// signals stay out of the library, and every backend stops between two steps, where Y
+    /// is consistent.
+    fn stop(&self, _iter: usize) -> Option<Stop> {
+        None
+    }
 }
 
-/// Runs `params.iters` steps from `y` (row-major n × dims, updated in place).
+/// How an [`Observer`] stops a run early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Keep Y as it is: the run finishes as if `iters` had been reached (final KL, quality
+    /// measures), with [`OptimReport::interrupted_at`] set.
+    Finish,
+    /// Drop the run: the optimiser returns [`Error::Interrupted`] at once.
+    Abort,
+}
+
+/// Asks `observer` whether to stop after `iter` steps of `iters`: `Ok(true)` to finish now
+/// (recorded in `report`), an error to abort. Shared by the host and the device loops.
+pub(crate) fn stops<Y: ?Sized>(
+    observer: Option<&dyn Observer<Y>>,
+    iter: usize,
+    iters: usize,
+    report: &mut OptimReport,
+) -> Result<bool> {
+    match observer.and_then(|o| o.stop(iter)) {
+        None => Ok(false),
+        Some(Stop::Finish) => {
+            report.interrupted_at = Some(iter);
+            Ok(true)
+        }
+        Some(Stop::Abort) => Err(Error::Interrupted { iter, iters }),
+    }
+}
+
+/// Runs `params.iters` steps from `y` (row-major n × dims, updated in place), fewer if an
+/// observer stops the run ([`Observer::stop`]).
 pub fn optimize(
     gradient: &mut dyn Gradient,
     y: &mut [f32],
@@ -87,7 +128,12 @@ pub fn optimize_observed(
     let mut gains = vec![1f32; len];
     let mut report = OptimReport::default();
     progress.begin("optimise", params.iters as u64);
+    let mut done = params.iters;
     for iter in 0..params.iters {
+        if stops(observer.as_deref(), iter, params.iters, &mut report)? {
+            done = iter;
+            break;
+        }
         let phase = params.phase(iter);
         let with_kl = params.kl_every > 0 && iter % params.kl_every == 0;
         let info = gradient.gradient(y, dims, phase.exaggeration, &mut grad, with_kl)?;
@@ -107,7 +153,7 @@ pub fn optimize_observed(
     }
     let info = gradient.gradient(y, dims, 1.0, &mut grad, true)?;
     let kl = info.kl.unwrap_or(f64::NAN);
-    report.kl_history.push((params.iters, kl));
+    report.kl_history.push((done, kl));
     report.final_kl = kl;
     report.set_grid(info.grid);
     progress.end();

@@ -57,7 +57,7 @@ impl Snapshots {
         // Creating (and at once deleting) a file proves write permission; the error's kind
         // says why not (its text repeats the temporary file's name).
         tempfile::Builder::new()
-            .prefix(".sgtsne-")
+            .prefix(&io::temp_prefix())
             .tempfile_in(&existing)
             .map_err(|e| IoError::Invalid {
                 path: existing.clone(),
