@@ -39,6 +39,9 @@ pub enum Error {
         available: u64,
         hints: String,
     },
+    /// A model file cannot be used (the message names it).
+    #[error(transparent)]
+    Model(#[from] crate::transform::ModelError),
     /// A sweep configuration cannot be used.
     #[error(transparent)]
     SweepConfig(#[from] crate::sweep::ConfigError),
