@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::exact::{augment_about, column_mean, gemm_error_bound};
 use super::select::TopK;
-use super::{by_dist_then_index, check_args, sq_dist, Neighbors};
+use super::{check_args, Neighbors};
 use crate::progress::Progress;
 use crate::{Error, Points, Result};
 
@@ -111,14 +111,11 @@ pub fn query(
             // Step 3: survivors measured directly, best k by (distance, index).
             let mut cand: Vec<(f32, u32)> = Vec::with_capacity(cap);
             for (q, top) in tops.iter_mut().enumerate() {
-                let x = queries.row(q0 + q);
-                cand.clear();
-                cand.extend(
-                    top.sorted()
-                        .iter()
-                        .map(|&(_, j)| (sq_dist(x, reference.row(j as usize)), j)),
+                top.refine(
+                    queries.row(q0 + q),
+                    |j| reference.row(j as usize),
+                    &mut cand,
                 );
-                cand.sort_unstable_by(by_dist_then_index);
                 for (l, &(dist, j)) in cand[..k].iter().enumerate() {
                     idx_out[q * k + l] = j;
                     dist_out[q * k + l] = dist;
@@ -138,6 +135,7 @@ pub fn query(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::knn::{by_dist_then_index, sq_dist};
     use crate::progress::Silent;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 

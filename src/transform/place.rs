@@ -332,7 +332,8 @@ impl Fields {
             let pad = MARGIN * (h - l) + 1.0;
             (lo[a], hi[a]) = (l - pad, h + pad);
         }
-        let grid = Grid::fit_box(lo, hi, dims, GridSpec::default_for(dims))?;
+        let spec = GridSpec::default_for(dims).for_kernel(kernel);
+        let grid = Grid::fit_box(lo, hi, dims, spec)?;
         let len = grid.len();
         let nch = channels(dims);
         let mut charges = vec![0f64; nch * len];
@@ -437,5 +438,61 @@ impl Problem<'_> {
             progress.advance(1);
         }
         progress.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    /// The repulsion read from the interpolated fields, (y φ₀ − φ)/ψ, matches the exact
+    /// Σ_j q_{j|i} w^{1/α} (y − y_j) at points inside the map (relative L2 error below 2 %,
+    /// 5 % in 3-D, whose default grid is a coarse fixed one), and ψ the exact Σ_j w within 1 %, for the Cauchy and a heavy-tailed kernel, in 1-D to 3-D.
+    #[test]
+    fn fields_match_exact_sums() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for dims in 1..=3 {
+            for dof in [1.0, 0.5] {
+                let kernel = Kernel::new(dof).unwrap();
+                let n = 400;
+                let y: Vec<f32> = (0..n * dims).map(|_| rng.random::<f32>() * 20.0).collect();
+                let f = Fields::of(&y, dims, kernel).unwrap();
+                let m = 30;
+                let at: Vec<f32> = (0..m * dims).map(|_| rng.random::<f32>() * 20.0).collect();
+                let mut vals = vec![0f64; m * (dims + 2)];
+                match dims {
+                    1 => gather::<f64, 1>(&at, &f.grid, &f.values, &mut vals),
+                    2 => gather::<f64, 2>(&at, &f.grid, &f.values, &mut vals),
+                    _ => gather::<f64, 3>(&at, &f.grid, &f.values, &mut vals),
+                };
+                let (mut err, mut norm) = (0.0, 0.0);
+                for (x, v) in at.chunks_exact(dims).zip(vals.chunks_exact(dims + 2)) {
+                    let psi: f64 = y
+                        .chunks_exact(dims)
+                        .map(|yj| kernel.g1(knn::sq_dist(x, yj) as f64))
+                        .sum();
+                    assert!(
+                        (v[0] - psi).abs() < 1e-2 * psi,
+                        "dims {dims}, dof {dof}: ψ {} vs {psi}",
+                        v[0]
+                    );
+                    for a in 0..dims {
+                        let want: f64 = y
+                            .chunks_exact(dims)
+                            .map(|yj| kernel.g2(knn::sq_dist(x, yj) as f64) * (x[a] - yj[a]) as f64)
+                            .sum::<f64>()
+                            / psi;
+                        let c = x[a] as f64 - f.grid.centre[a];
+                        let got = (c * v[1] - v[2 + a]) / v[0];
+                        err += (got - want).powi(2);
+                        norm += want * want;
+                    }
+                }
+                let rel = (err / norm).sqrt();
+                let bound = if dims == 3 { 5e-2 } else { 2e-2 };
+                assert!(rel < bound, "dims {dims}, dof {dof}: relative error {rel}");
+            }
+        }
     }
 }
