@@ -79,6 +79,20 @@ pub struct Embedding {
     pub dims: usize,
     /// The run report (the caller adds its `load` and `write` seconds).
     pub report: Report,
+    /// What placing new points into this map needs, when
+    /// [`EmbedParams::keep_reference`] asked for it.
+    pub reference: Option<Reference>,
+}
+
+/// The reference side of a map, for [`crate::transform`]: the points as the kNN saw them and
+/// the PCA that made them, in input order.
+pub struct Reference {
+    /// After the metric's transform and PCA, in input order.
+    pub points: Points,
+    /// The PCA that reduced them (`None`: the points were used as given).
+    pub pca: Option<prep::Pca>,
+    /// Features per input point, before PCA.
+    pub d_in: usize,
 }
 
 /// What stages 2–4 produce.
@@ -88,6 +102,8 @@ pub(crate) struct Prepared {
     points: Option<Points>,
     /// Whether `points` are PCA scores already (columns by decreasing variance).
     reduced: bool,
+    /// The fitted PCA, when [`EmbedParams::keep_reference`] asked for it.
+    basis: Option<prep::Pca>,
     /// The kNN graph (point mode), for the preservation measure.
     neighbors: Option<Neighbors>,
     /// The kNN stage's report (point mode).
@@ -133,6 +149,14 @@ pub fn embed_observed(
             .unwrap_or_else(|| GridSpec::default_for(params.dims)),
     );
     let n = input.n();
+    let d_in = input.d();
+    if params.keep_reference && !matches!(input, Input::Points(_)) {
+        return Err(Error::param(
+            "save-model",
+            "a model keeps the reference points to place new ones among: it needs dense \
+             points (not sparse rows, a graph or affinities)",
+        ));
+    }
     let mut info = match &input {
         Input::Points(p) => input_info(name, "points", p.n, p.d),
         Input::Sparse(s) => input_info(name, "sparse points", s.n, s.d),
@@ -211,12 +235,27 @@ pub fn embed_observed(
     let Prepared {
         p,
         points,
+        basis,
         neighbors,
         knn,
         order,
         ..
     } = prepared;
-    drop(points);
+    let reference = match (points, d_in) {
+        (Some(points), Some(d_in)) if params.keep_reference => Some(Reference {
+            points: match &order {
+                Some(order) => Points::new(
+                    points.n,
+                    points.d,
+                    crate::points::unpermute_rows(&points.data, order, points.d),
+                ),
+                None => points,
+            },
+            pca: basis,
+            d_in,
+        }),
+        _ => None,
+    };
 
     // Stages 5 and 7: layout of P, optimise.
     let lr = params
@@ -269,7 +308,12 @@ pub fn embed_observed(
         params,
         notes,
     };
-    Ok(Embedding { y, dims, report })
+    Ok(Embedding {
+        y,
+        dims,
+        report,
+        reference,
+    })
 }
 
 /// The backend a run with `params.kernel` may use: the device's attraction and repulsion are
@@ -421,6 +465,7 @@ fn without_points(
         p: P::from_csr(p),
         points: None,
         reduced: false,
+        basis: None,
         neighbors: None,
         knn: None,
         order: None,

@@ -43,6 +43,9 @@ pub enum Error {
     /// interrupt: nothing of the run is kept.
     #[error("interrupted at iteration {iter} of {iters}")]
     Interrupted { iter: usize, iters: usize },
+    /// A model file cannot be used (the message names it).
+    #[error(transparent)]
+    Model(#[from] crate::transform::ModelError),
     /// A sweep configuration cannot be used.
     #[error(transparent)]
     SweepConfig(#[from] crate::sweep::ConfigError),

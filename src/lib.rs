@@ -17,6 +17,7 @@
 //! | repulsion | [`repulse`] | Y → F_rep, Z |
 //! | optimise | [`optim`] | gradient descent with momentum and gains |
 //! | orchestration | [`backend`], [`embed`] | the whole run, with a [`report::Report`] |
+//! | new points into a map | [`transform`] | model + new points → their coordinates |
 //! | grid-size sweeps | [`sweep`] | (n × grid) → error and time tables, heat maps |
 //! | generated data | [`gen`] | seeded Gaussian mixture or deformed real images → [`Points`] + labels |
 //!
@@ -45,6 +46,7 @@ pub mod report;
 pub mod repulse;
 pub mod sparse;
 pub mod sweep;
+pub mod transform;
 
 pub use csr_points::CsrPoints;
 pub use error::{Error, Result};

@@ -54,8 +54,20 @@ fn neighbors_d<const D: usize>(y: &[f32], k: usize) -> Vec<u32> {
 /// Leave-one-out k-NN classification accuracy: the fraction of points whose label is the
 /// majority label of their k nearest embedding neighbours (ties → smallest label).
 pub fn knn_accuracy(neighbors: &[u32], k: usize, labels: &[u32]) -> f64 {
+    knn_accuracy_among(neighbors, k, labels, labels)
+}
+
+/// k-NN classification accuracy of query points among labelled ones: the fraction of
+/// queries whose label (`labels`) is the majority of their k neighbours' (`known`; ties →
+/// smallest label). Row i of `neighbors` holds query i's neighbours as indices into `known`.
+pub fn knn_accuracy_among(neighbors: &[u32], k: usize, labels: &[u32], known: &[u32]) -> f64 {
     let n = labels.len();
-    let n_classes = labels.iter().copied().max().map_or(0, |m| m as usize + 1);
+    let n_classes = labels
+        .iter()
+        .chain(known)
+        .copied()
+        .max()
+        .map_or(0, |m| m as usize + 1);
     let correct: usize = neighbors
         .par_chunks(k)
         .enumerate()
@@ -64,7 +76,7 @@ pub fn knn_accuracy(neighbors: &[u32], k: usize, labels: &[u32]) -> f64 {
             |votes, (i, row)| {
                 votes.fill(0);
                 for &j in row {
-                    votes[labels[j as usize] as usize] += 1;
+                    votes[known[j as usize] as usize] += 1;
                 }
                 let best = (0..n_classes).max_by_key(|&c| (votes[c], std::cmp::Reverse(c)));
                 usize::from(best == Some(labels[i] as usize))

@@ -30,3 +30,5 @@ mod multiscale;
 mod neighbors;
 /// The grid-size sweep: a tiny sweep's CSV and charts, configuration errors.
 mod sweep;
+/// New points into a saved map: `embed --save-model`, `transform`, bad models.
+mod transform;

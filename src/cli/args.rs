@@ -34,6 +34,10 @@ pub enum Command {
     /// Find every point's k nearest neighbours, as `embed` would, and write them (.npz) for
     /// reuse (`embed --knn-from`) or other tools; approximate methods estimate their recall.
     Knn(Box<KnnArgs>),
+    /// Place new points into a map saved by `embed --save-model`: the same metric and PCA,
+    /// affinities to their nearest reference points, started at their neighbours' median
+    /// and optimised against the fixed reference (openTSNE's transform; CPU).
+    Transform(Box<TransformArgs>),
     /// Score an embedding of the points, by any tool: KL(P‖Q) with P as `embed` builds it
     /// (exact kNN) and the exact Z.
     Kl(KlArgs),
@@ -214,6 +218,11 @@ pub struct EmbedArgs {
     /// files of the same names are replaced.
     #[arg(long, value_name = "DIR", requires = "snapshot_every")]
     pub snapshots: Option<PathBuf>,
+    /// Save what `sgtsne transform` needs to place new points into this map (.sgtsne): the
+    /// points after --metric's transform and PCA, the PCA basis, the embedding and the
+    /// parameters. Dense points only.
+    #[arg(long, value_name = "OUT.sgtsne")]
+    pub save_model: Option<PathBuf>,
     /// Draw the snapshots as an animated GIF, one frame each, with the colours of --plot on
     /// axes fixed for the whole run.
     #[arg(long, value_name = "OUT.gif", requires = "snapshots")]
@@ -618,4 +627,50 @@ impl<T: FromStr> FromStr for NoneOr<T> {
             .map(NoneOr::Value)
             .map_err(|_| format!("expected `none` or a number, got `{s}`"))
     }
+}
+
+#[derive(Debug, Args)]
+pub struct TransformArgs {
+    /// The map, from `sgtsne embed ... --save-model MODEL.sgtsne`.
+    pub model: PathBuf,
+    /// New points with the reference's features: any points file `embed` reads.
+    pub input: PathBuf,
+    /// Write the new points' embedding: .npy (float32), .csv, .tsv, `-` (CSV on standard
+    /// output) or .h5ad.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Labels of the new points (.npy or a one-column .csv): with --reference-labels, the
+    /// report measures how often a new point's 10 nearest reference points in the map agree.
+    #[arg(long, value_name = "LABELS", requires = "reference_labels")]
+    pub labels: Option<PathBuf>,
+    /// Labels of the reference points, in the order they were embedded.
+    #[arg(long, value_name = "LABELS", requires = "labels")]
+    pub reference_labels: Option<PathBuf>,
+    /// Write a JSON report: parameters, seconds per stage, accuracy.
+    #[arg(long, value_name = "OUT.json")]
+    pub report: Option<PathBuf>,
+    /// Perplexity of the new points' affinities to the reference.
+    #[arg(long, default_value_t = 5.0)]
+    pub perplexity: f64,
+    /// Reference neighbours whose median position starts each new point.
+    #[arg(long, default_value_t = 25)]
+    pub init_neighbors: usize,
+    /// Gradient steps (0 keeps the median start).
+    #[arg(long, default_value_t = 250)]
+    pub iters: usize,
+    /// Step size.
+    #[arg(long, default_value_t = 0.1)]
+    pub learning_rate: f64,
+    /// Factor on the attraction to the reference neighbours.
+    #[arg(long, default_value_t = 1.5)]
+    pub exaggeration: f64,
+    /// Where to compute: the placement runs on the CPU; `gpu` and `hybrid` are refused.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bar and no summary.
+    #[arg(short, long)]
+    pub quiet: bool,
 }

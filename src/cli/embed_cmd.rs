@@ -18,6 +18,7 @@ use sgtsne::knn::ivf::IvfParams;
 use sgtsne::optim::{OptimParams, Snapshots};
 use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
+use sgtsne::transform::Model;
 
 use super::args::{
     AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
@@ -49,6 +50,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         (&args.plot, OutputKind::Plot),
         (&args.report, OutputKind::Report),
         (&args.animate, OutputKind::Animation),
+        (&args.save_model, OutputKind::Model),
     ] {
         if let Some(p) = path.as_deref().filter(|p| !is_stdout(p)) {
             io::check_output_path(p, kind)?;
@@ -110,21 +112,10 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
     let t = Instant::now();
     if let Some(out) = &output {
-        if is_stdout(out) {
-            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            match io::write_embedding_text(&mut w, &result.y, result.dims, b',')
-                .and_then(|()| w.flush())
-            {
-                // The reader closed the pipe (`-o - | head`): it took what it wanted. The
-                // plot and the report are still written, and the run succeeds.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                r => r.context("writing the embedding to standard output")?,
-            }
-        } else if is_h5ad(out) {
-            io::h5ad::write_h5ad(h5ad_input, out, &args.key, &result.y, result.dims)?;
-        } else {
-            io::write_embedding(out, &result.y, result.dims)?;
-        }
+        write_y(out, h5ad_input, &args.key, &result.y, result.dims)?;
+    }
+    if let Some(path) = &args.save_model {
+        Model::of(&result)?.save(path)?;
     }
     if let Some(plot) = &args.plot {
         let title = format!("sgtsne: {name}, KL {:.3}", result.report.optimise.final_kl);
@@ -183,7 +174,32 @@ fn renamed_flags(a: &EmbedArgs) -> Vec<String> {
 }
 
 /// `-o -`: the embedding goes to standard output as CSV.
-fn is_stdout(path: &Path) -> bool {
+/// Writes an embedding `y` (n × `dims`) to `out`: CSV on standard output for `-` (a reader
+/// that closes the pipe early took what it wanted: no error), an `.h5ad` (a copy of
+/// `h5ad_input` with it as obsm[`key`], or a new file), or any other [`io::write_embedding`]
+/// format.
+pub(super) fn write_y(
+    out: &Path,
+    h5ad_input: Option<&Path>,
+    key: &str,
+    y: &[f32],
+    dims: usize,
+) -> Result<()> {
+    if is_stdout(out) {
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        match io::write_embedding_text(&mut w, y, dims, b',').and_then(|()| w.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            r => r.context("writing the embedding to standard output")?,
+        }
+    } else if is_h5ad(out) {
+        io::h5ad::write_h5ad(h5ad_input, out, key, y, dims)?;
+    } else {
+        io::write_embedding(out, y, dims)?;
+    }
+    Ok(())
+}
+
+pub(super) fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
@@ -444,6 +460,7 @@ fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         },
         seed: a.seed,
         lambda: a.lambda.unwrap_or(defaults.lambda),
+        keep_reference: a.save_model.is_some(),
         learning_rate: match a.learning_rate {
             AutoOr::Auto => None,
             AutoOr::Value(v) => Some(v),

@@ -9,6 +9,7 @@ mod kl_cmd;
 mod knn_cmd;
 mod progress_bar;
 mod sweep_cmd;
+mod transform_cmd;
 
 use std::io::Write;
 
@@ -23,6 +24,7 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Sweep(a) => sweep_cmd::run(a),
         args::Command::Kl(a) => kl_cmd::run(a),
         args::Command::Knn(a) => knn_cmd::run(*a),
+        args::Command::Transform(a) => transform_cmd::run(*a),
         args::Command::Completions { shell } => {
             // Generated into memory first: clap_complete panics on a failed write (a closed
             // pipe), where a write of our own returns the error.

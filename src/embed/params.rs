@@ -155,6 +155,12 @@ pub struct EmbedParams {
     /// k = ⌈3·perplexity⌉ per point lower the perplexity, with a note.
     #[serde(skip)]
     pub knn_given: Option<std::sync::Arc<crate::knn::Neighbors>>,
+    /// Keep what placing new points needs ([`Embedding::reference`](super::Embedding)):
+    /// the prepared points and the PCA basis (default off; not in the report). Dense points
+    /// only. With PCA the basis is fitted on the host whatever the backend, since the GPU's
+    /// and the wide data's PCA do not keep it.
+    #[serde(skip)]
+    pub keep_reference: bool,
     /// Repulsion grid; `None` = [`GridSpec::default_for`] the dimension (resolved in the
     /// report).
     #[serde(serialize_with = "grid_text")]
@@ -194,6 +200,7 @@ impl Default for EmbedParams {
             init_y: None,
             init_rescale: false,
             knn_given: None,
+            keep_reference: false,
             grid: None,
             repulsion: RepulsionMethod::Fft,
             precision: Precision::F32,

@@ -21,6 +21,8 @@ pub(crate) struct Reduced {
     pub(crate) points: Points,
     /// Whether `points` are PCA scores (columns by decreasing variance).
     pub(crate) reduced: bool,
+    /// The fitted PCA, kept when [`EmbedParams::keep_reference`] asks for it.
+    pub(crate) basis: Option<prep::Pca>,
     /// The internal numbering when it is not the input's: point `r` is input point
     /// `order[r]`.
     pub(crate) order: Option<Vec<u32>>,
@@ -97,6 +99,7 @@ pub(crate) fn prepare_points(
         p,
         points: Some(r.points),
         reduced: r.reduced,
+        basis: r.basis,
         neighbors: Some(nb),
         knn: Some(report),
         order: r.order,
@@ -146,6 +149,7 @@ fn prepare_exact(
         knn: None,
         order: r.order,
         notes: Vec::new(),
+        basis: r.basis,
     })
 }
 
@@ -174,10 +178,14 @@ pub(crate) fn reduce(
     let t = Instant::now();
     params.metric.apply(&mut points)?;
     let reduced = params.pca.is_some_and(|m| points.d > m);
-    let points = match params.pca {
-        Some(m) if reduced && on_gpu => prep::gpu::pca_gpu(Gpu::get()?, &points, m)?,
-        Some(m) if reduced => prep::pca(&points, m)?,
-        _ => points,
+    let (points, basis) = match params.pca {
+        Some(m) if reduced && params.keep_reference => {
+            let fit = prep::Pca::fit(&points, m)?;
+            (fit.transform(&points)?, Some(fit))
+        }
+        Some(m) if reduced && on_gpu => (prep::gpu::pca_gpu(Gpu::get()?, &points, m)?, None),
+        Some(m) if reduced => (prep::pca(&points, m)?, None),
+        _ => (points, None),
     };
     seconds.pca = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -192,6 +200,7 @@ pub(crate) fn reduce(
     Ok(Reduced {
         points,
         reduced,
+        basis,
         order,
     })
 }

@@ -27,6 +27,8 @@ pub enum OutputKind {
     Labels,
     /// Neighbour lists ([`super::write_neighbors`]): `.npz`.
     Neighbors,
+    /// A map for placing new points ([`crate::transform::Model`]): `.sgtsne`.
+    Model,
 }
 
 impl OutputKind {
@@ -38,6 +40,7 @@ impl OutputKind {
             OutputKind::Report => "a report",
             OutputKind::Labels => "labels",
             OutputKind::Neighbors => "neighbours",
+            OutputKind::Model => "a model",
         }
     }
 
@@ -49,6 +52,7 @@ impl OutputKind {
             OutputKind::Report => &["json"],
             OutputKind::Labels => &["npy"],
             OutputKind::Neighbors => &["npz"],
+            OutputKind::Model => &["sgtsne"],
         }
     }
 
@@ -60,6 +64,7 @@ impl OutputKind {
             OutputKind::Report => ".json",
             OutputKind::Labels => ".npy",
             OutputKind::Neighbors => ".npz",
+            OutputKind::Model => ".sgtsne",
         }
     }
 }

@@ -207,16 +207,27 @@ pub(super) fn gemm_error_bound(len: usize, r2: f32) -> f32 {
 /// Augmented rows of the centred data, n × (d + 2) row-major, row p for point `order[p]`:
 /// queries $[x, 1, \lVert x\rVert^2]$ and references $[-2x, \lVert x\rVert^2, 1]$.
 pub(super) fn augment(points: &Points, order: &[u32]) -> (Vec<f32>, Vec<f32>) {
+    augment_about(points, order, &column_mean(points))
+}
+
+/// Feature means in f64, rounded to f32: the centre [`augment_about`] subtracts.
+pub(super) fn column_mean(points: &Points) -> Vec<f32> {
     let (n, d) = (points.n, points.d);
-    let kd = d + 2;
-    // Centring (mean in f64) keeps ‖x‖² small relative to the distances: less cancellation.
     let mut mean = vec![0f64; d];
     for i in 0..n {
         for (m, &x) in mean.iter_mut().zip(points.row(i)) {
             *m += x as f64;
         }
     }
-    let mean: Vec<f32> = mean.iter().map(|m| (m / n as f64) as f32).collect();
+    mean.iter().map(|m| (m / n.max(1) as f64) as f32).collect()
+}
+
+/// [`augment`] about a given centre `mean`, so that two point sets (queries against
+/// references, [`super::query`]) share one.
+pub(super) fn augment_about(points: &Points, order: &[u32], mean: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let (n, d) = (order.len(), points.d);
+    let kd = d + 2;
+    // Centring keeps ‖x‖² small relative to the distances: less cancellation.
     let mut qa = vec![0f32; n * kd];
     let mut ra = vec![0f32; n * kd];
     qa.par_chunks_mut(kd)
@@ -225,7 +236,7 @@ pub(super) fn augment(points: &Points, order: &[u32]) -> (Vec<f32>, Vec<f32>) {
         .for_each(|(p, (q, r))| {
             let mut nrm = 0f64;
             let x = points.row(order[p] as usize);
-            for ((l, &x), m) in x.iter().enumerate().zip(&mean) {
+            for ((l, &x), m) in x.iter().enumerate().zip(mean) {
                 let c = x - m;
                 q[l] = c;
                 r[l] = -2.0 * c;

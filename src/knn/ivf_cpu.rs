@@ -146,14 +146,7 @@ pub fn approx_cpu(
             }
             let mut cand: Vec<(f32, u32)> = Vec::with_capacity(cap);
             for (q, top) in tops.iter_mut().enumerate() {
-                let x = sorted.row(q0 + q);
-                cand.clear();
-                cand.extend(
-                    top.sorted()
-                        .iter()
-                        .map(|&(_, p)| (sq_dist(x, sorted.row(p as usize)), p)),
-                );
-                cand.sort_unstable_by(by_dist_then_index);
+                top.refine(sorted.row(q0 + q), |p| sorted.row(p as usize), &mut cand);
                 for (l, &(_, p)) in cand.iter().take(k).enumerate() {
                     out[q * k + l] = p;
                 }

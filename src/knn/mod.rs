@@ -25,12 +25,14 @@ pub mod ivf;
 pub mod ivf_cpu;
 mod order;
 pub mod precomputed;
+mod query;
 mod scan;
 mod select;
 
 pub use exact::exact;
 pub use hnsw::{hnsw, hnsw_with, HnswParams, SqL2};
 pub use order::pca_tree_order;
+pub use query::query;
 
 use crate::{Error, Points, Result};
 

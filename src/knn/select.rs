@@ -110,6 +110,25 @@ impl TopK {
         }
     }
 
+    /// The kept candidates into `cand` with their squared distances to `x` measured
+    /// directly (`row_of(i)` is candidate i's row), best first by (distance, index): the
+    /// GEMM's rounded distances only chose them, and exact ties fall by index as brute
+    /// force would.
+    pub(crate) fn refine<'a>(
+        &mut self,
+        x: &[f32],
+        row_of: impl Fn(u32) -> &'a [f32],
+        cand: &mut Vec<(f32, u32)>,
+    ) {
+        cand.clear();
+        cand.extend(
+            self.sorted()
+                .iter()
+                .map(|&(_, i)| (super::sq_dist(x, row_of(i)), i)),
+        );
+        cand.sort_unstable_by(by_dist_then_index);
+    }
+
     /// The (at least `min(keep, seen)`) candidates kept, in increasing (value, index) order:
     /// with a slack, all those below the `keep`-th smallest plus the slack.
     pub(crate) fn sorted(&mut self) -> &[(f32, u32)] {

@@ -10,12 +10,12 @@
 //! has no cosine to anything and is refused with its row number.
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Error, Points, Result};
 
 /// The distance between points.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     /// ‖a − b‖ (the default).

@@ -36,7 +36,7 @@ fn covariance_groups(nblocks: usize, d: usize) -> usize {
 /// - `mean.len() == d`, `axes.len() == m * d`, `variances.len() == m`, 1 ≤ m ≤ d
 /// - axes are orthonormal; `variances` are non-increasing
 /// - the largest-magnitude entry of every axis is positive (first one on ties)
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Pca {
     /// Input dimension.
     pub d: usize,

@@ -56,19 +56,10 @@ impl<T: Real> FftRepulsion<T> {
         }
     }
 
-    /// The same with the heavy-tailed `kernel` ([`Kernel`]) in place of the Cauchy one.
-    ///
-    /// Below α = 1 the kernel varies on a scale of √α rather than 1, so an adaptive grid's
-    /// spacing shrinks by √α to keep the interpolation error of α = 1 (measured: α = 0.5 on
-    /// the unscaled 2-D grid of h = 0.25 gave a force error of 1.05e-3 against 1e-3 or less
-    /// for α = 1); a fixed grid is kept as asked.
+    /// The same with the heavy-tailed `kernel` ([`Kernel`]) in place of the Cauchy one, on
+    /// the grid [`GridSpec::for_kernel`] makes of this one.
     pub fn with_kernel(self, kernel: Kernel) -> Self {
-        let spec = match self.spec {
-            GridSpec::Auto { h } if kernel.dof < 1.0 => GridSpec::Auto {
-                h: h * kernel.dof.sqrt(),
-            },
-            spec => spec,
-        };
+        let spec = self.spec.for_kernel(kernel);
         FftRepulsion {
             spec,
             kernel,

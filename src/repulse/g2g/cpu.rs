@@ -36,6 +36,7 @@ pub struct Convolver<T: Real> {
     p: usize,
     dims: usize,
     h: f64,
+    kernel: Kernel,
     fft: PaddedFft<T>,
     /// `Ĝ₂ / (2p)^s` (the inverse transform's normalisation), rotated layout.
     g2_hat: Vec<T>,
@@ -73,6 +74,7 @@ impl<T: Real> Convolver<T> {
             p,
             dims,
             h,
+            kernel,
             fft,
             g2_hat,
             g1_weight,
@@ -114,6 +116,28 @@ impl<T: Real> Convolver<T> {
             self.fft.inverse(&mut self.spec, (out, nout, c));
         }
         energy
+    }
+
+    /// `out` (`p^s` values) = `G₁ ∗ c` for the first charge channel `c` of `charges`: the
+    /// potential ψ whose value at a point is Σ_j w(y, y_j) over the charged points. The
+    /// optimiser never needs it (Z comes from [`Convolver::convolve`]'s energy), but a map
+    /// with fixed reference points does: each new point's own normalisation ψ(y_i)
+    /// ([`crate::transform`]). Computes `Ĝ₁` on the spot, as it is asked for once per map.
+    pub fn convolve_g1(&mut self, charges: &[T], out: &mut [T]) {
+        let (p, dims) = (self.p, self.dims);
+        let nin = channels(dims);
+        assert_eq!(charges.len(), nin * p.pow(dims as u32), "charge grid size");
+        assert_eq!(out.len(), p.pow(dims as u32), "potential grid size");
+        let kernels = embedded_kernels::<T>(p, dims, self.h, self.kernel);
+        let scale = 1.0 / ((2 * p).pow(dims as u32)) as f64;
+        let mut g1_hat = Vec::new();
+        self.fft.forward((&kernels, 2, 0), 2 * p, &mut g1_hat);
+        self.fft.forward((charges, nin, 0), p, &mut self.spec);
+        self.spec
+            .par_iter_mut()
+            .zip(g1_hat.par_iter())
+            .for_each(|(z, g)| *z = z.scale(T::of(g.re.as_f64() * scale)));
+        self.fft.inverse(&mut self.spec, (out, 1, 0));
     }
 }
 

@@ -20,10 +20,11 @@ use crate::repulse::s2g::{locate, node, strides};
 /// Points per parallel task.
 const CHUNK: usize = 1024;
 
-/// For each point of `y` (row-major `n × D`), writes `D + 1` values `φ₀, φ₁ … φ_D` to
-/// `values` (row-major `n × (D+1)`), interpolated from `potentials`: the grid's nodes with
-/// `D + 1` interleaved channels. Returns `Σ_i w̃_ii`, the interpolated self terms to take out
-/// of `Z`.
+/// For each point of `y` (row-major `n × D`), writes the values of every channel of
+/// `potentials` to `values` (row-major `n × channels`), interpolated: the grid's nodes with
+/// their channels interleaved (`D + 1` for the optimiser's `φ₀, φ₁ … φ_D`; any number for
+/// other fields, as [`crate::transform`]'s). Returns `Σ_i w̃_ii`, the interpolated self
+/// terms to take out of `Z`.
 pub fn gather<T: Real, const D: usize>(
     y: &[f32],
     grid: &Grid,
@@ -31,7 +32,7 @@ pub fn gather<T: Real, const D: usize>(
     values: &mut [T],
 ) -> f64 {
     let n = y.len() / D;
-    let nch = D + 1;
+    let nch = potentials.len() / grid.len();
     assert_eq!(potentials.len(), grid.len() * nch, "potential grid size");
     assert_eq!(values.len(), n * nch, "values size");
     let strides = strides::<D>(grid.p);
