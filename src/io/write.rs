@@ -107,7 +107,7 @@ pub(crate) fn temp_prefix() -> String {
     format!(".sgtsne-{}-", std::process::id())
 }
 
-/// Removes this process's temporary files ([`temp_prefix`]) from `dir`, for a process that
+/// Removes this process's temporary files (named by `temp_prefix`) from `dir`, for a process that
 /// ends at once (a second interrupt) and so skips the destructors that would remove them.
 /// Best effort: a file that cannot be listed or removed is left, as nothing more can be done
 /// on the way out.

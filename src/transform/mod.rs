@@ -12,7 +12,7 @@
 //! ([`crate::affinity::conditional_probabilities`]); each new point started at the median of
 //! its neighbours' positions; then gradient descent on each new point's own
 //! $\mathrm{KL}(P_i \,\|\, Q_i)$, $q_{j|i} = w_{ij} / \sum_l w_{il}$ over the reference points
-//! only ([`place`]).
+//! only (`place`).
 
 mod model;
 mod place;
