@@ -13,8 +13,9 @@ use kiddo::SquaredEuclidean;
 use rayon::prelude::*;
 
 use crate::affinity::{self, Affinities};
+use crate::kernel::Kernel;
 use crate::knn::Neighbors;
-use crate::repulse::exact_z;
+use crate::repulse::exact_z_with;
 use crate::{Error, Result};
 
 /// The k nearest other points of every point of a low-dimensional embedding
@@ -106,6 +107,12 @@ pub fn knn_preservation(input: &Neighbors, embedded: &[u32], k: usize) -> f64 {
 /// $Z = \sum_{i \ne j} w_{ij}$ by direct O(n²) sums (seconds at n = 70k), so no
 /// interpolation error of any tool enters the score.
 pub fn kl_divergence(p: &Affinities, y: &[f32], dims: usize) -> Result<f64> {
+    kl_divergence_with(Kernel::CAUCHY, p, y, dims)
+}
+
+/// [`kl_divergence`] with Q from the heavy-tailed `kernel` ([`Kernel`], `--dof`):
+/// $\ln w = -α \ln(1 + d^2/α)$.
+pub fn kl_divergence_with(kernel: Kernel, p: &Affinities, y: &[f32], dims: usize) -> Result<f64> {
     let n = p.rows();
     if !(1..=3).contains(&dims) || y.len() != n * dims {
         return Err(Error::Data(format!(
@@ -125,12 +132,12 @@ pub fn kl_divergence(p: &Affinities, y: &[f32], dims: usize) -> Result<f64> {
                         .zip(&y[j * dims..(j + 1) * dims])
                         .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
                         .sum();
-                    -(pij as f64) * (1.0 + d2).ln()
+                    -(pij as f64) * kernel.dof * (1.0 + d2 / kernel.dof).ln()
                 })
                 .sum::<f64>()
         })
         .sum();
-    Ok(affinity::p_log_p(p) - p_log_w + exact_z(y, dims)?.ln())
+    Ok(affinity::p_log_p(p) - p_log_w + exact_z_with(kernel, y, dims)?.ln())
 }
 
 #[cfg(test)]

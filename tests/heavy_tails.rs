@@ -67,6 +67,23 @@ fn dof_changes_the_kernel_on_the_cpu() {
     assert!(wh < 0.9 * wb, "within-class share {wh} vs {wb}");
     assert!(r["quality"]["knn_preservation_10"].as_f64().unwrap() > 0.3);
 
+    // `kl --dof 0.5` scores the heavy-tailed map on its own kernel, as the run did.
+    let points = dir.path().join("digits.npy");
+    let demo = sgtsne::demo::points().unwrap();
+    sgtsne::io::write_embedding(&points, &demo.data, demo.d).unwrap();
+    let heavy_path = dir.path().join("heavy.npy");
+    let k = sgtsne(&[
+        "kl",
+        points.to_str().unwrap(),
+        heavy_path.to_str().unwrap(),
+        "--dof",
+        "0.5",
+    ]);
+    assert!(k.status.success(), "{}", stderr(&k));
+    let scored: f64 = String::from_utf8_lossy(&k.stdout).trim().parse().unwrap();
+    let own = r["optimise"]["final_kl"].as_f64().unwrap();
+    assert!((scored - own).abs() < 2e-3 * own, "{scored} vs {own}");
+
     let out = dir.path().join("bad.npy");
     let o = out.to_str().unwrap();
     for (extra, needles) in [

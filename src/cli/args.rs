@@ -98,6 +98,15 @@ pub struct KlArgs {
     /// as `embed --affinities exact`: the reference score of exact t-SNE).
     #[arg(long, value_enum, default_value_t = KlAffinities::Knn)]
     pub affinities: KlAffinities,
+    /// Degrees of freedom α of the embedding's kernel, as `embed --dof` made it: Q is
+    /// scored with w = (1 + d²/α)^(−α).
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "α",
+        allow_negative_numbers = true
+    )]
+    pub dof: f64,
     /// Worker threads (default: all cores).
     #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,

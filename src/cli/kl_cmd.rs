@@ -47,7 +47,13 @@ pub fn run(a: KlArgs) -> Result<()> {
                 affinity::from_neighbors(&nb, a.perplexity)?
             }
         };
-        Ok(quality::kl_divergence(&p, &embedding.data, embedding.d)?)
+        let kernel = sgtsne::kernel::Kernel::new(a.dof)?;
+        Ok(quality::kl_divergence_with(
+            kernel,
+            &p,
+            &embedding.data,
+            embedding.d,
+        )?)
     })?;
     writeln!(std::io::stdout(), "{kl:.6}")?;
     Ok(())

@@ -48,7 +48,7 @@ mod measure;
 
 pub use exact::{
     exact_for_targets, exact_for_targets_gpu, exact_for_targets_with, exact_z, exact_z_gpu,
-    relative_error, ExactRepulsion, ExactRepulsionGpu, ExactTargets,
+    exact_z_with, relative_error, ExactRepulsion, ExactRepulsionGpu, ExactTargets,
 };
 pub use fft::{FftRepulsion, FftRepulsionGpu};
 pub use fftnd::Real;

@@ -100,15 +100,20 @@ fn sums<const D: usize>(kernel: Kernel, y: &[f32], targets: &[usize]) -> ExactTa
 
 /// Exact `Z = Σ_{i≠j} w_ij` (each pair visited once), in f64.
 pub fn exact_z(y: &[f32], dims: usize) -> Result<f64> {
+    exact_z_with(Kernel::CAUCHY, y, dims)
+}
+
+/// [`exact_z`] with the `kernel`'s similarity $G_1 = w$.
+pub fn exact_z_with(kernel: Kernel, y: &[f32], dims: usize) -> Result<f64> {
     let n = check_shapes(y, dims, y.len())?;
     Ok(match dims {
-        1 => z_pairs::<1>(y, n),
-        2 => z_pairs::<2>(y, n),
-        _ => z_pairs::<3>(y, n),
+        1 => z_pairs::<1>(kernel, y, n),
+        2 => z_pairs::<2>(kernel, y, n),
+        _ => z_pairs::<3>(kernel, y, n),
     })
 }
 
-fn z_pairs<const D: usize>(y: &[f32], n: usize) -> f64 {
+fn z_pairs<const D: usize>(kernel: Kernel, y: &[f32], n: usize) -> f64 {
     // Pair rows i and n−1−i so every task sums about n pairs.
     let half = n.div_ceil(2);
     let row = |i: usize| -> f64 {
@@ -117,7 +122,7 @@ fn z_pairs<const D: usize>(y: &[f32], n: usize) -> f64 {
             .chunks_exact(D)
             .map(|yj| {
                 let d2: f64 = (0..D).map(|a| (yi[a] as f64 - yj[a] as f64).powi(2)).sum();
-                1.0 / (1.0 + d2)
+                kernel.g1(d2)
             })
             .sum()
     };
