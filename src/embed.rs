@@ -32,7 +32,7 @@ pub use params::{
     AUTO_APPROX_GPU_MIN, AUTO_EXACT_MAX, MAX_NEIGHBORS,
 };
 pub(crate) use prepare::prepare_points;
-pub use search::{search_neighbors, Searched};
+pub use search::{reduced_points, search_neighbors, Searched};
 
 /// Neighbours whose label vote and preservation the report measures.
 const QUALITY_K: usize = 10;
@@ -307,6 +307,7 @@ pub fn embed_observed(
         backend,
         params,
         notes,
+        clusters: None,
     };
     Ok(Embedding {
         y,

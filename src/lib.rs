@@ -19,6 +19,7 @@
 //! | orchestration | [`backend`], [`embed`] | the whole run, with a [`report::Report`] |
 //! | new points into a map | [`transform`] | model + new points → their coordinates |
 //! | grid-size sweeps | [`sweep`] | (n × grid) → error and time tables, heat maps |
+//! | clustering | [`gmm`] | points or an embedding → a Gaussian mixture, labels |
 //! | generated data | [`gen`] | seeded Gaussian mixture or deformed real images → [`Points`] + labels |
 //!
 //! The library never reads argv and never prints: progress goes through
@@ -32,6 +33,7 @@ pub mod demo;
 pub mod embed;
 pub mod error;
 pub mod gen;
+pub mod gmm;
 pub mod gpu;
 pub mod init;
 pub mod io;

@@ -193,3 +193,51 @@ mod tests {
         assert!(kl_divergence(&p, &y[..5], 2).is_err());
     }
 }
+
+/// The adjusted Rand index of two labellings of the same points (Hubert and Arabie 1985):
+/// 1 for the same partition up to renaming, about 0 for independent ones. Codes are small
+/// integers (a dense contingency table of max code + 1 squared cells is built).
+pub fn adjusted_rand_index(a: &[u32], b: &[u32]) -> f64 {
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "adjusted_rand_index: labellings of unequal length"
+    );
+    let pairs = |c: f64| c * (c - 1.0) / 2.0;
+    let ka = a.iter().max().map_or(0, |&m| m as usize + 1);
+    let kb = b.iter().max().map_or(0, |&m| m as usize + 1);
+    let mut table = vec![0u64; ka * kb];
+    for (&i, &j) in a.iter().zip(b) {
+        table[i as usize * kb + j as usize] += 1;
+    }
+    let (mut rows, mut cols) = (vec![0u64; ka], vec![0u64; kb]);
+    for i in 0..ka {
+        for j in 0..kb {
+            rows[i] += table[i * kb + j];
+            cols[j] += table[i * kb + j];
+        }
+    }
+    let index: f64 = table.iter().map(|&c| pairs(c as f64)).sum();
+    let sum_a: f64 = rows.iter().map(|&c| pairs(c as f64)).sum();
+    let sum_b: f64 = cols.iter().map(|&c| pairs(c as f64)).sum();
+    let expected = sum_a * sum_b / pairs(a.len() as f64);
+    let max = 0.5 * (sum_a + sum_b);
+    if max == expected {
+        // Both labellings put every point in one cluster, or each in its own.
+        return 1.0;
+    }
+    (index - expected) / (max - expected)
+}
+
+#[cfg(test)]
+mod ari_tests {
+    use super::adjusted_rand_index;
+
+    #[test]
+    fn renaming_gives_one_and_matches_a_hand_count() {
+        assert_eq!(adjusted_rand_index(&[0, 0, 1, 1, 2], &[2, 2, 0, 0, 1]), 1.0);
+        // scikit-learn: adjusted_rand_score([0,0,0,1,1,1], [0,0,1,1,2,2]) = 0.24242424…
+        let ari = adjusted_rand_index(&[0, 0, 0, 1, 1, 1], &[0, 0, 1, 1, 2, 2]);
+        assert!((ari - 0.242_424_242_424_242_4).abs() < 1e-12, "{ari}");
+    }
+}

@@ -38,6 +38,30 @@ pub struct Report {
     /// What the run changed of what it was given (a lowered perplexity, affinities
     /// symmetrised or normalised), each a sentence; the command line prints them.
     pub notes: Vec<String>,
+    /// The Gaussian mixture fitted after the run (`embed --clusters`), filled by the caller.
+    pub clusters: Option<ClusterReport>,
+}
+
+/// A Gaussian mixture fitted to the embedding or to the data ([`crate::gmm`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterReport {
+    /// Components.
+    pub k: usize,
+    /// What was clustered: `embedding` or `data` (the points after PCA).
+    pub on: &'static str,
+    /// Samples per cluster.
+    pub sizes: Vec<usize>,
+    /// Mean log-likelihood per sample, BIC, EM iterations and whether EM converged.
+    pub mean_log_likelihood: f64,
+    pub bic: f64,
+    pub iterations: usize,
+    pub converged: bool,
+    /// Agreement with the given labels, when there are any.
+    pub adjusted_rand_index: Option<f64>,
+    /// Re-seeded components or raised floors.
+    pub notes: Vec<String>,
+    /// Seconds of the fit.
+    pub seconds: f64,
 }
 
 /// What the kNN stage did.

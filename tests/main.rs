@@ -11,6 +11,8 @@ mod controls;
 mod e2e;
 /// Exact t-SNE: affinities over every pair (`--affinities exact`).
 mod exact_tsne;
+/// Gaussian mixtures: `sgtsne gmm`, `-k auto`, `embed --clusters`, scikit-learn's figures.
+mod gmm;
 /// The analytic gradient against finite differences of KL(P‖Q).
 mod gradient;
 /// AnnData .h5ad in and out, against fixtures written by the anndata package.

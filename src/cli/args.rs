@@ -38,6 +38,9 @@ pub enum Command {
     /// affinities to their nearest reference points, started at their neighbours' median
     /// and optimised against the fixed reference (openTSNE's transform; CPU).
     Transform(Box<TransformArgs>),
+    /// Cluster points or an embedding with a Gaussian mixture fitted by EM (scikit-learn's
+    /// GaussianMixture): K given, or chosen by BIC with `-k auto`.
+    Gmm(Box<super::gmm_args::GmmArgs>),
     /// Score an embedding of the points, by any tool: KL(P‖Q) with P as `embed` builds it
     /// (exact kNN) and the exact Z.
     Kl(KlArgs),
@@ -216,6 +219,20 @@ pub struct EmbedArgs {
     /// Write a PNG scatter plot of the embedding.
     #[arg(long, value_name = "OUT.png")]
     pub plot: Option<PathBuf>,
+    /// Fit a Gaussian mixture of K components to the embedding (or --clusters-on data), as
+    /// `sgtsne gmm -k K` with its defaults: --plot is coloured by cluster when no --labels
+    /// are given, and the report holds the cluster sizes (with labels, the adjusted Rand
+    /// index too).
+    #[arg(long, value_name = "K")]
+    pub clusters: Option<usize>,
+    /// What --clusters fits: `embedding` or `data` (the points as the kNN sees them: after
+    /// the metric's transform and PCA).
+    /// [default: embedding]
+    #[arg(long, value_enum, requires = "clusters")]
+    pub clusters_on: Option<ClustersOnArg>,
+    /// Write the --clusters labels as a 1-D .npy of uint32, in input order.
+    #[arg(long, value_name = "OUT.npy", requires = "clusters")]
+    pub clusters_out: Option<PathBuf>,
     /// Write a JSON report: parameters, seconds per stage, KL history, memory.
     #[arg(long, value_name = "OUT.json")]
     pub report: Option<PathBuf>,
@@ -530,6 +547,12 @@ pub enum MetricArg {
     Euclidean,
     Cosine,
     Correlation,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClustersOnArg {
+    Embedding,
+    Data,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

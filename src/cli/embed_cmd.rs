@@ -19,11 +19,13 @@ use sgtsne::optim::{OptimParams, Snapshots};
 use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 use sgtsne::transform::Model;
+use sgtsne::Points;
 
 use super::args::{
-    AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
-    OnInterruptArg, OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
+    AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, EmbedArgs, GridArg, InitArg, KnnArg,
+    MetricArg, NoneOr, OnInterruptArg, OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
+use super::clusters::{data_points, Clusters};
 use super::interrupt::Interrupts;
 use super::progress_bar::Bar;
 
@@ -51,6 +53,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         (&args.report, OutputKind::Report),
         (&args.animate, OutputKind::Animation),
         (&args.save_model, OutputKind::Model),
+        (&args.clusters_out, OutputKind::Labels),
     ] {
         if let Some(p) = path.as_deref().filter(|p| !is_stdout(p)) {
             io::check_output_path(p, kind)?;
@@ -92,6 +95,16 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         params.knn_given = Some(Arc::new(nb));
     }
     let load_seconds = t.elapsed().as_secs_f64();
+    let clusters_on = args.clusters_on.unwrap_or(ClustersOnArg::Embedding);
+    let mut clusters = match args.clusters {
+        Some(k) if clusters_on == ClustersOnArg::Data => {
+            let points = pool.install(|| data_points(&input, &params))?;
+            let fit = pool
+                .install(|| Clusters::fit(&points, clusters_on, k, params.seed, labels.as_ref()));
+            Some(fit?)
+        }
+        _ => None,
+    };
 
     let bar = Bar::new(args.quiet);
     let mut result = pool.install(|| {
@@ -110,22 +123,38 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         return Err(sgtsne::Error::Interrupted { iter: iters, iters }.into());
     }
 
+    if let (Some(k), ClustersOnArg::Embedding) = (args.clusters, clusters_on) {
+        let y = Points::new(result.y.len() / result.dims, result.dims, result.y.clone());
+        let fit = pool.install(|| Clusters::fit(&y, clusters_on, k, params.seed, labels.as_ref()));
+        clusters = Some(fit?);
+    }
+    // Without labels of its own, the plot shows the clusters.
+    let cluster_labels = clusters
+        .as_ref()
+        .filter(|_| labels.is_none())
+        .map(Clusters::as_labels);
+    let plot_labels = labels.as_ref().or(cluster_labels.as_ref());
+
     let t = Instant::now();
     if let Some(out) = &output {
         write_y(out, h5ad_input, &args.key, &result.y, result.dims)?;
+    }
+    if let (Some(path), Some(c)) = (&args.clusters_out, &clusters) {
+        io::write_labels(path, &c.labels)?;
     }
     if let Some(path) = &args.save_model {
         Model::of(&result)?.save(path)?;
     }
     if let Some(plot) = &args.plot {
         let title = format!("sgtsne: {name}, KL {:.3}", result.report.optimise.final_kl);
-        io::plot::scatter_png(plot, &result.y, result.dims, labels.as_ref(), &title)?;
+        io::plot::scatter_png(plot, &result.y, result.dims, plot_labels, &title)?;
     }
     if let (Some(gif), Some(s)) = (&args.animate, &snapshots) {
         let title = format!("sgtsne: {name}");
-        io::plot::animate_gif(gif, s.written(), result.dims, labels.as_ref(), &title)?;
+        io::plot::animate_gif(gif, s.written(), result.dims, plot_labels, &title)?;
     }
     let report = &mut result.report;
+    report.clusters = clusters.map(|c| c.report);
     report.seconds.load = load_seconds;
     report.seconds.write = t.elapsed().as_secs_f64();
     report.seconds.total = start.elapsed().as_secs_f64();
@@ -233,6 +262,7 @@ fn check_outputs_spare_inputs(args: &EmbedArgs, output: Option<&Path>, h5ad: boo
         ("-o", output.filter(|_| !args.in_place)),
         ("--plot", args.plot.as_deref()),
         ("--report", args.report.as_deref()),
+        ("--clusters-out", args.clusters_out.as_deref()),
     ];
     for (flag, out) in outputs {
         let Some(out) = out.filter(|p| !is_stdout(p)) else {
@@ -257,7 +287,7 @@ fn check_outputs_spare_inputs(args: &EmbedArgs, output: Option<&Path>, h5ad: boo
 
 /// Whether two paths name one file (the second may not exist yet): on Unix the same device
 /// and inode, so that a hard or symbolic link to the file is caught too.
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(super) fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -602,11 +632,24 @@ fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathB
         line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
     }
     eprintln!("{line}");
+    if let Some(c) = &r.clusters {
+        let ari = c.adjusted_rand_index.map_or(String::new(), |a| {
+            format!(", adjusted Rand index {a:.4} against the labels")
+        });
+        eprintln!(
+            "  {} clusters of the {} ({:.2} s{}): sizes {:?}",
+            c.k, c.on, c.seconds, ari, c.sizes
+        );
+        for note in &c.notes {
+            eprintln!("  clusters note: {note}");
+        }
+    }
     for p in [
         output,
         args.plot.as_ref(),
         args.report.as_ref(),
         args.animate.as_ref(),
+        args.clusters_out.as_ref(),
     ]
     .into_iter()
     .flatten()

@@ -1,8 +1,11 @@
 //! Subcommands of the binary.
 
 pub mod args;
+mod clusters;
 mod embed_cmd;
 mod gen_cmd;
+mod gmm_args;
+mod gmm_cmd;
 mod info;
 pub mod interrupt;
 mod kl_cmd;
@@ -21,6 +24,7 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Embed(a) => embed_cmd::run(*a),
         args::Command::Info(a) => info::run(a),
         args::Command::Gen(a) => gen_cmd::run(a),
+        args::Command::Gmm(a) => gmm_cmd::run(*a),
         args::Command::Sweep(a) => sweep_cmd::run(a),
         args::Command::Kl(a) => kl_cmd::run(a),
         args::Command::Knn(a) => knn_cmd::run(*a),

@@ -14,7 +14,7 @@ use crate::knn::{precomputed, Neighbors};
 use crate::points::inverse_permutation;
 use crate::progress::Progress;
 use crate::report::{KnnReport, StageSeconds};
-use crate::{prep, Error, Result};
+use crate::{prep, Error, Points, Result};
 
 /// The result of [`search_neighbors`].
 pub struct Searched {
@@ -90,4 +90,31 @@ pub fn search_neighbors(
         backend,
         seconds,
     })
+}
+
+/// The points of `input` (dense or sparse) as the kNN stage sees them: `params.metric`'s
+/// row transform and PCA to `params.pca` applied, in input order. For analyses of the data
+/// beside its embedding (`embed --clusters-on data`).
+pub fn reduced_points(input: Input, params: &EmbedParams) -> Result<Points> {
+    let backend = params.backend.resolve()?.kind;
+    let (points, params) = match input {
+        Input::Points(p) => (p, params.clone()),
+        Input::Sparse(rows) => {
+            let (points, _) = sparse::reduce_sparse(&rows, params, backend)?;
+            (points, sparse::dense_params(params))
+        }
+        Input::Graph(_) | Input::Affinities(_) => {
+            return Err(Error::param(
+                "input",
+                "a graph or affinities have no points to reduce",
+            ))
+        }
+    };
+    let params = EmbedParams {
+        order: None,
+        keep_reference: false,
+        ..params
+    };
+    let mut seconds = StageSeconds::default();
+    Ok(prepare::reduce(points, &params, backend, &mut seconds)?.points)
 }

@@ -19,9 +19,11 @@ mod fvecs;
 pub mod h5ad;
 mod images;
 mod labels;
+mod mixture;
 mod mtx;
 mod neighbors;
 mod npy;
+mod npz;
 pub mod plot;
 mod read;
 mod text;
@@ -30,11 +32,13 @@ mod write;
 pub use error::{IoError, Place};
 pub use images::{image_side, read_images};
 pub use labels::{read_labels, read_labels_npy_bytes, Labels};
+pub use mixture::write_mixture;
 pub use mtx::read_graph;
 pub use neighbors::{read_neighbors, write_neighbors, IndexType, NeighborLists};
 pub use npy::read_points_npy_bytes;
 #[cfg(test)]
 pub(crate) use npy::tests::npy_file as npy_test_file;
+pub use npz::write_matrix;
 pub use read::read_points;
 pub(crate) use write::temp_prefix;
 pub use write::{

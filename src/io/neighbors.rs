@@ -13,13 +13,12 @@
 //! neighbour (FAISS and pynndescent pad short rows with it) and is skipped with its distance.
 //! Distances are read as they are written: plain distances, not squared.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::error::{extension, unknown_extension, IoError, Place};
 use super::h5ad::read_h5ad_obsp;
 use super::npy::{read_matrix_from, MatrixShape};
-use super::write::write_atomic_path;
+use super::npz::write_npz;
 
 /// Neighbour lists of n points, row by row, as read: rows may differ in length, may hold the
 /// point itself, and need not be sorted ([`crate::knn::precomputed`] makes them a graph).
@@ -338,46 +337,14 @@ pub fn write_neighbors(
             ),
         });
     }
-    let werr = |e: std::io::Error| IoError::Write {
-        path: path.into(),
-        source: e,
-    };
-    let zerr = |e: zip::result::ZipError| werr(std::io::Error::other(e));
-    write_atomic_path(path, ".npz", |tmp| {
-        let file = std::fs::File::create(tmp).map_err(werr)?;
-        let mut zip = zip::ZipWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
-        let options = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Stored)
-            .large_file(n * k * 8 >= u32::MAX as usize);
-        let shape = [n as u64, k as u64];
-        zip.start_file("indices.npy", options).map_err(zerr)?;
+    let shape = [n as u64, k as u64];
+    write_npz(path, n * k * 8 >= u32::MAX as usize, |npz| {
         match index_type {
-            IndexType::I64 => write_npy::<i64>(&mut zip, &shape, indices.iter().map(|&j| j as i64)),
-            IndexType::U32 => write_npy::<u32>(&mut zip, &shape, indices.iter().copied()),
-        }
-        .map_err(werr)?;
-        zip.start_file("distances.npy", options).map_err(zerr)?;
-        write_npy::<f64>(&mut zip, &shape, distances.iter().copied()).map_err(werr)?;
-        let mut w = zip.finish().map_err(zerr)?;
-        w.flush().map_err(werr)?;
-        w.get_ref().sync_all().map_err(werr)
+            IndexType::I64 => npz.array("indices", &shape, indices.iter().map(|&j| j as i64)),
+            IndexType::U32 => npz.array("indices", &shape, indices.iter().copied()),
+        }?;
+        npz.array("distances", &shape, distances.iter().copied())
     })
-}
-
-/// One array in `.npy` form.
-fn write_npy<T: npyz::AutoSerialize + npyz::Serialize>(
-    w: &mut impl Write,
-    shape: &[u64],
-    values: impl Iterator<Item = T>,
-) -> std::io::Result<()> {
-    use npyz::WriterBuilder;
-    let mut out = npyz::WriteOptions::<T>::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(w)
-        .begin_nd()?;
-    out.extend(values)?;
-    out.finish()
 }
 
 #[cfg(test)]

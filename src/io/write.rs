@@ -29,6 +29,12 @@ pub enum OutputKind {
     Neighbors,
     /// A map for placing new points ([`crate::transform::Model`]): `.sgtsne`.
     Model,
+    /// A Gaussian mixture ([`crate::gmm::Model`]): `.json` or `.npz`.
+    Mixture,
+    /// A numeric matrix ([`super::write_matrix`]): `.npy`.
+    Matrix,
+    /// A table: `.csv`.
+    Table,
 }
 
 impl OutputKind {
@@ -41,6 +47,9 @@ impl OutputKind {
             OutputKind::Labels => "labels",
             OutputKind::Neighbors => "neighbours",
             OutputKind::Model => "a model",
+            OutputKind::Mixture => "a mixture model",
+            OutputKind::Matrix => "a matrix",
+            OutputKind::Table => "a table",
         }
     }
 
@@ -53,6 +62,9 @@ impl OutputKind {
             OutputKind::Labels => &["npy"],
             OutputKind::Neighbors => &["npz"],
             OutputKind::Model => &["sgtsne"],
+            OutputKind::Mixture => &["json", "npz"],
+            OutputKind::Matrix => &["npy"],
+            OutputKind::Table => &["csv"],
         }
     }
 
@@ -65,6 +77,9 @@ impl OutputKind {
             OutputKind::Labels => ".npy",
             OutputKind::Neighbors => ".npz",
             OutputKind::Model => ".sgtsne",
+            OutputKind::Mixture => ".json, .npz",
+            OutputKind::Matrix => ".npy",
+            OutputKind::Table => ".csv",
         }
     }
 }

@@ -24,10 +24,12 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 mod animate;
+mod curve;
 mod heatmap;
 mod style;
 
 pub use animate::animate_gif;
+pub use curve::{curve_png, Curves};
 pub use heatmap::{heatmap_png, HeatMap};
 
 use super::error::IoError;

@@ -1,0 +1,322 @@
+//! `sgtsne gmm`: a Gaussian mixture fitted to points or an embedding by EM; K given or
+//! chosen by BIC.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use sgtsne::embed::Input;
+use sgtsne::gmm::{self, CovarianceType, Fit, GmmInit, GmmParams, Real, Samples};
+use sgtsne::io::{self, OutputKind};
+use sgtsne::{prep, Points};
+
+use super::args::{AutoOr, NoneOr};
+use super::embed_cmd::{display_name, read_input, same_file};
+use super::gmm_args::{CovarianceArg, FitArgs, GmmArgs, GmmInitArg, KRange, PrecisionArg};
+use super::progress_bar::Bar;
+
+pub fn run(args: GmmArgs) -> Result<()> {
+    let start = Instant::now();
+    let outputs = Outputs::check(&args)?;
+    let (pool, threads) = super::worker_pool(args.threads)?;
+    let input = read_input(&args.input, args.use_rep.as_deref(), args.quiet)?;
+    let load = start.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let points = pool.install(|| reduce(input, args.pca, args.fit.seed))?;
+    let pca = t.elapsed().as_secs_f64();
+    let run = Run {
+        args: &args,
+        outputs: &outputs,
+        threads,
+        seconds: (load, pca),
+        start,
+    };
+    pool.install(|| match args.fit.precision {
+        PrecisionArg::F64 => run.fit::<f64>(&points),
+        PrecisionArg::F32 => run.fit::<f32>(&points),
+    })
+}
+
+/// The library's parameters from the flags, for `k` components.
+pub(super) fn params_from(fit: &FitArgs, k: usize) -> GmmParams {
+    GmmParams {
+        k,
+        covariance: match fit.covariance {
+            CovarianceArg::Full => CovarianceType::Full,
+            CovarianceArg::Diag => CovarianceType::Diag,
+            CovarianceArg::Spherical => CovarianceType::Spherical,
+        },
+        init: match fit.init {
+            GmmInitArg::KmeansPlusPlus => GmmInit::KMeansPlusPlus,
+            GmmInitArg::Random => GmmInit::Random,
+        },
+        max_iter: fit.iters,
+        tol: fit.tol,
+        restarts: fit.restarts,
+        reg: fit.reg,
+        seed: fit.seed,
+    }
+}
+
+/// The points to fit: the input as read, or its top `pca` principal components when it
+/// has more features (a sparse input straight from its sparse rows).
+fn reduce(input: Input, pca: NoneOr<usize>, seed: u64) -> Result<Points> {
+    Ok(match (input, pca) {
+        (Input::Points(p), NoneOr::Value(m)) if p.d > m => prep::pca(&p, m)?,
+        (Input::Points(p), _) => p,
+        (Input::Sparse(rows), NoneOr::Value(m)) if rows.d > m => prep::sparse_pca(&rows, m, seed)?,
+        (Input::Sparse(rows), NoneOr::Value(_)) => rows.to_dense(),
+        (Input::Sparse(rows), NoneOr::None) => anyhow::bail!(
+            "the input is a sparse matrix ({} × {}): fit it after PCA, e.g. --pca 50",
+            rows.n,
+            rows.d
+        ),
+        _ => anyhow::bail!("gmm fits points, not a graph or affinities"),
+    })
+}
+
+/// Every file the run writes, checked before the work.
+struct Outputs {
+    labels: PathBuf,
+    bic_csv: Option<PathBuf>,
+    bic_plot: Option<PathBuf>,
+}
+
+impl Outputs {
+    fn check(args: &GmmArgs) -> Result<Outputs> {
+        let auto = matches!(args.k, AutoOr::Auto);
+        let beside = |suffix: &str| {
+            let stem = args
+                .output
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy();
+            args.output.with_file_name(format!("{stem}.bic.{suffix}"))
+        };
+        let (bic_csv, bic_plot) = if auto {
+            (
+                Some(args.bic_csv.clone().unwrap_or_else(|| beside("csv"))),
+                Some(args.bic_plot.clone().unwrap_or_else(|| beside("png"))),
+            )
+        } else {
+            if args.bic_csv.is_some() || args.bic_plot.is_some() {
+                anyhow::bail!("--bic-csv and --bic-plot apply to -k auto only");
+            }
+            (None, None)
+        };
+        let all = [
+            ("-o", Some(&args.output), OutputKind::Labels),
+            ("--proba", args.proba.as_ref(), OutputKind::Matrix),
+            ("--model", args.model.as_ref(), OutputKind::Mixture),
+            ("--report", args.report.as_ref(), OutputKind::Report),
+            ("--bic-csv", bic_csv.as_ref(), OutputKind::Table),
+            ("--bic-plot", bic_plot.as_ref(), OutputKind::Plot),
+        ];
+        for (i, (flag, path, kind)) in all.iter().enumerate() {
+            let Some(path) = path else { continue };
+            if same_file(path, &args.input) {
+                anyhow::bail!(
+                    "{flag} {} is the input file: the output would replace it; choose \
+                     another output path",
+                    path.display()
+                );
+            }
+            if let Some((other, _, _)) = all[..i].iter().find(|(_, p, _)| *p == Some(path)) {
+                anyhow::bail!("{flag} and {other} name the same file {}", path.display());
+            }
+            io::check_output_path(path, *kind)?;
+        }
+        Ok(Outputs {
+            labels: args.output.clone(),
+            bic_csv,
+            bic_plot,
+        })
+    }
+}
+
+/// One `gmm` command after its input is read.
+struct Run<'a> {
+    args: &'a GmmArgs,
+    outputs: &'a Outputs,
+    threads: usize,
+    /// Load and PCA.
+    seconds: (f64, f64),
+    start: Instant,
+}
+
+impl Run<'_> {
+    fn fit<T: Real + npyz::AutoSerialize + npyz::Serialize>(&self, points: &Points) -> Result<()> {
+        let args = self.args;
+        let x = Samples::<T>::from_points(points)
+            .with_context(|| format!("cannot fit {}", args.input.display()))?;
+        let bar = Bar::new(args.quiet);
+        let t = Instant::now();
+        let (fit, candidates) = match args.k {
+            AutoOr::Value(k) => (gmm::fit(&x, &params_from(&args.fit, k), &bar)?, None),
+            AutoOr::Auto => {
+                let KRange { low, high } = args.k_range;
+                let s = gmm::select_k(&x, low..=high, &params_from(&args.fit, low), &bar)?;
+                (s.best, Some(s.candidates))
+            }
+        };
+        let fit_seconds = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        self.write(&x, &fit, candidates.as_deref())?;
+        let write = t.elapsed().as_secs_f64();
+        if !args.quiet {
+            self.summary(&x, &fit, fit_seconds, write);
+        }
+        Ok(())
+    }
+
+    fn write<T: Real + npyz::AutoSerialize + npyz::Serialize>(
+        &self,
+        x: &Samples<T>,
+        fit: &Fit<T>,
+        candidates: Option<&[gmm::Candidate]>,
+    ) -> Result<()> {
+        let args = self.args;
+        let k = fit.model.k();
+        io::write_labels(&self.outputs.labels, &fit.labels)?;
+        if let Some(path) = &args.proba {
+            io::write_matrix(path, &[x.n as u64, k as u64], &fit.responsibilities)?;
+        }
+        if let Some(path) = &args.model {
+            io::write_mixture(path, &fit.model, &fit.initial, &fit.history)?;
+        }
+        if let (Some(candidates), Some(csv), Some(png)) =
+            (candidates, &self.outputs.bic_csv, &self.outputs.bic_plot)
+        {
+            write_bic(csv, png, candidates, k)?;
+        }
+        if let Some(path) = &args.report {
+            let report = self.report(x, fit, candidates);
+            io::write_atomic(path, |w| {
+                serde_json::to_writer_pretty(&mut *w, &report).map_err(std::io::Error::other)?;
+                writeln!(w)
+            })?;
+        }
+        Ok(())
+    }
+
+    fn report<T: Real>(
+        &self,
+        x: &Samples<T>,
+        fit: &Fit<T>,
+        candidates: Option<&[gmm::Candidate]>,
+    ) -> serde_json::Value {
+        let args = self.args;
+        let params = params_from(&args.fit, fit.model.k());
+        serde_json::json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "input": { "name": display_name(&args.input), "n": x.n, "d": x.d },
+            "mean_log_likelihood": fit.mean_log_likelihood,
+            "k": fit.model.k(),
+            "bic": fit.bic(),
+            "aic": fit.aic(),
+            "n_parameters": fit.model.n_parameters(),
+            "converged": fit.converged,
+            "iterations": fit.history.len(),
+            "log_likelihood_history": fit.history,
+            "sizes": fit.sizes(),
+            "weights": fit.model.weights.iter().map(|w| w.f64()).collect::<Vec<_>>(),
+            "restart": fit.restart,
+            "restart_scores": fit.restart_scores,
+            "notes": fit.notes,
+            "k_selection": candidates,
+            "params": params,
+            "pca": match args.pca {
+                NoneOr::Value(m) => Some(m),
+                NoneOr::None => None,
+            },
+            "precision": T::NAME,
+            "backend": "cpu",
+            "threads": self.threads,
+            "seconds": {
+                "load": self.seconds.0,
+                "pca": self.seconds.1,
+                "init": fit.init_seconds,
+                "em": fit.iteration_seconds.iter().sum::<f64>(),
+                "iteration_median": median(&fit.iteration_seconds),
+                "total": self.start.elapsed().as_secs_f64(),
+            },
+            "peak_rss_bytes": sgtsne::report::peak_rss_bytes(),
+        })
+    }
+
+    fn summary<T: Real>(&self, x: &Samples<T>, fit: &Fit<T>, fit_seconds: f64, write: f64) {
+        let (load, pca) = self.seconds;
+        let total = self.start.elapsed().as_secs_f64();
+        let state = if fit.converged {
+            "converged"
+        } else {
+            "not converged: raise --iters or --tol"
+        };
+        eprintln!(
+            "{} components ({}, {}) on {} × {}: mean log-likelihood {:.6}, BIC {:.6e}, {} \
+             iterations ({state})",
+            fit.model.k(),
+            fit.model.covariance.name(),
+            T::NAME,
+            x.n,
+            x.d,
+            fit.mean_log_likelihood,
+            fit.bic(),
+            fit.history.len(),
+        );
+        eprintln!(
+            "  {total:.2} s (load {load:.2} s, pca {pca:.2} s, fit {fit_seconds:.2} s: init \
+             {:.2} s, {:.3} s per iteration; write {write:.2} s) on {} threads → {}",
+            fit.init_seconds,
+            median(&fit.iteration_seconds).unwrap_or(0.0),
+            self.threads,
+            self.outputs.labels.display()
+        );
+        eprintln!("  sizes {:?}", fit.sizes());
+        for note in &fit.notes {
+            eprintln!("  note: {note}");
+        }
+        if let Some(csv) = &self.outputs.bic_csv {
+            eprintln!("  BIC curve → {}", csv.display());
+        }
+    }
+}
+
+/// The BIC curve as CSV and as a plot, the chosen K marked.
+fn write_bic(csv: &Path, png: &Path, candidates: &[gmm::Candidate], best: usize) -> Result<()> {
+    io::write_atomic(csv, |w| {
+        writeln!(w, "k,bic,aic,mean_log_likelihood,iterations,converged")?;
+        for c in candidates {
+            writeln!(
+                w,
+                "{},{},{},{},{},{}",
+                c.k, c.bic, c.aic, c.mean_log_likelihood, c.iterations, c.converged
+            )?;
+        }
+        Ok(())
+    })?;
+    let series = |f: fn(&gmm::Candidate) -> f64| {
+        candidates
+            .iter()
+            .map(|c| (c.k as f64, f(c)))
+            .collect::<Vec<_>>()
+    };
+    io::plot::curve_png(
+        png,
+        &io::plot::Curves {
+            title: "Gaussian mixture: information criteria against K",
+            x_label: "components K",
+            y_label: "criterion (lower is better)",
+            series: vec![("BIC", series(|c| c.bic)), ("AIC", series(|c| c.aic))],
+            mark: Some((best as f64, format!("K = {best} (lowest BIC)"))),
+        },
+    )?;
+    Ok(())
+}
+
+/// The median of `v` (`None` when empty).
+fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    (!s.is_empty()).then(|| s[s.len() / 2])
+}

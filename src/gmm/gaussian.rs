@@ -1,0 +1,234 @@
+//! The components in the form the E-step evaluates: each covariance factored once per
+//! iteration, then log π_k + log N(x | μ_k, Σ_k) for a block of samples.
+//!
+//! For a full Σ = L Lᵀ (Cholesky), the Mahalanobis term is ‖L⁻¹x − L⁻¹μ‖², so a block of
+//! samples costs one d × d by d × b product per component (scikit-learn's
+//! `precisions_cholesky_` is (L⁻¹)ᵀ, the same numbers); log det Σ^(−1/2) = −Σ log Lᵢᵢ.
+
+use faer::linalg::matmul::triangular::{self, BlockStructure};
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
+
+use super::{CovarianceType, Model, Real};
+
+/// One component ready for the E-step.
+struct Component<T> {
+    mean: Vec<T>,
+    shape: Shape<T>,
+    /// log π_k + log det Σ_k^(−1/2) − (d/2) log 2π.
+    log_norm: T,
+}
+
+enum Shape<T> {
+    /// L⁻¹ (lower triangular) and L⁻¹μ.
+    Full { inverse: Mat<T>, shift: Vec<T> },
+    /// 1/σ_j per axis.
+    Diag { scale: Vec<T> },
+    /// 1/σ.
+    Spherical { scale: T },
+}
+
+/// Every component of a model, factored.
+pub(crate) struct Components<T> {
+    d: usize,
+    list: Vec<Component<T>>,
+}
+
+/// Times a covariance's floor is raised tenfold before the fit gives up on it.
+const FLOOR_STEPS: usize = 30;
+
+impl<T: Real> Components<T> {
+    /// Factors each covariance of `model`. One that is not positive definite (its Cholesky
+    /// factorisation fails: linearly dependent features and no `reg`, or values so large
+    /// that `reg` is lost in rounding) gets its diagonal raised until it is, in `model`
+    /// too, and a line in `notes`; `None` if even that fails (non-finite values).
+    pub(crate) fn factor(model: &mut Model<T>, notes: &mut Vec<String>) -> Option<Self> {
+        let d = model.d;
+        let len = model.covariance.len(d);
+        let half_log_2pi = T::of(0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln());
+        let mut list = Vec::with_capacity(model.k());
+        for c in 0..model.k() {
+            let mean = model.mean(c).to_vec();
+            let cov = &mut model.covariances[c * len..(c + 1) * len];
+            let (shape, log_det_half) = factor_one(model.covariance, d, cov, c, notes)?;
+            let shape = match shape {
+                Shape::Full { inverse, .. } => {
+                    let mut shift = vec![T::zero(); d];
+                    for (i, s) in shift.iter_mut().enumerate() {
+                        for (j, &m) in mean.iter().enumerate().take(i + 1) {
+                            *s += inverse[(i, j)] * m;
+                        }
+                    }
+                    Shape::Full { inverse, shift }
+                }
+                other => other,
+            };
+            list.push(Component {
+                log_norm: num_traits::Float::ln(model.weights[c]) + log_det_half - half_log_2pi,
+                mean,
+                shape,
+            });
+        }
+        Some(Components { d, list })
+    }
+
+    /// Components (K).
+    pub(crate) fn k(&self) -> usize {
+        self.list.len()
+    }
+
+    /// log π_k + log N(x_i | μ_k, Σ_k) for the rows of `block` (b × d, row-major) into `out`
+    /// (b × K, row-major); `scratch` is reused between calls.
+    pub(crate) fn log_prob(&self, block: &[T], out: &mut [T], scratch: &mut Vec<T>) {
+        let d = self.d;
+        let b = block.len() / d;
+        let k = self.k();
+        let half = T::of(0.5);
+        for (c, comp) in self.list.iter().enumerate() {
+            match &comp.shape {
+                Shape::Full { inverse, shift } => {
+                    // Rows of the block are columns of a d × b column-major view.
+                    let x = MatRef::from_column_major_slice(block, d, b);
+                    scratch.resize(d * b, T::zero());
+                    let y = MatMut::from_column_major_slice_mut(scratch, d, b);
+                    // L⁻¹ is lower triangular: half the flops of a full product.
+                    triangular::matmul(
+                        y,
+                        BlockStructure::Rectangular,
+                        Accum::Replace,
+                        inverse.as_ref(),
+                        BlockStructure::TriangularLower,
+                        x,
+                        BlockStructure::Rectangular,
+                        T::one(),
+                        Par::Seq,
+                    );
+                    for (i, col) in scratch.chunks_exact(d).enumerate() {
+                        let mut q = T::zero();
+                        for (&y, &s) in col.iter().zip(shift) {
+                            q += (y - s) * (y - s);
+                        }
+                        out[i * k + c] = comp.log_norm - half * q;
+                    }
+                }
+                Shape::Diag { scale } => {
+                    for (i, row) in block.chunks_exact(d).enumerate() {
+                        let mut q = T::zero();
+                        for j in 0..d {
+                            let y = (row[j] - comp.mean[j]) * scale[j];
+                            q += y * y;
+                        }
+                        out[i * k + c] = comp.log_norm - half * q;
+                    }
+                }
+                Shape::Spherical { scale } => {
+                    let s2 = *scale * *scale;
+                    for (i, row) in block.chunks_exact(d).enumerate() {
+                        let mut q = T::zero();
+                        for (&v, &m) in row.iter().zip(&comp.mean) {
+                            q += (v - m) * (v - m);
+                        }
+                        out[i * k + c] = comp.log_norm - half * q * s2;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Factors component `c`'s covariance `cov` (raising its floor where needed, with a note):
+/// its E-step shape and log det Σ^(−1/2).
+fn factor_one<T: Real>(
+    kind: CovarianceType,
+    d: usize,
+    cov: &mut [T],
+    c: usize,
+    notes: &mut Vec<String>,
+) -> Option<(Shape<T>, T)> {
+    let ln = num_traits::Float::ln;
+    let sqrt = num_traits::Float::sqrt;
+    match kind {
+        CovarianceType::Full => {
+            let mut raised = T::zero();
+            for step in 0..=FLOOR_STEPS {
+                let a = Mat::from_fn(d, d, |i, j| cov[i * d + j]);
+                if let Ok(llt) = a.llt(Side::Lower) {
+                    let l = llt.L();
+                    let mut inverse = Mat::<T>::identity(d, d);
+                    solve_lower_triangular_in_place(l, inverse.as_mut(), Par::Seq);
+                    let log_det_half = -(0..d).fold(T::zero(), |s, i| s + ln(l[(i, i)]));
+                    if !num_traits::Float::is_finite(log_det_half) {
+                        return None;
+                    }
+                    if step > 0 {
+                        notes.push(format!(
+                            "component {c}: covariance not positive definite; its diagonal \
+                             was raised by {:.3e}",
+                            raised.f64()
+                        ));
+                    }
+                    let shape = Shape::Full {
+                        inverse,
+                        shift: Vec::new(),
+                    };
+                    return Some((shape, log_det_half));
+                }
+                let delta = floor_step(cov, d, step)?;
+                for i in 0..d {
+                    cov[i * d + i] += delta;
+                }
+                raised += delta;
+            }
+            None
+        }
+        CovarianceType::Diag => {
+            let mut scale = Vec::with_capacity(d);
+            let mut log_det_half = T::zero();
+            for (j, v) in cov.iter_mut().enumerate() {
+                raise_variance(v, c, Some(j), notes)?;
+                let s = T::one() / sqrt(*v);
+                log_det_half += ln(s);
+                scale.push(s);
+            }
+            Some((Shape::Diag { scale }, log_det_half))
+        }
+        CovarianceType::Spherical => {
+            raise_variance(&mut cov[0], c, None, notes)?;
+            let s = T::one() / sqrt(cov[0]);
+            Some((Shape::Spherical { scale: s }, T::of(d as f64) * ln(s)))
+        }
+    }
+}
+
+/// The `step`-th raise of a full covariance's diagonal: 10^step · 1e-10 of its mean
+/// diagonal (or of 1 where that is zero); `None` when the values are not finite.
+fn floor_step<T: Real>(cov: &[T], d: usize, step: usize) -> Option<T> {
+    let mean_diag = (0..d).map(|i| cov[i * d + i].f64()).sum::<f64>() / d as f64;
+    if !mean_diag.is_finite() {
+        return None;
+    }
+    let base = if mean_diag > 0.0 { mean_diag } else { 1.0 };
+    Some(T::of(base * 1e-10 * 10f64.powi(step as i32)))
+}
+
+/// A variance that is not positive (a component on one value with `reg` 0) becomes the
+/// smallest normal of `T` × 2⁵² (a note says so); `None` when it is not finite.
+fn raise_variance<T: Real>(
+    v: &mut T,
+    c: usize,
+    axis: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Option<()> {
+    if !num_traits::Float::is_finite(*v) {
+        return None;
+    }
+    if *v <= T::zero() {
+        *v = T::min_positive_value() * T::of(2f64.powi(52));
+        let on = axis.map_or(String::new(), |j| format!(" on axis {j}"));
+        notes.push(format!(
+            "component {c}: zero variance{on}, floored at {:.3e}",
+            v.f64()
+        ));
+    }
+    Some(())
+}
