@@ -71,7 +71,12 @@ def main():
     init = model["initial"]
     cov = np.asarray(init["covariances"], dtype=np.float64)
     if a.covariance == "full":
-        precisions = np.linalg.inv(cov)
+        # Σ⁻¹ = L⁻ᵀ L⁻¹ from the Cholesky factor, symmetrised: np.linalg.inv of an
+        # ill-conditioned Σ (MNIST's constant pixels, floored by reg) is not symmetric enough
+        # for scikit-learn's check.
+        inv_l = np.linalg.inv(np.linalg.cholesky(cov))
+        precisions = np.transpose(inv_l, (0, 2, 1)) @ inv_l
+        precisions = 0.5 * (precisions + np.transpose(precisions, (0, 2, 1)))
     else:
         precisions = 1.0 / cov
     gm = GaussianMixture(

@@ -40,12 +40,16 @@ pub(crate) fn e_step<T: Real>(
 /// their log-sum-exp, log p(x).
 fn normalise<T: Real>(r: &mut [T]) -> T {
     let max = r.iter().copied().fold(T::neg_infinity(), T::max);
-    let total = r.iter().fold(T::zero(), |s, &v| s + (v - max).exp());
-    let log_px = max + total.ln();
+    let mut total = T::zero();
     for v in r.iter_mut() {
-        *v = (*v - log_px).exp();
+        *v = (*v - max).exp();
+        total += *v;
     }
-    log_px
+    let inv = T::one() / total;
+    for v in r.iter_mut() {
+        *v *= inv;
+    }
+    max + total.ln()
 }
 
 #[cfg(test)]

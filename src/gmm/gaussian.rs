@@ -104,36 +104,68 @@ impl<T: Real> Components<T> {
                         Par::Seq,
                     );
                     for (i, col) in scratch.chunks_exact(d).enumerate() {
-                        let mut q = T::zero();
-                        for (&y, &s) in col.iter().zip(shift) {
-                            q += (y - s) * (y - s);
-                        }
-                        out[i * k + c] = comp.log_norm - half * q;
+                        out[i * k + c] = comp.log_norm - half * squared_distance(col, shift);
                     }
                 }
                 Shape::Diag { scale } => {
                     for (i, row) in block.chunks_exact(d).enumerate() {
-                        let mut q = T::zero();
-                        for j in 0..d {
-                            let y = (row[j] - comp.mean[j]) * scale[j];
-                            q += y * y;
-                        }
+                        let q = scaled_squared_distance(row, &comp.mean, scale);
                         out[i * k + c] = comp.log_norm - half * q;
                     }
                 }
                 Shape::Spherical { scale } => {
                     let s2 = *scale * *scale;
                     for (i, row) in block.chunks_exact(d).enumerate() {
-                        let mut q = T::zero();
-                        for (&v, &m) in row.iter().zip(&comp.mean) {
-                            q += (v - m) * (v - m);
-                        }
+                        let q = squared_distance(row, &comp.mean);
                         out[i * k + c] = comp.log_norm - half * q * s2;
                     }
                 }
             }
         }
     }
+}
+
+/// Partial sums a distance is split into: independent chains the compiler can keep in SIMD
+/// lanes (one running sum is a chain of dependent adds that must stay in order).
+const LANES: usize = 8;
+
+/// Σ_j (a_j − b_j)².
+fn squared_distance<T: Real>(a: &[T], b: &[T]) -> T {
+    let mut acc = [T::zero(); LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..LANES {
+            acc[l] += (x[l] - y[l]) * (x[l] - y[l]);
+        }
+    }
+    let tail = ra
+        .iter()
+        .zip(rb)
+        .fold(T::zero(), |s, (&x, &y)| s + (x - y) * (x - y));
+    acc.iter().fold(tail, |s, &v| s + v)
+}
+
+/// Σ_j ((a_j − b_j) s_j)².
+fn scaled_squared_distance<T: Real>(a: &[T], b: &[T], s: &[T]) -> T {
+    let mut acc = [T::zero(); LANES];
+    let (ca, cb, cs) = (
+        a.chunks_exact(LANES),
+        b.chunks_exact(LANES),
+        s.chunks_exact(LANES),
+    );
+    let (ra, rb, rs) = (ca.remainder(), cb.remainder(), cs.remainder());
+    for ((x, y), z) in ca.zip(cb).zip(cs) {
+        for l in 0..LANES {
+            let v = (x[l] - y[l]) * z[l];
+            acc[l] += v * v;
+        }
+    }
+    let tail = (0..ra.len()).fold(T::zero(), |t, j| {
+        let v = (ra[j] - rb[j]) * rs[j];
+        t + v * v
+    });
+    acc.iter().fold(tail, |t, &v| t + v)
 }
 
 /// Factors component `c`'s covariance `cov` (raising its floor where needed, with a note):

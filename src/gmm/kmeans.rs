@@ -165,13 +165,17 @@ fn recentre<T: Real>(x: &Samples<T>, labels: &[u32], dist: &[f64], k: usize) -> 
             *s += v.f64();
         }
     }
-    let mut far: Vec<usize> = (0..x.n).collect();
-    far.sort_by(|&a, &b| dist[b].total_cmp(&dist[a]));
-    let mut far = far.into_iter();
+    // Samples by decreasing distance to their centre, sorted only when a cluster is empty.
+    let mut far = None;
     let mut centres = Vec::with_capacity(k * d);
     for c in 0..k {
         if counts[c] == 0 {
-            let i = far.next().expect("k ≤ n");
+            let order = far.get_or_insert_with(|| {
+                let mut order: Vec<usize> = (0..x.n).collect();
+                order.sort_by(|&a, &b| dist[b].total_cmp(&dist[a]));
+                order.into_iter()
+            });
+            let i = order.next().expect("k ≤ n");
             centres.extend_from_slice(x.row(i));
         } else {
             let inv = 1.0 / counts[c] as f64;

@@ -5,6 +5,7 @@
 //! only on the data's shape, summed each on its own and then in order: the same result on
 //! any number of threads.
 
+use faer::linalg::matmul::matmul;
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
@@ -76,17 +77,23 @@ pub(crate) fn m_step<T: Real>(
     reg: f64,
 ) -> (Model<T>, Vec<T>) {
     let (n, d) = (x.n, x.d);
-    // Σ_i r_ik (first K values) and Σ_i r_ik x_i (K × d).
+    // Σ_i r_ik (first K values) and Σ_i r_ik x_i (K × d, row-major), the latter one
+    // d × b by b × K product per block of samples.
     let sums = sum_groups::<T>(n, k + k * d, |rows, p| {
         let (nk, mx) = p.split_at_mut(k);
-        for i in rows {
-            let (r, xi) = (&resp[i * k..(i + 1) * k], x.row(i));
-            for ((s, &rc), m) in nk.iter_mut().zip(r).zip(mx.chunks_exact_mut(d)) {
-                *s += rc;
-                for (mv, &xv) in m.iter_mut().zip(xi) {
-                    *mv += rc * xv;
-                }
+        for i in rows.clone() {
+            for (s, &r) in nk.iter_mut().zip(&resp[i * k..(i + 1) * k]) {
+                *s += r;
             }
+        }
+        for start in rows.clone().step_by(BLOCK) {
+            let end = (start + BLOCK).min(rows.end);
+            let b = end - start;
+            // Row-major b × d samples and b × K responsibilities, seen column-major.
+            let xb = MatRef::from_column_major_slice(&x.data[start * d..end * d], d, b);
+            let rb = MatRef::from_column_major_slice(&resp[start * k..end * k], k, b);
+            let dst = MatMut::from_column_major_slice_mut(mx, d, k);
+            matmul(dst, Accum::Add, xb, rb.transpose(), T::one(), Par::Seq);
         }
     });
     let tiny = T::of(10.0) * T::epsilon();
@@ -210,11 +217,9 @@ fn diag_covariances<T: Real>(
     let mut sums = sum_groups::<T>(x.n, k * d, |rows, p| {
         for i in rows {
             let (xi, r) = (x.row(i), &resp[i * k..(i + 1) * k]);
-            for c in 0..k {
-                let (mu, acc) = (&means[c * d..(c + 1) * d], &mut p[c * d..(c + 1) * d]);
-                for j in 0..d {
-                    let v = xi[j] - mu[j];
-                    acc[j] += r[c] * v * v;
+            for ((acc, mu), &rc) in p.chunks_exact_mut(d).zip(means.chunks_exact(d)).zip(r) {
+                for ((a, &xv), &m) in acc.iter_mut().zip(xi).zip(mu) {
+                    *a += rc * (xv - m) * (xv - m);
                 }
             }
         }
