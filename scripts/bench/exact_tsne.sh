@@ -7,7 +7,8 @@
 #
 #   scripts/bench/exact_tsne.sh [THREADS] [SHARED_DIR] [N]     # defaults 2, ../shared, 10000
 #
-# Needs a release build (cargo build --release) and python3 with numpy; writes into $OUT
+# Needs a release build (cargo build --release) and a Python with numpy (PYTHON, default
+# python3); writes into $OUT
 # (default /tmp/sgtsne-out).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,10 +16,11 @@ threads=${1:-2}
 mnist=${2:-../shared}/data/mnist
 n=${3:-10000}
 bin=${SGTSNE_BIN:-target/release/sgtsne}
+py=${PYTHON:-python3}
 out=${OUT:-/tmp/sgtsne-out}
 work=${BENCH_WORK:-/tmp/sgtsne-bench/exact_tsne}
 mkdir -p "$out" "$work"
-python3 -c "import numpy as np; np.save('$work/x.npy', np.load('$mnist/mnist70k_pca50_f32.npy')[:$n]); np.save('$work/labels.npy', np.load('$mnist/mnist70k_labels_u8.npy')[:$n])"
+"$py" -c "import numpy as np; np.save('$work/x.npy', np.load('$mnist/mnist70k_pca50_f32.npy')[:$n]); np.save('$work/labels.npy', np.load('$mnist/mnist70k_labels_u8.npy')[:$n])"
 echo "# exact t-SNE, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -n), $(nproc) cores, $threads threads, n $n, commit $(git rev-parse --short HEAD)"
 echo "affinities,repulsion,seconds,kl_exact_p,kl_own,acc10"
 for variant in "exact exact" "exact fft" "knn exact" "knn fft"; do
@@ -27,7 +29,7 @@ for variant in "exact exact" "exact fft" "knn exact" "knn fft"; do
   "$bin" embed "$work/x.npy" --labels "$work/labels.npy" --backend cpu --threads "$threads" \
     --affinities "$aff" --repulsion "$rep" -o "$work/$tag.npy" --report "$work/$tag.json" --quiet
   kl=$("$bin" kl "$work/x.npy" "$work/$tag.npy" --affinities exact --threads "$threads" | tail -1)
-  python3 - "$work/$tag.json" "$aff" "$rep" "$kl" <<'PY'
+  "$py" - "$work/$tag.json" "$aff" "$rep" "$kl" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f'{sys.argv[2]},{sys.argv[3]},{r["seconds"]["total"]:.1f},{float(sys.argv[4]):.4f},'

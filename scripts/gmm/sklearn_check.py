@@ -69,6 +69,8 @@ def main():
     # The values sgtsne fitted: the file's, through float32, in float64.
     x = x.astype(np.float32).astype(np.float64)
     init = model["initial"]
+    # Weights fitted in f32 sum to 1 in f32 only: scikit-learn checks them in f64.
+    init["weights"] = list(np.asarray(init["weights"]) / np.sum(init["weights"]))
     cov = np.asarray(init["covariances"], dtype=np.float64)
     if a.covariance == "full":
         # Σ⁻¹ = L⁻ᵀ L⁻¹ from the Cholesky factor, symmetrised: np.linalg.inv of an

@@ -6,7 +6,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::estep::e_step;
-use super::gaussian::Components;
+use super::gaussian::{Components, Floors};
 use super::kmeans::kmeans;
 use super::mstep::m_step;
 use super::{GmmInit, GmmParams, Model, Real, Samples};
@@ -108,9 +108,10 @@ fn fit_once<T: Real>(
     let mut resp = initial_responsibilities(x, params, &mut rng)?;
     let mut ll = vec![T::zero(); n];
     let mut notes = Vec::new();
+    let mut floors = Floors::new(k);
     let (mut model, nk) = m_step(x, &resp, k, params.covariance, params.reg);
     reseed_empty(x, &mut model, &nk, None, 0, &mut notes);
-    let mut comps = factor(&mut model, &mut notes)?;
+    let mut comps = factor(&mut model, &mut floors)?;
     let initial = model.clone();
     let init_seconds = start.elapsed().as_secs_f64();
     let mut iteration_seconds = Vec::with_capacity(params.max_iter);
@@ -133,7 +134,7 @@ fn fit_once<T: Real>(
         let nk;
         (model, nk) = m_step(x, &resp, k, params.covariance, params.reg);
         reseed_empty(x, &mut model, &nk, Some(&ll), iter + 1, &mut notes);
-        comps = factor(&mut model, &mut notes)?;
+        comps = factor(&mut model, &mut floors)?;
         iteration_seconds.push(t.elapsed().as_secs_f64());
         if previous.is_some_and(|p| (score - p).abs() < params.tol) {
             converged = true;
@@ -143,6 +144,7 @@ fn fit_once<T: Real>(
     // A last E-step so that labels and score belong to the final model (as scikit-learn's
     // fit_predict and score).
     let mean_log_likelihood = e_step(x, &comps, &mut resp, &mut ll);
+    notes.extend(floors.notes());
     let labels = resp
         .chunks_exact(k)
         .map(|r| {
@@ -203,8 +205,8 @@ fn initial_responsibilities<T: Real>(
 }
 
 /// [`Components::factor`], with its failure as an error.
-fn factor<T: Real>(model: &mut Model<T>, notes: &mut Vec<String>) -> Result<Components<T>> {
-    Components::factor(model, notes).ok_or_else(|| {
+fn factor<T: Real>(model: &mut Model<T>, floors: &mut Floors) -> Result<Components<T>> {
+    Components::factor(model, floors).ok_or_else(|| {
         Error::Data(format!(
             "a covariance holds non-finite values: the samples' values are too large for {}",
             T::NAME

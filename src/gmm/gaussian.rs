@@ -41,8 +41,9 @@ impl<T: Real> Components<T> {
     /// Factors each covariance of `model`. One that is not positive definite (its Cholesky
     /// factorisation fails: linearly dependent features and no `reg`, or values so large
     /// that `reg` is lost in rounding) gets its diagonal raised until it is, in `model`
-    /// too, and a line in `notes`; `None` if even that fails (non-finite values).
-    pub(crate) fn factor(model: &mut Model<T>, notes: &mut Vec<String>) -> Option<Self> {
+    /// too, and `floors` counts it; `None` if even that fails (non-finite values).
+    pub(crate) fn factor(model: &mut Model<T>, floors: &mut Floors) -> Option<Self> {
+        floors.factorisations += 1;
         let d = model.d;
         let len = model.covariance.len(d);
         let half_log_2pi = T::of(0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln());
@@ -50,7 +51,7 @@ impl<T: Real> Components<T> {
         for c in 0..model.k() {
             let mean = model.mean(c).to_vec();
             let cov = &mut model.covariances[c * len..(c + 1) * len];
-            let (shape, log_det_half) = factor_one(model.covariance, d, cov, c, notes)?;
+            let (shape, log_det_half) = factor_one(model.covariance, d, cov, c, floors)?;
             let shape = match shape {
                 Shape::Full { inverse, .. } => {
                     let mut shift = vec![T::zero(); d];
@@ -175,7 +176,7 @@ fn factor_one<T: Real>(
     d: usize,
     cov: &mut [T],
     c: usize,
-    notes: &mut Vec<String>,
+    floors: &mut Floors,
 ) -> Option<(Shape<T>, T)> {
     let ln = num_traits::Float::ln;
     let sqrt = num_traits::Float::sqrt;
@@ -193,11 +194,7 @@ fn factor_one<T: Real>(
                         return None;
                     }
                     if step > 0 {
-                        notes.push(format!(
-                            "component {c}: covariance not positive definite; its diagonal \
-                             was raised by {:.3e}",
-                            raised.f64()
-                        ));
+                        floors.record(c, raised.f64());
                     }
                     let shape = Shape::Full {
                         inverse,
@@ -216,8 +213,8 @@ fn factor_one<T: Real>(
         CovarianceType::Diag => {
             let mut scale = Vec::with_capacity(d);
             let mut log_det_half = T::zero();
-            for (j, v) in cov.iter_mut().enumerate() {
-                raise_variance(v, c, Some(j), notes)?;
+            for v in cov.iter_mut() {
+                raise_variance(v, c, floors)?;
                 let s = T::one() / sqrt(*v);
                 log_det_half += ln(s);
                 scale.push(s);
@@ -225,7 +222,7 @@ fn factor_one<T: Real>(
             Some((Shape::Diag { scale }, log_det_half))
         }
         CovarianceType::Spherical => {
-            raise_variance(&mut cov[0], c, None, notes)?;
+            raise_variance(&mut cov[0], c, floors)?;
             let s = T::one() / sqrt(cov[0]);
             Some((Shape::Spherical { scale: s }, T::of(d as f64) * ln(s)))
         }
@@ -244,23 +241,54 @@ fn floor_step<T: Real>(cov: &[T], d: usize, step: usize) -> Option<T> {
 }
 
 /// A variance that is not positive (a component on one value with `reg` 0) becomes the
-/// smallest normal of `T` × 2⁵² (a note says so); `None` when it is not finite.
-fn raise_variance<T: Real>(
-    v: &mut T,
-    c: usize,
-    axis: Option<usize>,
-    notes: &mut Vec<String>,
-) -> Option<()> {
+/// smallest normal of `T` × 2⁵², counted in `floors`; `None` when it is not finite.
+fn raise_variance<T: Real>(v: &mut T, c: usize, floors: &mut Floors) -> Option<()> {
     if !num_traits::Float::is_finite(*v) {
         return None;
     }
     if *v <= T::zero() {
         *v = T::min_positive_value() * T::of(2f64.powi(52));
-        let on = axis.map_or(String::new(), |j| format!(" on axis {j}"));
-        notes.push(format!(
-            "component {c}: zero variance{on}, floored at {:.3e}",
-            v.f64()
-        ));
+        floors.record(c, v.f64());
     }
     Some(())
+}
+
+/// How often each component's covariance had to be raised to factor, and by how much at
+/// most: one note per component at the end of a fit rather than one per iteration.
+pub(crate) struct Floors {
+    /// Per component: factorisations that raised it, and the largest raise.
+    raised: Vec<(usize, f64)>,
+    factorisations: usize,
+}
+
+impl Floors {
+    pub(crate) fn new(k: usize) -> Self {
+        Floors {
+            raised: vec![(0, 0.0); k],
+            factorisations: 0,
+        }
+    }
+
+    fn record(&mut self, c: usize, amount: f64) {
+        let (count, max) = &mut self.raised[c];
+        *count += 1;
+        *max = max.max(amount);
+    }
+
+    /// A sentence per component that was raised.
+    pub(crate) fn notes(&self) -> Vec<String> {
+        let total = self.factorisations;
+        self.raised
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.0 > 0)
+            .map(|(c, &(count, max))| {
+                format!(
+                    "component {c}: covariance not positive definite in {count} of {total} \
+                     factorisations; its diagonal was raised by up to {max:.3e} (a larger \
+                     --reg, or --precision f64, avoids it)"
+                )
+            })
+            .collect()
+    }
 }
