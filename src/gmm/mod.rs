@@ -16,7 +16,7 @@
 //! every E- and M-step run on all cores and give the same result on any number of threads.
 //!
 //! Memory: the samples, the n × K responsibilities, the K covariances and per-group partial
-//! sums bounded by [`mstep::PARTIAL_BUDGET`] bytes — never an n × n or a K × n × d buffer.
+//! sums bounded by 256 MiB — never an n × n or a K × n × d buffer.
 
 mod estep;
 mod fit;
@@ -39,7 +39,7 @@ use crate::{Error, Points, Result};
 /// initial model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub enum GmmInit {
-    /// k-means (Lloyd's iterations, up to [`kmeans::MAX_ITERS`]) seeded by greedy k-means++
+    /// k-means (up to 100 of Lloyd's iterations) seeded by greedy k-means++
     /// (Arthur and Vassilvitskii 2007), each sample given wholly to its cluster: scikit-learn's
     /// default `init_params='kmeans'`.
     #[default]
