@@ -63,6 +63,8 @@ fn gmm_writes_labels_proba_model_and_report() {
         &p("m.json"),
         "--report",
         &p("r.json"),
+        "--labels",
+        DIGIT_LABELS,
     ]);
     let l = labels(&dir.path().join("l.npy"));
     assert_eq!(l.len(), 1797);
@@ -76,6 +78,8 @@ fn gmm_writes_labels_proba_model_and_report() {
     }
     let r = json(&dir.path().join("r.json"));
     let m = json(&dir.path().join("m.json"));
+    let ari = r["adjusted_rand_index"].as_f64().unwrap();
+    assert!(ari > 0.3 && ari <= 1.0, "{ari}");
     let history = r["log_likelihood_history"].as_array().unwrap();
     assert_eq!(history.len() as u64, r["iterations"].as_u64().unwrap());
     // EM never lowers the likelihood.
@@ -308,6 +312,16 @@ fn gmm_refuses_bad_requests() {
         &out,
         &["`reg`"],
     );
+    let lab = write(&dir, "lab.csv", b"0\n1\n");
+    let l = lab.to_str().unwrap();
+    fails_cleanly_with(
+        &["gmm", s, "-k", "2", "--labels", l, "-o", o],
+        &out,
+        &["2 labels for 3 samples"],
+    );
+    let clash = sgtsne(&["gmm", s, "-k", "2", "--labels", l, "-o", l]);
+    assert!(!clash.status.success() && stderr(&clash).contains("is the --labels file"));
+    assert_eq!(std::fs::read(&lab).unwrap(), b"0\n1\n");
     let same = sgtsne(&["gmm", s, "-k", "2", "-o", s]);
     assert!(!same.status.success() && stderr(&same).contains("is the input file"));
     assert_eq!(std::fs::read(&small).unwrap(), b"1,2\n3,4\n5,6\n");

@@ -29,6 +29,10 @@ pub struct GmmArgs {
     /// The matrix of an .h5ad input: `X` or an obsm key [default: X_pca when present, else X].
     #[arg(long, value_name = "KEY")]
     pub use_rep: Option<String>,
+    /// Known labels of the samples (.npy, .csv, or `obs:COLUMN` of an .h5ad input): the
+    /// summary and the report give the clusters' adjusted Rand index against them.
+    #[arg(long, value_name = "LABELS|obs:COLUMN")]
+    pub labels: Option<PathBuf>,
     /// Write the responsibilities p(component | sample), n × K, as .npy (in --precision).
     #[arg(long, value_name = "P.npy")]
     pub proba: Option<PathBuf>,

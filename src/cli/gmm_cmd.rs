@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use sgtsne::embed::Input;
 use sgtsne::gmm::{self, CovarianceType, Fit, GmmInit, GmmParams, Real, Samples};
-use sgtsne::io::{self, OutputKind};
+use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::{prep, Points};
 
 use super::args::{AutoOr, NoneOr};
@@ -20,6 +20,7 @@ pub fn run(args: GmmArgs) -> Result<()> {
     let outputs = Outputs::check(&args)?;
     let (pool, threads) = super::worker_pool(args.threads)?;
     let input = read_input(&args.input, args.use_rep.as_deref(), args.quiet)?;
+    let labels = read_labels(&args, input.n())?;
     let load = start.elapsed().as_secs_f64();
     let t = Instant::now();
     let points = pool.install(|| reduce(input, args.pca, args.fit.seed))?;
@@ -27,6 +28,7 @@ pub fn run(args: GmmArgs) -> Result<()> {
     let run = Run {
         args: &args,
         outputs: &outputs,
+        labels: labels.as_ref(),
         threads,
         seconds: (load, pca),
         start,
@@ -75,6 +77,25 @@ fn reduce(input: Input, pca: NoneOr<usize>, seed: u64) -> Result<Points> {
     })
 }
 
+/// `--labels`: a labels file, or `obs:COLUMN` of an `.h5ad` input; one per sample.
+fn read_labels(args: &GmmArgs, n: usize) -> Result<Option<Labels>> {
+    let Some(path) = &args.labels else {
+        return Ok(None);
+    };
+    let labels = match path.to_str().and_then(|p| p.strip_prefix("obs:")) {
+        Some(column) => io::h5ad::read_h5ad_labels(&args.input, column)?,
+        None => io::read_labels(path)?,
+    };
+    if labels.codes.len() != n {
+        anyhow::bail!(
+            "{}: {} labels for {n} samples",
+            path.display(),
+            labels.codes.len()
+        );
+    }
+    Ok(Some(labels))
+}
+
 /// Every file the run writes, checked before the work.
 struct Outputs {
     labels: PathBuf,
@@ -114,12 +135,18 @@ impl Outputs {
         ];
         for (i, (flag, path, kind)) in all.iter().enumerate() {
             let Some(path) = path else { continue };
-            if same_file(path, &args.input) {
-                anyhow::bail!(
-                    "{flag} {} is the input file: the output would replace it; choose \
-                     another output path",
-                    path.display()
-                );
+            let labels = args.labels.as_deref().filter(|l| !l.starts_with("obs:"));
+            for (what, input) in [
+                ("the input file", Some(args.input.as_path())),
+                ("the --labels file", labels),
+            ] {
+                if input.is_some_and(|input| same_file(path, input)) {
+                    anyhow::bail!(
+                        "{flag} {} is {what}: the output would replace it; choose another \
+                         output path",
+                        path.display()
+                    );
+                }
             }
             if let Some((other, _, _)) = all[..i].iter().find(|(_, p, _)| *p == Some(path)) {
                 anyhow::bail!("{flag} and {other} name the same file {}", path.display());
@@ -138,6 +165,8 @@ impl Outputs {
 struct Run<'a> {
     args: &'a GmmArgs,
     outputs: &'a Outputs,
+    /// `--labels`, checked against the sample count.
+    labels: Option<&'a Labels>,
     threads: usize,
     /// Load and PCA.
     seconds: (f64, f64),
@@ -219,6 +248,7 @@ impl Run<'_> {
             "iterations": fit.history.len(),
             "log_likelihood_history": fit.history,
             "sizes": fit.sizes(),
+            "adjusted_rand_index": self.ari(fit),
             "weights": fit.model.weights.iter().map(|w| w.f64()).collect::<Vec<_>>(),
             "restart": fit.restart,
             "restart_scores": fit.restart_scores,
@@ -242,6 +272,12 @@ impl Run<'_> {
             },
             "peak_rss_bytes": sgtsne::report::peak_rss_bytes(),
         })
+    }
+
+    /// The clusters' agreement with `--labels`.
+    fn ari<T: Real>(&self, fit: &Fit<T>) -> Option<f64> {
+        self.labels
+            .map(|l| sgtsne::quality::adjusted_rand_index(&l.codes, &fit.labels))
     }
 
     fn summary<T: Real>(&self, x: &Samples<T>, fit: &Fit<T>, fit_seconds: f64, write: f64) {
@@ -273,6 +309,9 @@ impl Run<'_> {
             self.outputs.labels.display()
         );
         eprintln!("  sizes {:?}", fit.sizes());
+        if let Some(ari) = self.ari(fit) {
+            eprintln!("  adjusted Rand index against the labels {ari:.4}");
+        }
         for note in &fit.notes {
             eprintln!("  note: {note}");
         }

@@ -131,7 +131,7 @@ impl<T: Real> Components<T> {
 const LANES: usize = 8;
 
 /// Σ_j (a_j − b_j)².
-fn squared_distance<T: Real>(a: &[T], b: &[T]) -> T {
+pub(crate) fn squared_distance<T: Real>(a: &[T], b: &[T]) -> T {
     let mut acc = [T::zero(); LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let (ra, rb) = (ca.remainder(), cb.remainder());

@@ -12,6 +12,7 @@ use rand::Rng;
 use rayon::prelude::*;
 
 use super::estep::BLOCK;
+use super::gaussian::squared_distance;
 use super::{Real, Samples};
 use crate::{Error, Result};
 
@@ -38,16 +39,7 @@ pub(crate) fn kmeans<T: Real>(x: &Samples<T>, k: usize, rng: &mut StdRng) -> Res
 fn distances_to<T: Real>(x: &Samples<T>, c: &[T]) -> Vec<f64> {
     (0..x.n)
         .into_par_iter()
-        .map(|i| {
-            x.row(i)
-                .iter()
-                .zip(c)
-                .map(|(&a, &b)| {
-                    let v = (a - b).f64();
-                    v * v
-                })
-                .sum()
-        })
+        .map(|i| squared_distance(x.row(i), c).f64())
         .collect()
 }
 
