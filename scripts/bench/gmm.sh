@@ -12,7 +12,8 @@
 # 3. full fits with the defaults (tol 1e-3, at most 100 iterations) on MNIST 60,000 × 784
 #    and 1.3M × 50;
 # 4. K = 10 on the MNIST embedding (embed --clusters 10): adjusted Rand index against the
-#    digit labels, and on the data it was embedded from (--clusters-on data).
+#    digit labels, and on the data it was embedded from (--clusters-on data); `gmm` on that
+#    embedding with one start and with five.
 #
 # Needs a release build (cargo build --release) and a Python with numpy and scikit-learn
 # (SKLEARN_PYTHON, default python3); writes into $OUT (default /tmp/sgtsne-out).
@@ -52,4 +53,9 @@ for on in embedding data; do
   "$bin" embed "$mnist/mnist70k_pca50_f32.npy" --labels "$mnist/mnist70k_labels_u8.npy" \
     --backend cpu --threads "$threads" --clusters 10 --clusters-on "$on" \
     --report "$work/embed-$on.json" -o "$work/embed-$on.npy" 2>&1 | grep -E "clusters of|KL"
+done
+# One start against five (what embed --clusters does on an embedding) on that embedding.
+for r in 1 5; do
+  "$bin" gmm "$work/embed-embedding.npy" -k 10 --restarts "$r" --threads "$threads" \
+    --labels "$mnist/mnist70k_labels_u8.npy" -o "$work/embed-gmm-$r.npy" 2>&1 | grep -E "adjusted|load"
 done

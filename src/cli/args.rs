@@ -220,9 +220,9 @@ pub struct EmbedArgs {
     #[arg(long, value_name = "OUT.png")]
     pub plot: Option<PathBuf>,
     /// Fit a Gaussian mixture of K components to the embedding (or --clusters-on data), as
-    /// `sgtsne gmm -k K` with its defaults: --plot is coloured by cluster when no --labels
-    /// are given, and the report holds the cluster sizes (with labels, the adjusted Rand
-    /// index too).
+    /// `sgtsne gmm -k K` with its defaults (five starts on the embedding, the best kept):
+    /// --plot is coloured by cluster when no --labels are given, and the report holds the
+    /// cluster sizes (with labels, the adjusted Rand index too).
     #[arg(long, value_name = "K")]
     pub clusters: Option<usize>,
     /// What --clusters fits: `embedding` or `data` (the points as the kNN sees them: after

@@ -14,6 +14,9 @@ use sgtsne::Points;
 
 use super::args::ClustersOnArg;
 
+/// Starts of the mixture fitted to an embedding; the best is kept.
+const EMBEDDING_RESTARTS: usize = 5;
+
 /// Cluster labels and what the report says of them.
 pub(super) struct Clusters {
     pub labels: Vec<u32>,
@@ -21,8 +24,8 @@ pub(super) struct Clusters {
 }
 
 impl Clusters {
-    /// Fits `k` components (`sgtsne gmm`'s defaults, `seed`) to `points`; with `given`
-    /// labels, measures the agreement.
+    /// Fits `k` components (`sgtsne gmm`'s defaults, `seed`; five starts on an embedding)
+    /// to `points`; with `given` labels, measures the agreement.
     pub(super) fn fit(
         points: &Points,
         on: ClustersOnArg,
@@ -37,9 +40,17 @@ impl Clusters {
         };
         let x = Samples::<f64>::from_points(points)
             .with_context(|| format!("--clusters: cannot fit the {what}"))?;
+        // A 1–3-D embedding fits in a fraction of a second, and one k-means++ start often
+        // merges two of its clusters (MNIST: adjusted Rand index 0.70 with one start, 0.91
+        // with five), so the embedding gets five starts; the data, often wide, one.
+        let restarts = match on {
+            ClustersOnArg::Embedding => EMBEDDING_RESTARTS,
+            ClustersOnArg::Data => 1,
+        };
         let params = GmmParams {
             k,
             seed,
+            restarts,
             ..GmmParams::default()
         };
         let fit = gmm::fit(&x, &params, &Silent).context("--clusters")?;
