@@ -264,20 +264,32 @@ fn check_outputs_spare_inputs(args: &EmbedArgs, output: Option<&Path>, h5ad: boo
         ("--report", args.report.as_deref()),
         ("--clusters-out", args.clusters_out.as_deref()),
     ];
-    for (flag, out) in outputs {
+    refuse_outputs_over_inputs(&outputs, &inputs, |flag, what| {
+        if h5ad && flag == "-o" && what == "the input file" {
+            "to add the embedding to the .h5ad itself, use --in-place"
+        } else {
+            "choose another output path"
+        }
+    })
+}
+
+/// Refuses any of `outputs` (flag, path) that names one of `inputs` (what, path), through
+/// links too, with `hint(flag, what)` as the way round; `-` (standard output) is no file.
+pub(super) fn refuse_outputs_over_inputs(
+    outputs: &[(&str, Option<&Path>)],
+    inputs: &[(&str, Option<&Path>)],
+    hint: impl Fn(&str, &str) -> &'static str,
+) -> Result<()> {
+    for &(flag, out) in outputs {
         let Some(out) = out.filter(|p| !is_stdout(p)) else {
             continue;
         };
-        for (what, input) in inputs {
+        for &(what, input) in inputs {
             if input.is_some_and(|input| same_file(out, input)) {
-                let hint = if h5ad && flag == "-o" && what == "the input file" {
-                    "to add the embedding to the .h5ad itself, use --in-place"
-                } else {
-                    "choose another output path"
-                };
                 anyhow::bail!(
-                    "{flag} {} is {what}: the output would replace it; {hint}",
-                    out.display()
+                    "{flag} {} is {what}: the output would replace it; {}",
+                    out.display(),
+                    hint(flag, what)
                 );
             }
         }
@@ -287,7 +299,7 @@ fn check_outputs_spare_inputs(args: &EmbedArgs, output: Option<&Path>, h5ad: boo
 
 /// Whether two paths name one file (the second may not exist yet): on Unix the same device
 /// and inode, so that a hard or symbolic link to the file is caught too.
-pub(super) fn same_file(a: &Path, b: &Path) -> bool {
+fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -321,8 +333,16 @@ fn check_h5ad_flags(args: &EmbedArgs, h5ad_input: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+/// `--labels`: `obs:COLUMN` of the `.h5ad` `input`, or a labels file.
+pub(super) fn read_labels_for(labels: &Path, input: Option<&Path>) -> Result<Labels> {
+    Ok(match (obs_column(labels), input) {
+        (Some(column), Some(input)) => io::h5ad::read_h5ad_labels(input, column)?,
+        _ => io::read_labels(labels)?,
+    })
+}
+
 /// The column of `--labels obs:COLUMN`.
-fn obs_column(labels: &Path) -> Option<&str> {
+pub(super) fn obs_column(labels: &Path) -> Option<&str> {
     labels.to_str()?.strip_prefix("obs:")
 }
 
@@ -368,10 +388,7 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
         (input, display_name(path))
     };
     let labels = match (&args.labels, args.demo) {
-        (Some(path), _) => Some(match (obs_column(path), &args.input) {
-            (Some(column), Some(input)) => io::h5ad::read_h5ad_labels(input, column)?,
-            _ => io::read_labels(path)?,
-        }),
+        (Some(path), _) => Some(read_labels_for(path, args.input.as_deref())?),
         (None, true) => Some(sgtsne::demo::labels()?),
         (None, false) => None,
     };

@@ -5,13 +5,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use sgtsne::embed::Input;
+use sgtsne::backend::BackendKind;
+use sgtsne::embed::{self, EmbedParams, Input};
 use sgtsne::gmm::{self, CovarianceType, Fit, GmmInit, GmmParams, Real, Samples};
 use sgtsne::io::{self, Labels, OutputKind};
-use sgtsne::{prep, Points};
+use sgtsne::Points;
 
 use super::args::{AutoOr, NoneOr};
-use super::embed_cmd::{display_name, read_input, same_file};
+use super::embed_cmd::{
+    display_name, obs_column, read_input, read_labels_for, refuse_outputs_over_inputs,
+};
 use super::gmm_args::{CovarianceArg, FitArgs, GmmArgs, GmmInitArg, KRange, PrecisionArg};
 use super::progress_bar::Bar;
 
@@ -61,20 +64,25 @@ pub(super) fn params_from(fit: &FitArgs, k: usize) -> GmmParams {
 }
 
 /// The points to fit: the input as read, or its top `pca` principal components when it
-/// has more features (a sparse input straight from its sparse rows).
+/// has more features (a sparse input straight from its sparse rows), as `embed` reduces
+/// them.
 fn reduce(input: Input, pca: NoneOr<usize>, seed: u64) -> Result<Points> {
-    Ok(match (input, pca) {
-        (Input::Points(p), NoneOr::Value(m)) if p.d > m => prep::pca(&p, m)?,
-        (Input::Points(p), _) => p,
-        (Input::Sparse(rows), NoneOr::Value(m)) if rows.d > m => prep::sparse_pca(&rows, m, seed)?,
-        (Input::Sparse(rows), NoneOr::Value(_)) => rows.to_dense(),
+    let pca = match (&input, pca) {
         (Input::Sparse(rows), NoneOr::None) => anyhow::bail!(
             "the input is a sparse matrix ({} × {}): fit it after PCA, e.g. --pca 50",
             rows.n,
             rows.d
         ),
-        _ => anyhow::bail!("gmm fits points, not a graph or affinities"),
-    })
+        (_, NoneOr::Value(m)) => Some(m),
+        (_, NoneOr::None) => None,
+    };
+    let params = EmbedParams {
+        pca,
+        backend: BackendKind::Cpu,
+        seed,
+        ..EmbedParams::default()
+    };
+    Ok(embed::reduced_points(input, &params)?)
 }
 
 /// `--labels`: a labels file, or `obs:COLUMN` of an `.h5ad` input; one per sample.
@@ -82,10 +90,7 @@ fn read_labels(args: &GmmArgs, n: usize) -> Result<Option<Labels>> {
     let Some(path) = &args.labels else {
         return Ok(None);
     };
-    let labels = match path.to_str().and_then(|p| p.strip_prefix("obs:")) {
-        Some(column) => io::h5ad::read_h5ad_labels(&args.input, column)?,
-        None => io::read_labels(path)?,
-    };
+    let labels = read_labels_for(path, Some(&args.input))?;
     if labels.codes.len() != n {
         anyhow::bail!(
             "{}: {} labels for {n} samples",
@@ -133,21 +138,18 @@ impl Outputs {
             ("--bic-csv", bic_csv.as_ref(), OutputKind::Table),
             ("--bic-plot", bic_plot.as_ref(), OutputKind::Plot),
         ];
+        let labels = args.labels.as_deref().filter(|l| obs_column(l).is_none());
+        let inputs = [
+            ("the input file", Some(args.input.as_path())),
+            ("the --labels file", labels),
+        ];
+        let outputs: Vec<_> = all
+            .iter()
+            .map(|(f, p, _)| (*f, p.map(PathBuf::as_path)))
+            .collect();
+        refuse_outputs_over_inputs(&outputs, &inputs, |_, _| "choose another output path")?;
         for (i, (flag, path, kind)) in all.iter().enumerate() {
             let Some(path) = path else { continue };
-            let labels = args.labels.as_deref().filter(|l| !l.starts_with("obs:"));
-            for (what, input) in [
-                ("the input file", Some(args.input.as_path())),
-                ("the --labels file", labels),
-            ] {
-                if input.is_some_and(|input| same_file(path, input)) {
-                    anyhow::bail!(
-                        "{flag} {} is {what}: the output would replace it; choose another \
-                         output path",
-                        path.display()
-                    );
-                }
-            }
             if let Some((other, _, _)) = all[..i].iter().find(|(_, p, _)| *p == Some(path)) {
                 anyhow::bail!("{flag} and {other} name the same file {}", path.display());
             }

@@ -25,8 +25,13 @@ pub(crate) fn kmeans<T: Real>(x: &Samples<T>, k: usize, rng: &mut StdRng) -> Res
     let mut centres = plus_plus(x, k, rng)?;
     let mut labels = vec![u32::MAX; x.n];
     let mut dist = vec![0.0f64; x.n];
+    // ‖x‖², the same in every iteration.
+    let row_norms: Vec<f64> = (0..x.n)
+        .into_par_iter()
+        .map(|i| x.row(i).iter().map(|v| v.f64() * v.f64()).sum())
+        .collect();
     for _ in 0..MAX_ITERS {
-        let changed = assign(x, &centres, k, &mut labels, &mut dist);
+        let changed = assign(x, &row_norms, &centres, k, &mut labels, &mut dist);
         if changed == 0 {
             break;
         }
@@ -90,10 +95,11 @@ fn draw(weights: &[f64], total: f64, rng: &mut StdRng) -> usize {
     weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
 }
 
-/// Gives each sample its nearest centre (lowest index on ties) and its squared distance;
-/// returns how many labels changed.
+/// Gives each sample its nearest centre (lowest index on ties) and its squared distance
+/// (`row_norms`: each sample's ‖x‖²); returns how many labels changed.
 fn assign<T: Real>(
     x: &Samples<T>,
+    row_norms: &[f64],
     centres: &[T],
     k: usize,
     labels: &mut [u32],
@@ -126,7 +132,7 @@ fn assign<T: Real>(
                 );
                 let mut changed = 0;
                 for (i, (label, dist)) in labels.iter_mut().zip(dist.iter_mut()).enumerate() {
-                    let xx: f64 = x.row(start + i).iter().map(|v| v.f64() * v.f64()).sum();
+                    let xx = row_norms[start + i];
                     let (mut best, mut best_d) = (0, f64::INFINITY);
                     for (j, &nc) in norms.iter().enumerate() {
                         let dj = nc - 2.0 * dots[(j, i)].f64();

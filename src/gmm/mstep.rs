@@ -30,6 +30,12 @@ fn groups(n: usize, partial_len: usize, bytes: usize) -> Vec<std::ops::Range<usi
         .collect()
 }
 
+/// `rows` in consecutive blocks of at most [`BLOCK`] samples.
+fn blocks(rows: std::ops::Range<usize>) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let end = rows.end;
+    rows.step_by(BLOCK).map(move |s| s..(s + BLOCK).min(end))
+}
+
 /// Sums `f(range, partial)` over the groups of `n` rows into a vector of `len` values:
 /// each group fills its own partial in parallel, then the partials are added in order.
 fn sum_groups<T: Real>(
@@ -86,8 +92,7 @@ pub(crate) fn m_step<T: Real>(
                 *s += r;
             }
         }
-        for start in rows.clone().step_by(BLOCK) {
-            let end = (start + BLOCK).min(rows.end);
+        for std::ops::Range { start, end } in blocks(rows) {
             let b = end - start;
             // Row-major b × d samples and b × K responsibilities, seen column-major.
             let xb = MatRef::from_column_major_slice(&x.data[start * d..end * d], d, b);
@@ -148,8 +153,7 @@ fn full_covariances<T: Real>(
         let m = comps.len();
         let sums = sum_groups::<T>(n, m * d * d, |rows, p| {
             let (mut diff, mut weighted) = (Vec::new(), Vec::new());
-            for start in rows.clone().step_by(BLOCK) {
-                let end = (start + BLOCK).min(rows.end);
+            for std::ops::Range { start, end } in blocks(rows.clone()) {
                 let b = end - start;
                 diff.resize(d * b, T::zero());
                 weighted.resize(d * b, T::zero());

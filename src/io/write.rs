@@ -274,15 +274,7 @@ pub fn write_labels(path: &Path, codes: &[u32]) -> Result<(), IoError> {
     if extension(path) != "npy" {
         return Err(unknown_extension(path, "labels", ".npy"));
     }
-    write_atomic(path, |w| {
-        let mut out = npyz::WriteOptions::<u32>::new()
-            .default_dtype()
-            .shape(&[codes.len() as u64])
-            .writer(w)
-            .begin_nd()?;
-        out.extend(codes.iter().copied())?;
-        out.finish()
-    })
+    super::write_matrix(path, &[codes.len() as u64], codes)
 }
 
 #[cfg(test)]
