@@ -1,4 +1,5 @@
-// Attraction F_attr,i = sum_j p_ij w_ij (y_i - y_j), w = 1/(1+|y_i-y_j|^2), over P in HYB
+// Attraction F_attr,i = sum_j p_ij e_ij (y_i - y_j), e = 1/(1+|y_i-y_j|^2/dof) (the Student t
+// kernel's edge weight w^(1/dof), src/kernel.rs; dof 1: the Cauchy w), over P in HYB
 // (Bell & Garland 2009): an ELL part (n rows x K slots, column-major so that a warp reads
 // 32 consecutive rows coalesced) and a COO part for the entries of rows longer than K.
 //
@@ -6,7 +7,8 @@
 //   y, force: n*D floats, row-major; ell_cols/ell_vals: K*n entries, slot k of row i at
 //   k*n + i, padding slots have col = i and val = 0; coo_rows/coo_cols/coo_vals: m entries
 //   sorted by row (the warp reduction in attract_coo relies on it).
-//   kl (may be null): one double receiving sum p ln w.
+//   inv_dof, dof: 1/dof and dof in float (dof 1: both products exact, the Cauchy results
+//   unchanged bit for bit); kl (may be null): one double receiving sum p ln w, ln w = dof ln e.
 // The ELL kernel overwrites force; the COO kernel then adds with atomics.
 
 // Point j's coordinates; in 2-D one 8-byte load (the gathers of y_j are what the
@@ -23,16 +25,17 @@ __device__ inline void load_point(const float* __restrict__ y, int j, float out[
     }
 }
 
-// Adds p w (y_i - y_j) to acc; returns w = 1 / (1 + |y_i - y_j|^2).
+// Adds p e (y_i - y_j) to acc; returns e = 1 / (1 + |y_i - y_j|^2 / dof).
 template <int D>
-__device__ inline float pair_force(const float yi[D], const float yj[D], float p, float acc[D]) {
+__device__ inline float pair_force(const float yi[D], const float yj[D], float p, float inv_dof,
+                                   float acc[D]) {
     float diff[D], d2 = 0.f;
 #pragma unroll
     for (int k = 0; k < D; ++k) {
         diff[k] = yi[k] - yj[k];
         d2 += diff[k] * diff[k];
     }
-    float w = 1.f / (1.f + d2);
+    float w = 1.f / (1.f + d2 * inv_dof);
 #pragma unroll
     for (int k = 0; k < D; ++k) acc[k] += p * w * diff[k];
     return w;
@@ -41,7 +44,7 @@ __device__ inline float pair_force(const float yi[D], const float yj[D], float p
 template <int D>
 __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
                             const float* __restrict__ ell_vals, const float* __restrict__ y,
-                            float* __restrict__ force, double* kl) {
+                            float inv_dof, float dof, float* __restrict__ force, double* kl) {
     double local_kl = 0.0;
     GRID_STRIDE(i, n) {
         float acc[D], yi[D];
@@ -53,8 +56,8 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
             long long e = (long long)s * n + i;
             float p = ell_vals[e], yj[D];
             load_point<D>(y, ell_cols[e], yj);
-            float w = pair_force<D>(yi, yj, p, acc);
-            if (kl && p > 0.f) local_kl += (double)(p * logf(w));
+            float w = pair_force<D>(yi, yj, p, inv_dof, acc);
+            if (kl && p > 0.f) local_kl += (double)(p * (dof * logf(w)));
         }
 #pragma unroll
         for (int k = 0; k < D; ++k) force[i * D + k] = acc[k];
@@ -76,7 +79,8 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
 template <int D>
 __device__ void attract_coo(long long m, const int* __restrict__ rows,
                             const int* __restrict__ cols, const float* __restrict__ vals,
-                            const float* __restrict__ y, float* __restrict__ force, double* kl) {
+                            const float* __restrict__ y, float inv_dof, float dof,
+                            float* __restrict__ force, double* kl) {
     double local_kl = 0.0;
     const int lane = threadIdx.x & 31;
     const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
@@ -103,8 +107,8 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
             float acc[D];
 #pragma unroll
             for (int k = 0; k < D; ++k) acc[k] = 0.f;
-            float w = pair_force<D>(yi[c], yj[c], p[c], acc);
-            if (kl && i[c] >= 0) local_kl += (double)(p[c] * logf(w));
+            float w = pair_force<D>(yi[c], yj[c], p[c], inv_dof, acc);
+            if (kl && i[c] >= 0) local_kl += (double)(p[c] * (dof * logf(w)));
             // Segmented reduction towards the first lane of each row: rows are sorted, so a
             // lane `off` places further holding the same row means every lane between does.
 #pragma unroll
@@ -137,13 +141,15 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
 #define ATTRACT_INSTANCES(D, MIN_BLOCKS)                                                       \
     extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS) attract_ell_##D##d(int n, int K, const int* ell_cols,           \
                                                   const float* ell_vals, const float* y,       \
+                                                  float inv_dof, float dof,                    \
                                                   float* force, double* kl) {                  \
-        attract_ell<D>(n, K, ell_cols, ell_vals, y, force, kl);                                \
+        attract_ell<D>(n, K, ell_cols, ell_vals, y, inv_dof, dof, force, kl);                  \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS) attract_coo_##D##d(long long m, const int* rows, const int* cols, \
                                                   const float* vals, const float* y,           \
+                                                  float inv_dof, float dof,                    \
                                                   float* force, double* kl) {                  \
-        attract_coo<D>(m, rows, cols, vals, y, force, kl);                                     \
+        attract_coo<D>(m, rows, cols, vals, y, inv_dof, dof, force, kl);                       \
     }
 ATTRACT_INSTANCES(1, 8)
 ATTRACT_INSTANCES(2, 8)

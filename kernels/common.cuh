@@ -50,6 +50,16 @@ __device__ inline long long block_exclusive_scan(long long v, long long* total) 
     return excl;
 }
 
+// Student's t kernel of dof degrees of freedom (src/kernel.rs) at squared distance d2:
+// edge = 1/(1 + d2/dof), G1 = edge^dof (edge itself for dof 1), G2 = G1 * edge. With dof 1
+// the division and the product are exact, so the Cauchy kernel's values are unchanged bit
+// for bit.
+__device__ inline void student_t(double d2, double dof, double* g1, double* g2) {
+    double edge = 1.0 / (1.0 + d2 / dof);
+    *g1 = dof == 1.0 ? edge : pow(edge, dof);
+    *g2 = *g1 * edge;
+}
+
 // Grid-stride loop over [0, n).
 #define GRID_STRIDE(i, n) \
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (long long)(n); \

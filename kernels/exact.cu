@@ -1,6 +1,8 @@
 // Exact repulsion, O(n^2), the reference: for every target i, sum over all sources j != i of
-// w_ij = 1/(1+|y_i-y_j|^2) (into Z) and w_ij^2 (y_i - y_j) (the unnormalised force), sources
-// staged through shared memory one block-sized tile at a time; double accumulators.
+// w_ij = G1 (into Z) and G2 (y_i - y_j) (the unnormalised force), sources staged through
+// shared memory one block-sized tile at a time; double accumulators. G1 and G2 are the
+// Student t kernel's of dof degrees of freedom (student_t in common.cuh; dof 1: w = 1/(1+d^2)
+// and w^2).
 //
 // Argument contract (declared in src/gpu/kernels/exact.rs): y n*D floats; force n*D floats; z
 // one double zeroed before exact_sums; launched with one thread per target (grid =
@@ -19,7 +21,7 @@
 // first has global index start, to zi and f.
 template <int D>
 __device__ inline void tile_sums(const float* yi, int i, const float* tile, int start, int count,
-                                 double& zi, double* f) {
+                                 double dof, double& zi, double* f) {
     for (int t = 0; t < count; ++t) {
         if (start + t == i) continue;
         float diff[D], d2 = 0.f;
@@ -28,10 +30,11 @@ __device__ inline void tile_sums(const float* yi, int i, const float* tile, int 
             diff[a] = yi[a] - tile[t * D + a];
             d2 += diff[a] * diff[a];
         }
-        double w = 1.0 / (1.0 + (double)d2);
+        double w, g2;
+        student_t((double)d2, dof, &w, &g2);
         zi += w;
 #pragma unroll
-        for (int a = 0; a < D; ++a) f[a] += w * w * diff[a];
+        for (int a = 0; a < D; ++a) f[a] += g2 * diff[a];
     }
 }
 
@@ -44,7 +47,8 @@ __device__ inline void stage(const float* y, int start, int end, float* tile) {
 }
 
 template <int D>
-__device__ void sums(int n, const float* __restrict__ y, float* __restrict__ force, double* z) {
+__device__ void sums(int n, const float* __restrict__ y, double dof, float* __restrict__ force,
+                     double* z) {
     extern __shared__ float tile[];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float yi[D];
@@ -56,7 +60,7 @@ __device__ void sums(int n, const float* __restrict__ y, float* __restrict__ for
     for (int start = 0; start < n; start += blockDim.x) {
         stage<D>(y, start, n, tile);
         __syncthreads();
-        tile_sums<D>(yi, i, tile, start, min((int)blockDim.x, n - start), zi, f);
+        tile_sums<D>(yi, i, tile, start, min((int)blockDim.x, n - start), dof, zi, f);
         __syncthreads();
     }
     if (i < n) {
@@ -71,7 +75,7 @@ __device__ void sums(int n, const float* __restrict__ y, float* __restrict__ for
 
 template <int D>
 __device__ void target_sums(int n, int m, const int* __restrict__ targets, const float* __restrict__ y,
-                            int chunk, double* z_row, double* force_z) {
+                            double dof, int chunk, double* z_row, double* force_z) {
     extern __shared__ float tile[];
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     int i = k < m ? targets[k] : -1;
@@ -85,7 +89,7 @@ __device__ void target_sums(int n, int m, const int* __restrict__ targets, const
     for (int start = begin; start < end; start += blockDim.x) {
         stage<D>(y, start, end, tile);
         __syncthreads();
-        tile_sums<D>(yi, i, tile, start, min((int)blockDim.x, end - start), zi, f);
+        tile_sums<D>(yi, i, tile, start, min((int)blockDim.x, end - start), dof, zi, f);
         __syncthreads();
     }
     if (k < m) {
@@ -96,7 +100,7 @@ __device__ void target_sums(int n, int m, const int* __restrict__ targets, const
 }
 
 template <int D>
-__device__ void z_sum(int n, const float* __restrict__ y, double* z) {
+__device__ void z_sum(int n, const float* __restrict__ y, float inv_dof, float dof, double* z) {
     extern __shared__ float tile[];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float yi[D];
@@ -117,7 +121,8 @@ __device__ void z_sum(int n, const float* __restrict__ y, double* z) {
                     float diff = yi[a] - tile[t * D + a];
                     d2 += diff * diff;
                 }
-                float w = __frcp_rn(1.f + d2);
+                float w = __frcp_rn(1.f + d2 * inv_dof);
+                if (dof != 1.f) w = powf(w, dof);
                 run += start + t != i ? w : 0.f;
             }
             zi += run;
@@ -129,17 +134,17 @@ __device__ void z_sum(int n, const float* __restrict__ y, double* z) {
     if (threadIdx.x == 0) atomicAdd(z, s);
 }
 
-extern "C" __global__ void exact_sums_1d(int n, const float* y, float* force, double* z) { sums<1>(n, y, force, z); }
-extern "C" __global__ void exact_sums_2d(int n, const float* y, float* force, double* z) { sums<2>(n, y, force, z); }
-extern "C" __global__ void exact_sums_3d(int n, const float* y, float* force, double* z) { sums<3>(n, y, force, z); }
+extern "C" __global__ void exact_sums_1d(int n, const float* y, double dof, float* force, double* z) { sums<1>(n, y, dof, force, z); }
+extern "C" __global__ void exact_sums_2d(int n, const float* y, double dof, float* force, double* z) { sums<2>(n, y, dof, force, z); }
+extern "C" __global__ void exact_sums_3d(int n, const float* y, double dof, float* force, double* z) { sums<3>(n, y, dof, force, z); }
 
-extern "C" __global__ void exact_targets_1d(int n, int m, const int* targets, const float* y, int chunk, double* z_row, double* force_z) { target_sums<1>(n, m, targets, y, chunk, z_row, force_z); }
-extern "C" __global__ void exact_targets_2d(int n, int m, const int* targets, const float* y, int chunk, double* z_row, double* force_z) { target_sums<2>(n, m, targets, y, chunk, z_row, force_z); }
-extern "C" __global__ void exact_targets_3d(int n, int m, const int* targets, const float* y, int chunk, double* z_row, double* force_z) { target_sums<3>(n, m, targets, y, chunk, z_row, force_z); }
+extern "C" __global__ void exact_targets_1d(int n, int m, const int* targets, const float* y, double dof, int chunk, double* z_row, double* force_z) { target_sums<1>(n, m, targets, y, dof, chunk, z_row, force_z); }
+extern "C" __global__ void exact_targets_2d(int n, int m, const int* targets, const float* y, double dof, int chunk, double* z_row, double* force_z) { target_sums<2>(n, m, targets, y, dof, chunk, z_row, force_z); }
+extern "C" __global__ void exact_targets_3d(int n, int m, const int* targets, const float* y, double dof, int chunk, double* z_row, double* force_z) { target_sums<3>(n, m, targets, y, dof, chunk, z_row, force_z); }
 
-extern "C" __global__ void exact_z_1d(int n, const float* y, double* z) { z_sum<1>(n, y, z); }
-extern "C" __global__ void exact_z_2d(int n, const float* y, double* z) { z_sum<2>(n, y, z); }
-extern "C" __global__ void exact_z_3d(int n, const float* y, double* z) { z_sum<3>(n, y, z); }
+extern "C" __global__ void exact_z_1d(int n, const float* y, float inv_dof, float dof, double* z) { z_sum<1>(n, y, inv_dof, dof, z); }
+extern "C" __global__ void exact_z_2d(int n, const float* y, float inv_dof, float dof, double* z) { z_sum<2>(n, y, inv_dof, dof, z); }
+extern "C" __global__ void exact_z_3d(int n, const float* y, float inv_dof, float dof, double* z) { z_sum<3>(n, y, inv_dof, dof, z); }
 
 // force /= Z.
 extern "C" __global__ void exact_normalise(long long len, float* force, const double* z) {

@@ -60,9 +60,9 @@ extern "C" __global__ void g2g_modulate(long long len, int p, int D, int channel
     }
 }
 
-// k_b for G1 = 1/(1+d^2) (slot 2b) and G2 = G1^2 (slot 2b + 1) of every pattern b, before
-// their forward FFT.
-extern "C" __global__ void g2g_kernel(long long len, int p, int D, float h,
+// k_b for G1 = (1+d^2/dof)^-dof (slot 2b) and G2 = G1^(1+1/dof) (slot 2b + 1; dof 1: 1/(1+d^2)
+// and its square) of every pattern b, before their forward FFT.
+extern "C" __global__ void g2g_kernel(long long len, int p, int D, float h, double dof,
                                       complex_t* __restrict__ k) {
     GRID_STRIDE(m, len) {
         int j[3];
@@ -85,9 +85,10 @@ extern "C" __global__ void g2g_kernel(long long len, int p, int D, float h,
                     d2 += (double)da * da;
                 }
                 if (zero) continue;
-                double w = 1.0 / (1.0 + d2 * (double)h * (double)h);
-                g1 += sign * w;
-                g2 += sign * w * w;
+                double w1, w2;
+                student_t(d2 * (double)h * (double)h, dof, &w1, &w2);
+                g1 += sign * w1;
+                g2 += sign * w2;
             }
             double s, c;
             sincospi(-(double)odd_sum(j, D, pattern) / p, &s, &c);

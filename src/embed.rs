@@ -140,7 +140,7 @@ pub fn embed_observed(
 ) -> Result<Embedding> {
     let start = Instant::now();
     params.validate()?;
-    let backend = resolve_backend(params)?;
+    let backend = params.backend.resolve()?;
     let mut seconds = StageSeconds::default();
     let mut params = params.clone();
     params.grid = Some(
@@ -315,30 +315,6 @@ pub fn embed_observed(
         report,
         reference,
     })
-}
-
-/// The backend a run with `params.kernel` may use: the device's attraction and repulsion are
-/// the Cauchy kernel's, so a heavy-tailed kernel runs on the cpu backend (`auto` picks it;
-/// gpu and hybrid are refused with the way round).
-fn resolve_backend(params: &EmbedParams) -> Result<crate::backend::Resolved> {
-    if params.kernel.is_cauchy() {
-        return params.backend.resolve();
-    }
-    match params.backend {
-        BackendKind::Cpu => BackendKind::Cpu.resolve(),
-        BackendKind::Auto => Ok(crate::backend::Resolved {
-            kind: BackendKind::Cpu,
-            note: format!("auto: dof {} runs on the cpu", params.kernel.dof),
-        }),
-        _ => Err(Error::param(
-            "dof",
-            format!(
-                "a kernel of {} degrees of freedom runs on the cpu backend (the GPU's kernels \
-                 are t-SNE's, dof 1); use --backend cpu",
-                params.kernel.dof
-            ),
-        )),
-    }
 }
 
 /// Resolves the kNN method for `n` points (`None`: a graph, which has none) and the
@@ -634,6 +610,7 @@ fn optimise(
             let report = optimize_device_observed(
                 gpu,
                 &p,
+                params.kernel,
                 &mut repulse,
                 &mut y_dev,
                 dims,
@@ -652,6 +629,7 @@ fn optimise(
                 gpu,
                 stream,
                 &p,
+                params.kernel,
                 repulse,
                 y,
                 dims,

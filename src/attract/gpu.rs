@@ -11,10 +11,12 @@ use crate::sparse::HybGpu;
 use crate::Result;
 
 impl HybGpu {
-    /// F_attr of the device-resident `y` into `force`; with `kl`, adds Σ p ln w to
-    /// `kl[0]` (the caller zeroes it). Everything stays on the device.
+    /// F_attr of the device-resident `y` into `force`, each edge weighed by the `kernel`'s
+    /// $w^{1/α}$ ([`Kernel::edge`]); with `kl`, adds Σ p ln w to `kl[0]` (the caller zeroes
+    /// it). Everything stays on the device.
     pub fn attract_device(
         &self,
+        kernel: Kernel,
         y: &CudaSlice<f32>,
         dims: usize,
         force: &mut CudaSlice<f32>,
@@ -22,6 +24,7 @@ impl HybGpu {
     ) -> std::result::Result<(), GpuError> {
         let gpu = self.gpu;
         let s = &gpu.stream;
+        let edge = kernel.edge_f32();
         AttractEll {
             dims,
             n: self.n,
@@ -29,6 +32,8 @@ impl HybGpu {
             ell_cols: &self.ell_cols,
             ell_vals: &self.ell_vals,
             y,
+            inv_dof: edge.inv_dof,
+            dof: edge.dof,
             force: &mut *force,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
@@ -45,6 +50,8 @@ impl HybGpu {
                 cols: &self.coo_cols,
                 vals: &self.coo_vals,
                 y,
+                inv_dof: edge.inv_dof,
+                dof: edge.dof,
                 force,
                 kl: kl.map(|k| k as _),
             }
@@ -55,8 +62,7 @@ impl HybGpu {
 }
 
 impl Attract for HybGpu {
-    /// Host-to-host form of [`HybGpu::attract_device`], for tests against the CPU path. The
-    /// device's kernels are the Cauchy kernel's only (`--dof` runs on the cpu backend).
+    /// Host-to-host form of [`HybGpu::attract_device`], for tests against the CPU path.
     fn attract_with(
         &self,
         kernel: Kernel,
@@ -65,19 +71,19 @@ impl Attract for HybGpu {
         force: &mut [f32],
         with_kl: bool,
     ) -> Result<Option<f64>> {
-        if !kernel.is_cauchy() {
-            return Err(crate::Error::param(
-                "dof",
-                "the GPU attraction has the Cauchy kernel (dof 1) only",
-            ));
-        }
         check_shapes(self.n, y, dims, force)?;
         let s = &self.gpu.stream;
         let y_dev = s.clone_htod(y)?;
         // Upload the caller's buffer as is, so that poisoned entries the kernels miss show.
         let mut f_dev = s.clone_htod(force)?;
         let mut kl_dev = s.alloc_zeros::<f64>(1)?;
-        self.attract_device(&y_dev, dims, &mut f_dev, with_kl.then_some(&mut kl_dev))?;
+        self.attract_device(
+            kernel,
+            &y_dev,
+            dims,
+            &mut f_dev,
+            with_kl.then_some(&mut kl_dev),
+        )?;
         s.memcpy_dtoh(&f_dev, force)?;
         let kl = s.clone_dtoh(&kl_dev)?;
         Ok(with_kl.then_some(kl[0]))
@@ -92,7 +98,8 @@ mod tests {
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     crate::gpu::gpu_test! {
-        /// HYB on the GPU equals CSR on the CPU, forces and Σ p ln w, in 1-D, 2-D and 3-D, with
+        /// HYB on the GPU equals CSR on the CPU, forces and Σ p ln w, for the Cauchy kernel and
+        /// Student's t of 0.5 and 3 degrees of freedom, in 1-D, 2-D and 3-D, with
         /// rows both shorter and longer than the ELL width (so the COO part is exercised), and
         /// with a width of 2 that sends most entries to COO: 2.5M of them at 200k rows, enough
         /// for every warp of the COO kernel's one-wave grid to loop several times.
@@ -128,19 +135,22 @@ mod tests {
                 let y: Vec<f32> = (0..n * dims)
                     .map(|_| rng.random_range(-20.0..20.0))
                     .collect();
-                let mut want = vec![0f32; n * dims];
-                let mut got = vec![f32::NAN; n * dims];
-                let kl_want = p.attract(&y, dims, &mut want, true).unwrap().unwrap();
-                let kl_got = dev.attract(&y, dims, &mut got, true).unwrap().unwrap();
-                let rel = crate::repulse::relative_error(&want, &got);
-                assert!(
-                    rel < 1e-5,
-                    "n={n} dims={dims} width={width:?}: rel err {rel}"
-                );
-                assert!(
-                    (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
-                    "{kl_got} vs {kl_want}"
-                );
+                for dof in [1.0, 0.5, 3.0] {
+                    let kernel = Kernel::new(dof).unwrap();
+                    let mut want = vec![0f32; n * dims];
+                    let mut got = vec![f32::NAN; n * dims];
+                    let kl_want = p.attract_with(kernel, &y, dims, &mut want, true).unwrap().unwrap();
+                    let kl_got = dev.attract_with(kernel, &y, dims, &mut got, true).unwrap().unwrap();
+                    let rel = crate::repulse::relative_error(&want, &got);
+                    assert!(
+                        rel < 1e-5,
+                        "n={n} dims={dims} width={width:?} dof {dof}: rel err {rel}"
+                    );
+                    assert!(
+                        (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
+                        "dof {dof}: {kl_got} vs {kl_want}"
+                    );
+                }
             }
         }
     }

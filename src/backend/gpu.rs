@@ -7,6 +7,7 @@
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
 
 use crate::gpu::{Gpu, GpuError};
+use crate::kernel::Kernel;
 use crate::optim::gpu::OptimizerGpu;
 use crate::optim::{stops, Observer, OptimParams, OptimReport, Stop};
 use crate::progress::Progress;
@@ -54,7 +55,8 @@ impl Observer<CudaSlice<f32>> for Downloaded<'_> {
 }
 
 /// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place; P in
-/// HYB on the device ([`P::into_hyb`]); shows the resident Y to `observer` after the steps
+/// HYB on the device ([`P::into_hyb`]); the embedding's `kernel` for the attraction (`repulse`
+/// was built with the same); shows the resident Y to `observer` after the steps
 /// it asks for (on the same stream, so it sees each step finished); an observer that stops
 /// the run ([`Observer::stop`]) makes the current iteration the last, evaluated for the KL
 /// only.
@@ -68,6 +70,7 @@ impl Observer<CudaSlice<f32>> for Downloaded<'_> {
 pub fn optimize_device_observed(
     gpu: &'static Gpu,
     p: &P,
+    kernel: Kernel,
     repulse: &mut Box<dyn RepulseGpu>,
     y: &mut CudaSlice<f32>,
     dims: usize,
@@ -102,7 +105,16 @@ pub fn optimize_device_observed(
         let last = iter == end;
         let parity = iter % 2;
         let with_kl = last || (params.kl_every > 0 && iter % params.kl_every == 0);
-        let (repulsion, kl) = evaluate(gpu, attract, repulse, &mut buf, parity, y, dims, with_kl)?;
+        let (repulsion, kl) = evaluate(
+            gpu,
+            (attract, kernel),
+            repulse,
+            &mut buf,
+            parity,
+            y,
+            dims,
+            with_kl,
+        )?;
         let repulsion = match kl {
             Some(plw) => {
                 let rep = repulse.collect(repulsion)?;
@@ -171,7 +183,7 @@ fn account(
 #[allow(clippy::too_many_arguments)]
 fn evaluate(
     gpu: &Gpu,
-    attract: &HybGpu,
+    (attract, kernel): (&HybGpu, Kernel),
     repulse: &mut Box<dyn RepulseGpu>,
     buf: &mut Buffers,
     parity: usize,
@@ -186,9 +198,9 @@ fn evaluate(
     e[0].record(s)?;
     if with_kl {
         s.memset_zeros(&mut buf.kl)?;
-        attract.attract_device(y, dims, &mut buf.attr, Some(&mut buf.kl))?;
+        attract.attract_device(kernel, y, dims, &mut buf.attr, Some(&mut buf.kl))?;
     } else {
-        attract.attract_device(y, dims, &mut buf.attr, None)?;
+        attract.attract_device(kernel, y, dims, &mut buf.attr, None)?;
     }
     e[1].record(s)?;
     let rep = repulse.enqueue(y, n, dims, &mut buf.rep)?;

@@ -28,6 +28,7 @@ use super::cpu::{combine, kl};
 use crate::attract::Attract;
 use crate::gpu::memory::pinned;
 use crate::gpu::{Gpu, GpuError};
+use crate::kernel::Kernel;
 use crate::optim::{self, Gradient, GradientInfo, Observer, OptimParams, OptimReport, Overlap};
 use crate::progress::Progress;
 use crate::repulse::{RepulseGpu, Repulsion};
@@ -83,6 +84,8 @@ impl DeviceSide {
 /// the same time.
 pub struct HybridGradient<'p> {
     attract: &'p Csb,
+    /// The attraction's kernel; the repulsion holds its own copy.
+    kernel: Kernel,
     device: DeviceSide,
     /// Σ p ln p, the constant part of KL(P‖Q).
     p_log_p: f64,
@@ -92,8 +95,9 @@ pub struct HybridGradient<'p> {
 }
 
 impl<'p> HybridGradient<'p> {
-    /// The gradient of P (in CSB: [`P::into_csb`]); `repulse` must run on `stream` (a stream
-    /// of `gpu` dedicated to it); buffers are sized for P's points in `dims` dimensions.
+    /// The gradient of P (in CSB: [`P::into_csb`]) with t-SNE's Cauchy kernel; `repulse`
+    /// must run on `stream` (a stream of `gpu` dedicated to it); buffers are sized for P's
+    /// points in `dims` dimensions.
     pub fn new(
         gpu: &'static Gpu,
         stream: Arc<CudaStream>,
@@ -106,10 +110,16 @@ impl<'p> HybridGradient<'p> {
         Ok(HybridGradient {
             device: DeviceSide::new(gpu, stream, repulse, len)?,
             attract,
+            kernel: Kernel::CAUCHY,
             p_log_p: p.p_log_p(),
             f_attr: vec![0.0; len],
             times: Vec::new(),
         })
+    }
+
+    /// The same for the heavy-tailed `kernel`, which `repulse` must have been built with.
+    pub fn with_kernel(self, kernel: Kernel) -> Self {
+        HybridGradient { kernel, ..self }
     }
 
     /// The summary of the evaluations so far.
@@ -138,7 +148,8 @@ impl Gradient for HybridGradient<'_> {
             ));
         }
         let start = Instant::now();
-        let (attract, f_attr, device) = (self.attract, &mut self.f_attr, &mut self.device);
+        let (attract, kernel) = (self.attract, self.kernel);
+        let (f_attr, device) = (&mut self.f_attr, &mut self.device);
         let ((p_log_w, attract_seconds), (rep, repulse_seconds)) = std::thread::scope(|scope| {
             // The GPU's side on its own thread; the attraction on this one, a worker of the
             // caller's rayon pool, so its parallel loop uses the whole pool.
@@ -148,7 +159,7 @@ impl Gradient for HybridGradient<'_> {
                 (rep, t.elapsed().as_secs_f64())
             });
             let t = Instant::now();
-            let p_log_w = attract.attract(y, dims, f_attr, with_kl);
+            let p_log_w = attract.attract_with(kernel, y, dims, f_attr, with_kl);
             let attract_seconds = t.elapsed().as_secs_f64();
             let repulsion = gpu_side
                 .join()
@@ -172,13 +183,14 @@ impl Gradient for HybridGradient<'_> {
 }
 
 /// Runs `params.iters` steps of the hybrid backend from `y` (n × dims, on the host, updated in
-/// place), showing Y to `observer` after the steps it asks for, and adds the per-evaluation
+/// place) with the embedding's `kernel` (`repulse` built with the same), showing Y to `observer` after the steps it asks for, and adds the per-evaluation
 /// times and overlap to the report.
 #[allow(clippy::too_many_arguments)]
 pub fn optimize_hybrid(
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
     p: &P,
+    kernel: Kernel,
     repulse: Box<dyn RepulseGpu>,
     y: &mut [f32],
     dims: usize,
@@ -186,7 +198,7 @@ pub fn optimize_hybrid(
     progress: &dyn Progress,
     observer: Option<&mut dyn Observer<[f32]>>,
 ) -> Result<OptimReport> {
-    let mut gradient = HybridGradient::new(gpu, stream, p, repulse, dims)?;
+    let mut gradient = HybridGradient::new(gpu, stream, p, repulse, dims)?.with_kernel(kernel);
     let mut report = optim::optimize_observed(&mut gradient, y, dims, params, progress, observer)?;
     report.overlap = Some(gradient.overlap());
     Ok(report)
@@ -278,30 +290,37 @@ mod tests {
         /// accuracy within 0.015 of the cpu backend's (trajectories of 1,797 points part ways
         /// through float rounding; the MNIST comparison is in benches/RESULTS.md). The hybrid
         /// report carries its overlap, and f64 repulsion changes nothing beyond that spread.
+        /// The same holds for a heavy-tailed kernel (`--dof 0.5`) on gpu and hybrid.
         fn embed_gpu_hybrid_cpu_agree(_gpu) {
             let labels = crate::demo::labels().unwrap();
-            let run = |backend, precision| {
+            let run = |backend, precision, dof| {
                 let params = EmbedParams {
                     backend,
                     precision,
+                    kernel: crate::kernel::Kernel::new(dof).unwrap(),
                     ..Default::default()
                 };
                 let input = Input::Points(crate::demo::points().unwrap());
                 embed(input, "digits", Some(&labels), &params, &Silent).unwrap()
             };
-            let cpu = run(BackendKind::Cpu, Precision::F32).report;
+            let cpu = run(BackendKind::Cpu, Precision::F32, 1.0).report;
+            let cpu_heavy = run(BackendKind::Cpu, Precision::F32, 0.5).report;
             assert!(cpu.optimise.overlap.is_none());
-            for (backend, precision) in [
-                (BackendKind::Gpu, Precision::F32),
-                (BackendKind::Hybrid, Precision::F32),
-                (BackendKind::Hybrid, Precision::F64),
+            for (backend, precision, dof) in [
+                (BackendKind::Gpu, Precision::F32, 1.0),
+                (BackendKind::Hybrid, Precision::F32, 1.0),
+                (BackendKind::Hybrid, Precision::F64, 1.0),
+                (BackendKind::Gpu, Precision::F32, 0.5),
+                (BackendKind::Hybrid, Precision::F32, 0.5),
             ] {
-                let r = run(backend, precision).report;
+                let cpu = if dof == 1.0 { &cpu } else { &cpu_heavy };
+                let r = run(backend, precision, dof).report;
                 let (kl, kl_cpu) = (r.optimise.final_kl, cpu.optimise.final_kl);
                 let acc = r.quality.knn_accuracy_10.unwrap();
                 let acc_cpu = cpu.quality.knn_accuracy_10.unwrap();
                 eprintln!(
-                    "{backend:?} {precision:?}: KL {kl} (cpu {kl_cpu}), acc {acc} ({acc_cpu})"
+                    "{backend:?} {precision:?} dof {dof}: KL {kl} (cpu {kl_cpu}), acc {acc} \
+                     ({acc_cpu})"
                 );
                 assert!(
                     (kl - kl_cpu).abs() < 0.02 * kl_cpu,

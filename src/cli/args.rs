@@ -277,7 +277,7 @@ pub struct EmbedArgs {
     pub max_neighbors: usize,
     /// Degrees of freedom α of the embedding's Student-t kernel, w = (1 + d²/α)^(−α): 1 is
     /// t-SNE's; below 1 heavier tails pull clusters apart and reveal finer ones (Kobak et
-    /// al. 2019); large α approaches SNE. α ≠ 1 runs on the cpu backend.
+    /// al. 2019); large α approaches SNE. Every backend takes any α.
     #[arg(
         long,
         default_value_t = 1.0,

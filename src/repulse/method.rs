@@ -44,8 +44,7 @@ pub struct RepulsionSpec {
     pub method: RepulsionMethod,
     pub grid: GridSpec,
     pub precision: Precision,
-    /// The embedding's kernel: the host's repulsions take any α; the device's are
-    /// Cauchy's (the run checks this before it starts).
+    /// The embedding's kernel (Student's t of any α, on either device).
     pub kernel: Kernel,
 }
 
@@ -70,13 +69,15 @@ impl RepulsionSpec {
         stream: Arc<CudaStream>,
     ) -> Result<Box<dyn RepulseGpu>> {
         Ok(match (self.method, self.precision) {
-            (RepulsionMethod::Fft, Precision::F32) => {
-                Box::new(FftRepulsionGpu::<f32>::on_stream(gpu, stream, self.grid)?)
+            (RepulsionMethod::Fft, Precision::F32) => Box::new(
+                FftRepulsionGpu::<f32>::on_stream(gpu, stream, self.grid)?.with_kernel(self.kernel),
+            ),
+            (RepulsionMethod::Fft, Precision::F64) => Box::new(
+                FftRepulsionGpu::<f64>::on_stream(gpu, stream, self.grid)?.with_kernel(self.kernel),
+            ),
+            (RepulsionMethod::Exact, _) => {
+                Box::new(ExactRepulsionGpu::on_stream(gpu, stream)?.with_kernel(self.kernel))
             }
-            (RepulsionMethod::Fft, Precision::F64) => {
-                Box::new(FftRepulsionGpu::<f64>::on_stream(gpu, stream, self.grid)?)
-            }
-            (RepulsionMethod::Exact, _) => Box::new(ExactRepulsionGpu::on_stream(gpu, stream)?),
         })
     }
 }

@@ -148,6 +148,7 @@ fn optimise_observed(
             optimize_device_observed(
                 gpu,
                 p,
+                crate::kernel::Kernel::CAUCHY,
                 &mut repulse,
                 &mut y_dev,
                 dims,

@@ -22,7 +22,8 @@ kernels! {
     file: AttractHyb;
 
     /// F_attr of the ELL part into `force` (overwritten): slot s of row i at s · n + i,
-    /// padding slots (i, 0); with `kl`, Σ p ln w added to it. Blocks of [`THREADS`].
+    /// padding slots (i, 0), each edge weighed by 1 / (1 + d² · `inv_dof`) (Student's t of
+    /// `dof` degrees of freedom); with `kl`, Σ p ln w added to it. Blocks of [`THREADS`].
     pub struct AttractEll = "attract_ell_{dims}d" {
         dims: host,
         n: usize as i32,
@@ -30,6 +31,8 @@ kernels! {
         ell_cols: in i32 [n * width],
         ell_vals: in f32 [n * width],
         y: in f32 [n * dims],
+        inv_dof: f32,
+        dof: f32,
         force: out f32 [n * dims],
         kl: opt f64 [1],
     }
@@ -45,6 +48,8 @@ kernels! {
         cols: in i32 [m],
         vals: in f32 [m],
         y: in f32 [n * dims],
+        inv_dof: f32,
+        dof: f32,
         force: out f32 [n * dims],
         kl: opt f64 [1],
     }

@@ -9,13 +9,15 @@ pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
 kernels! {
     file: Exact;
 
-    /// For every target i, Σ_j w_ij (added to `z`, zeroed) and the unnormalised force
-    /// Σ_j w_ij² (y_i − y_j) into `force`, in double. One thread per target, sources staged
-    /// through blockDim · dims floats of dynamic shared memory.
+    /// For every target i, Σ_j G1(d_ij) (added to `z`, zeroed) and the unnormalised force
+    /// Σ_j G2(d_ij) (y_i − y_j) into `force`, in double, for Student's t kernel of `dof`
+    /// degrees of freedom (dof 1: w and w²). One thread per target, sources staged through
+    /// blockDim · dims floats of dynamic shared memory.
     pub struct ExactSums = "exact_sums_{dims}d" {
         dims: host,
         n: usize as i32,
         y: in f32 [n * dims],
+        dof: f64,
         force: out f32 [n * dims],
         z: out f64 [1],
     }
@@ -29,17 +31,20 @@ kernels! {
         m: usize as i32,
         targets: in i32 [m],
         y: in f32 [n * dims],
+        dof: f64,
         chunk: usize as i32,
         z_row: out f64 [m],
         force_z: out f64 [m * dims],
     }
 
-    /// Z alone over all n² pairs into `z` (zeroed): pair weights in float, summed in double
-    /// every 32 sources. As [`ExactSums`] for the launch.
+    /// Z alone over all n² pairs into `z` (zeroed): pair weights G1 in float (`inv_dof` =
+    /// 1 / `dof`), summed in double every 32 sources. As [`ExactSums`] for the launch.
     pub struct ExactZ = "exact_z_{dims}d" {
         dims: host,
         n: usize as i32,
         y: in f32 [n * dims],
+        inv_dof: f32,
+        dof: f32,
         z: out f64 [1],
     }
 

@@ -21,13 +21,15 @@ kernels! {
         modulated: out T::Complex [(1 << dims) * channels * len],
     }
 
-    /// The kernels G1 and G2 at spacing `h`, folded and modulated per pattern, into
+    /// The kernels G1 and G2 of Student's t with `dof` degrees of freedom
+    /// ([`crate::kernel::Kernel`]) at spacing `h`, folded and modulated per pattern, into
     /// `kernel` (their spectra after the forward FFT).
     pub struct G2gKernel<T> = "g2g_kernel" {
         len: usize as i64,
         p: usize as i32,
         dims: usize as i32,
         h: f32,
+        dof: f64,
         kernel: out T::Complex [(1 << dims) * 2 * len],
     }
 

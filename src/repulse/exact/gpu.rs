@@ -11,6 +11,7 @@ use super::cpu::ExactTargets;
 use crate::gpu::context::BLOCK;
 use crate::gpu::kernels::exact::{ExactNormalise, ExactSums, ExactTargets as TargetSums, ExactZ};
 use crate::gpu::{Gpu, GpuError};
+use crate::kernel::Kernel;
 use crate::repulse::{check_device_args, Pending, RepulseGpu, RepulseTimes, Repulsion};
 use crate::{Error, Result};
 
@@ -18,11 +19,13 @@ use crate::{Error, Result};
 /// targets (4 blocks of threads) still fill the GPU by splitting the sources.
 const TARGET_BLOCKS: usize = 1024;
 
-/// [`super::exact_for_targets`] for the device-resident `y` (n × dims): per-target sums
-/// over all n sources in f64, sources split over block columns whose partial sums are added
-/// atomically (so the order of the additions, not their precision, differs from the CPU).
+/// [`super::exact_for_targets_with`] for the device-resident `y` (n × dims): per-target sums
+/// over all n sources in f64 with the `kernel`, sources split over block columns whose
+/// partial sums are added atomically (so the order of the additions, not their precision,
+/// differs from the CPU).
 pub fn exact_for_targets_gpu(
     gpu: &Gpu,
+    kernel: Kernel,
     y: &CudaSlice<f32>,
     n: usize,
     dims: usize,
@@ -64,6 +67,7 @@ pub fn exact_for_targets_gpu(
         m,
         targets: &idx,
         y,
+        dof: kernel.dof,
         chunk,
         z_row: &mut z_row,
         force_z: &mut force_z,
@@ -76,11 +80,17 @@ pub fn exact_for_targets_gpu(
     })
 }
 
-/// [`super::exact_z`] for the device-resident `y` (n × dims): all n² pairs, each weight in
-/// f32 and the sums in f64 every 32 pairs (relative error about 1e-7, far below the errors
-/// it is the reference for; the f64 weights of [`ExactRepulsionGpu`] cost ten times more,
-/// seconds at a million points).
-pub fn exact_z_gpu(gpu: &Gpu, y: &CudaSlice<f32>, n: usize, dims: usize) -> Result<f64> {
+/// [`super::exact_z_with`] for the device-resident `y` (n × dims): all n² pairs, each
+/// weight G1 of the `kernel` in f32 and the sums in f64 every 32 pairs (relative error about
+/// 1e-7, far below the errors it is the reference for; the f64 weights of
+/// [`ExactRepulsionGpu`] cost ten times more, seconds at a million points).
+pub fn exact_z_gpu(
+    gpu: &Gpu,
+    kernel: Kernel,
+    y: &CudaSlice<f32>,
+    n: usize,
+    dims: usize,
+) -> Result<f64> {
     check_device_args(n, dims, y.len(), y.len())?;
     let s = &gpu.stream;
     let mut z = s.alloc_zeros::<f64>(1)?;
@@ -88,6 +98,8 @@ pub fn exact_z_gpu(gpu: &Gpu, y: &CudaSlice<f32>, n: usize, dims: usize) -> Resu
         dims,
         n,
         y,
+        inv_dof: (1.0 / kernel.dof) as f32,
+        dof: kernel.dof as f32,
         z: &mut z,
     }
     .launch(gpu, s, tiles(n, dims))?;
@@ -108,11 +120,12 @@ fn tiles(n: usize, dims: usize) -> LaunchConfig {
 pub struct ExactRepulsionGpu {
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
+    kernel: Kernel,
     z: CudaSlice<f64>,
 }
 
 impl ExactRepulsionGpu {
-    /// Exact repulsion on `gpu`'s stream.
+    /// Exact repulsion on `gpu`'s stream, with t-SNE's Cauchy kernel.
     pub fn new(gpu: &'static Gpu) -> Result<Self> {
         Self::on_stream(gpu, gpu.stream.clone())
     }
@@ -120,7 +133,17 @@ impl ExactRepulsionGpu {
     /// Exact repulsion whose work goes to `stream` (of `gpu`'s context).
     pub fn on_stream(gpu: &'static Gpu, stream: Arc<CudaStream>) -> Result<Self> {
         let z = stream.alloc_zeros(1)?;
-        Ok(ExactRepulsionGpu { gpu, stream, z })
+        Ok(ExactRepulsionGpu {
+            gpu,
+            stream,
+            kernel: Kernel::CAUCHY,
+            z,
+        })
+    }
+
+    /// The same with the heavy-tailed `kernel` ([`Kernel`]) in place of the Cauchy one.
+    pub fn with_kernel(self, kernel: Kernel) -> Self {
+        ExactRepulsionGpu { kernel, ..self }
     }
 
     fn run(
@@ -138,6 +161,7 @@ impl ExactRepulsionGpu {
             dims,
             n,
             y,
+            dof: self.kernel.dof,
             force: &mut *force,
             z: &mut self.z,
         }
@@ -184,7 +208,8 @@ mod tests {
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     crate::gpu::gpu_test! {
-        /// The GPU's direct sums equal the CPU's (both exact; only float rounding differs).
+        /// The GPU's direct sums equal the CPU's (both exact; only float rounding differs),
+        /// for the Cauchy kernel and heavy- and light-tailed ones (α = 0.5, 2).
         fn gpu_exact_equals_cpu_exact(gpu) {
             let seed = rand::random();
             let mut rng = StdRng::seed_from_u64(seed);
@@ -192,17 +217,24 @@ mod tests {
                 let y: Vec<f32> = (0..n * dims)
                     .map(|_| rng.random_range(-30.0..30.0))
                     .collect();
-                let mut cpu = vec![0f32; n * dims];
-                let mut dev = vec![f32::NAN; n * dims];
-                let zc = ExactRepulsion::new().repulse(&y, dims, &mut cpu).unwrap().z;
-                let zg = ExactRepulsionGpu::new(gpu)
-                    .unwrap()
-                    .repulse(&y, dims, &mut dev)
-                    .unwrap()
-                    .z;
-                let rel = crate::repulse::relative_error(&cpu, &dev);
-                assert!(rel < 1e-5, "seed {seed} {dims}-D: {rel}");
-                assert!((zc - zg).abs() < 1e-9 * zc, "seed {seed}: Z {zg} vs {zc}");
+                for dof in [1.0, 0.5, 2.0] {
+                    let kernel = Kernel::new(dof).unwrap();
+                    let mut cpu = vec![0f32; n * dims];
+                    let mut dev = vec![f32::NAN; n * dims];
+                    let zc = ExactRepulsion::with_kernel(kernel)
+                        .repulse(&y, dims, &mut cpu)
+                        .unwrap()
+                        .z;
+                    let zg = ExactRepulsionGpu::new(gpu)
+                        .unwrap()
+                        .with_kernel(kernel)
+                        .repulse(&y, dims, &mut dev)
+                        .unwrap()
+                        .z;
+                    let rel = crate::repulse::relative_error(&cpu, &dev);
+                    assert!(rel < 1e-5, "seed {seed} {dims}-D dof {dof}: {rel}");
+                    assert!((zc - zg).abs() < 1e-9 * zc, "seed {seed} dof {dof}: Z {zg} vs {zc}");
+                }
             }
         }
     }
@@ -218,20 +250,24 @@ mod tests {
                     .map(|_| rng.random_range(-40.0..40.0))
                     .collect();
                 let targets: Vec<usize> = (0..700).map(|_| rng.random_range(0..n)).collect();
-                let cpu = crate::repulse::exact_for_targets(&y, dims, &targets).unwrap();
                 let y_dev = gpu.stream.clone_htod(&y).unwrap();
-                let dev = exact_for_targets_gpu(gpu, &y_dev, n, dims, &targets).unwrap();
-                for (a, b) in cpu.z_row.iter().zip(&dev.z_row) {
-                    assert!(
-                        (a - b).abs() <= 1e-6 * a,
-                        "seed {seed} {dims}-D: z {b} vs {a}"
-                    );
+                for dof in [1.0, 0.5] {
+                    let kernel = Kernel::new(dof).unwrap();
+                    let cpu =
+                        crate::repulse::exact_for_targets_with(kernel, &y, dims, &targets).unwrap();
+                    let dev = exact_for_targets_gpu(gpu, kernel, &y_dev, n, dims, &targets).unwrap();
+                    for (a, b) in cpu.z_row.iter().zip(&dev.z_row) {
+                        assert!(
+                            (a - b).abs() <= 1e-6 * a,
+                            "seed {seed} {dims}-D dof {dof}: z {b} vs {a}"
+                        );
+                    }
+                    let err = crate::repulse::relative_error(&cpu.force_z, &dev.force_z);
+                    assert!(err < 1e-6, "seed {seed} {dims}-D dof {dof}: force {err:e}");
+                    let zc = crate::repulse::exact_z_with(kernel, &y, dims).unwrap();
+                    let zg = exact_z_gpu(gpu, kernel, &y_dev, n, dims).unwrap();
+                    assert!((zc - zg).abs() < 1e-6 * zc, "seed {seed} dof {dof}: Z {zg} vs {zc}");
                 }
-                let err = crate::repulse::relative_error(&cpu.force_z, &dev.force_z);
-                assert!(err < 1e-6, "seed {seed} {dims}-D: force {err:e}");
-                let zc = crate::repulse::exact_z(&y, dims).unwrap();
-                let zg = exact_z_gpu(gpu, &y_dev, n, dims).unwrap();
-                assert!((zc - zg).abs() < 1e-6 * zc, "seed {seed}: Z {zg} vs {zc}");
             }
         }
     }

@@ -18,6 +18,7 @@ use crate::gpu::kernels::repulse::GridGeom;
 use crate::gpu::memory::pinned;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
+use crate::kernel::Kernel;
 use crate::repulse::g2g::gpu::ConvolverGpu;
 use crate::repulse::g2s::gpu::gather_device;
 use crate::repulse::phi2force::gpu::phi2force_device;
@@ -95,6 +96,14 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             stream,
             spec,
         })
+    }
+
+    /// The same with the heavy-tailed `kernel` ([`Kernel`]) in place of the Cauchy one, on
+    /// the grid [`GridSpec::for_kernel`] makes of this one (as [`super::FftRepulsion`]'s).
+    pub fn with_kernel(mut self, kernel: Kernel) -> Self {
+        self.spec = self.spec.for_kernel(kernel);
+        self.convolver.kernel = kernel;
+        self
     }
 
     /// Places the grid on the host from the bounding box reduced on the device (sent by

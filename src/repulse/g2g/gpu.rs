@@ -18,6 +18,7 @@ use crate::gpu::fft::GridFft;
 use crate::gpu::kernels::g2g::{G2gDemodulate, G2gKernel, G2gModulate, G2gMultiply};
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
+use crate::kernel::Kernel;
 use crate::repulse::grid::max_nodes_per_axis;
 use crate::repulse::Grid;
 
@@ -69,6 +70,8 @@ struct Plans {
 /// The GPU twin of [`super::Convolver`]: charges in, potentials out, on one stream.
 pub(crate) struct ConvolverGpu<T: DeviceReal> {
     stream: Arc<CudaStream>,
+    /// The embedding's kernel, whose G1 and G2 the spectra hold.
+    pub(crate) kernel: Kernel,
     /// Buffers of the current grid size.
     ws: Option<Workspace<T>>,
     /// FFT plans of every (dims, p) used so far: the adaptive grid steps back and forth
@@ -80,10 +83,13 @@ pub(crate) struct ConvolverGpu<T: DeviceReal> {
 
 impl<T: DeviceReal> ConvolverGpu<T> {
     /// Nothing allocated yet beyond a one-byte work area; buffers come with the first grid.
+    /// The Cauchy kernel's spectra; set [`ConvolverGpu::kernel`] before the first grid for
+    /// another.
     pub(crate) fn new(stream: Arc<CudaStream>) -> Result<Self, GpuError> {
         Ok(ConvolverGpu {
             fft_work: stream.alloc_zeros::<u8>(1)?,
             stream,
+            kernel: Kernel::CAUCHY,
             ws: None,
             plans: HashMap::new(),
         })
@@ -124,6 +130,7 @@ impl<T: DeviceReal> ConvolverGpu<T> {
                 p,
                 dims,
                 h: grid.h as f32,
+                dof: self.kernel.dof,
                 kernel: &mut ws.ping,
             }
             .launch(gpu, s, gpu.config(len))?;

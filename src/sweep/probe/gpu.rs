@@ -5,6 +5,7 @@ use cudarc::driver::CudaSlice;
 
 use super::{approximate_with, at_targets, Approximation, Probe};
 use crate::gpu::Gpu;
+use crate::kernel::Kernel;
 use crate::repulse::{
     exact_for_targets_gpu, exact_z_gpu, ExactTargets, FftRepulsionGpu, GridSpec, RepulseGpu,
 };
@@ -47,8 +48,8 @@ impl Probe<CudaSlice<f32>> for ProbeGpu {
     fn exact(&mut self, y: &CudaSlice<f32>, targets: &[usize]) -> Result<(ExactTargets, f64)> {
         let (gpu, n, dims) = (self.gpu, self.n, self.dims);
         Ok((
-            exact_for_targets_gpu(gpu, y, n, dims, targets)?,
-            exact_z_gpu(gpu, y, n, dims)?,
+            exact_for_targets_gpu(gpu, Kernel::CAUCHY, y, n, dims, targets)?,
+            exact_z_gpu(gpu, Kernel::CAUCHY, y, n, dims)?,
         ))
     }
 
