@@ -8,9 +8,10 @@
 #   scripts/bench/gpu_tests.sh [TEST_THREADS]      # default 4
 #
 # Writes $OUT/gpu-tests.txt (summary: counts, failures) and $OUT/gpu-tests.tgz (full logs).
-# The test binaries look for configs/, src/demo/ and target/release/sgtsne under the path
-# they were built in (compiled in, `root` in .bench/bin/BUILD); where that path is not this
-# tree, it is linked to it, and target/release/sgtsne to the staged binary.
+# The test binaries look for configs/ and src/demo/ under the path
+# they were built in and run the program from its build path (both compiled in, `root` and
+# `program` in .bench/bin/BUILD); where those are missing, they are linked to this tree and
+# to the staged binary.
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -22,8 +23,11 @@ if [ -n "$build_root" ] && [ ! -e "$build_root/Cargo.toml" ]; then
   mkdir -p "$(dirname "$build_root")" && ln -sfn "$bench_root" "$build_root"
   say "linked $build_root -> $bench_root"
 fi
-if [ -n "$build_root" ] && [ ! -e "$build_root/target/release/sgtsne" ]; then
-  mkdir -p "$build_root/target/release" && ln -sf "$sgtsne" "$build_root/target/release/sgtsne"
+program=$(sed -n 's/^program //p' "$bin_dir/BUILD")
+program=${program:-$build_root/target/release/sgtsne}
+if [ -n "$program" ] && [ ! -e "$program" ]; then
+  mkdir -p "$(dirname "$program")" && ln -sf "$sgtsne" "$program"
+  say "linked $program -> $sgtsne"
 fi
 
 cache=$(mktemp -d /tmp/sgtsne-test-cache.XXXXXX)

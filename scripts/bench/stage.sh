@@ -28,8 +28,9 @@ json=$(mktemp)
 trap 'rm -f "$json"' EXIT
 cargo test --release --no-run --message-format=json > "$json"
 
-# The test executable of target NAME of kind KIND (lib, test), from cargo's JSON messages.
-test_exe() {
+# The executable of target NAME of kind KIND (lib, test, bin), from cargo's JSON messages:
+# a test binary (TEST=1) or the program itself (TEST=0).
+artifact() {
   python3 - "$json" "$1" "$2" <<'PY'
 import json, sys
 found = None
@@ -37,18 +38,22 @@ for line in open(sys.argv[1]):
     m = json.loads(line)
     t = m.get("target", {})
     if (m.get("reason") == "compiler-artifact" and t.get("name") == sys.argv[2]
-            and sys.argv[3] in t.get("kind", []) and m.get("profile", {}).get("test")
+            and sys.argv[3] in t.get("kind", [])
+            and bool(m.get("profile", {}).get("test")) == (sys.argv[4] == "1")
             and m.get("executable")):
         found = m["executable"]
 if found:
     print(found)
 else:
-    print(f"stage: no test executable for {sys.argv[2]} ({sys.argv[3]}) in cargo's output",
+    print(f"stage: no executable for {sys.argv[2]} ({sys.argv[3]}) in cargo's output",
           file=sys.stderr)
 PY
 }
-lib_tests=$(test_exe sgtsne lib)
-int_tests=$(test_exe main test)  # absent in commits before tests/main.rs
+lib_tests=$(artifact sgtsne lib 1)
+int_tests=$(artifact main test 1)  # absent in commits before tests/main.rs
+# The path the integration tests run the program from (compiled in; cargo resolves links
+# in the target directory), linked to the staged binary on the GPU machine.
+program=$(artifact sgtsne bin 0)
 [ -n "$lib_tests" ] || exit 1
 
 mkdir -p .bench/bin .bench/data
@@ -63,9 +68,11 @@ changes=
 {
   echo "commit $(git rev-parse --short HEAD)$changes"
   echo "built $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n)"
-  # The test binaries find configs/, src/demo/ and target/release/sgtsne under this path
-  # (compiled in); scripts/bench/gpu_tests.sh links it to the tree where they run.
+  # The test binaries find configs/ and src/demo/ under this path and run the program
+  # from the next (both compiled in); scripts/bench/gpu_tests.sh links them to the tree
+  # and the binary where they run.
   echo "root $PWD"
+  [ -z "$program" ] || echo "program $program"
 } > .bench/bin/BUILD
 
 ls -l .bench/bin .bench/data
