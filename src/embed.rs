@@ -146,7 +146,7 @@ pub fn embed_observed(
     params.grid = Some(
         params
             .grid
-            .unwrap_or_else(|| GridSpec::default_for(params.dims)),
+            .unwrap_or_else(|| GridSpec::default_for(params.dims, backend.kind.on_device())),
     );
     let n = input.n();
     let d_in = input.d();

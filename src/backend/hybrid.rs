@@ -236,7 +236,7 @@ mod tests {
             let seed = rand::random();
             let mut rng = StdRng::seed_from_u64(seed);
             for dims in 1..=3 {
-                let spec = GridSpec::default_for(dims);
+                let spec = GridSpec::default_for(dims, false);
                 for precision in [Precision::F32, Precision::F64] {
                     let method = RepulsionSpec {
                         method: RepulsionMethod::Fft,
@@ -353,7 +353,7 @@ mod tests {
                 return;
             };
             let y = crate::io::read_points(std::path::Path::new(&path)).unwrap();
-            let (dims, spec) = (y.d, GridSpec::default_for(y.d));
+            let (dims, spec) = (y.d, GridSpec::default_for(y.d, true));
             let median = |f: &mut dyn FnMut() -> Repulsion| {
                 f();
                 let mut t: Vec<f64> = (0..5)

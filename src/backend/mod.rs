@@ -42,6 +42,12 @@ impl BackendKind {
         }
     }
 
+    /// Whether the repulsion runs on the GPU (gpu and hybrid; `auto` only once resolved,
+    /// so it counts as the host here).
+    pub fn on_device(self) -> bool {
+        matches!(self, BackendKind::Gpu | BackendKind::Hybrid)
+    }
+
     /// Resolves `auto` by probing for a GPU (gpu when usable, else cpu); an explicit
     /// `gpu` or `hybrid` fails with the probe's reason when no device is usable.
     pub fn resolve(self) -> Result<Resolved> {

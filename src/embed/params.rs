@@ -242,14 +242,14 @@ impl EmbedParams {
     }
 
     /// The repulsion these parameters ask for, with the grid resolved
-    /// ([`GridSpec::default_for`] the dimension when none was given).
+    /// ([`GridSpec::default_for`] the dimension and backend when none was given).
     pub fn repulsion_spec(&self) -> RepulsionSpec {
         RepulsionSpec {
             method: self.repulsion,
             kernel: self.kernel,
             grid: self
                 .grid
-                .unwrap_or_else(|| GridSpec::default_for(self.dims)),
+                .unwrap_or_else(|| GridSpec::default_for(self.dims, self.backend.on_device())),
             precision: self.precision,
         }
     }

@@ -117,22 +117,24 @@ impl GridSpec {
         GridSpec::Auto { h: 0.35 }
     }
 
-    /// The default grid for a `dims`-dimensional embedding: [`GridSpec::default_auto`] in 1-D
-    /// and 2-D; in 3-D a fixed 50 nodes per axis, the reference thesis's choice, because an
-    /// adaptive grid at h = 0.35 reaches 160³ nodes × 8 parity patterns on a MNIST-sized
-    /// embedding (seconds per iteration on a CPU).
+    /// The default grid for a `dims`-dimensional embedding whose repulsion runs `on_device`
+    /// (the gpu and hybrid backends): [`GridSpec::default_auto`] in 1-D and 2-D; in 3-D
+    /// `Auto { h: 0.7 }` on the device (up to the node cap, 160³) and a fixed 50 nodes per
+    /// axis, the reference thesis's choice, on the host.
     ///
-    /// The grid-size sweep (`benches/sweeps/`) measured what that costs in accuracy: on the
-    /// 1.3M-point mixture a 48- or 64-node 3-D grid errs by 0.5 … 3 (relative force error,
-    /// mean of iterations 400–1000) at every n from 50k up, against 1.5e-2 … 5e-2 for 160
-    /// nodes or `Auto { h: 0.5 }`, which the GPU affords (13 ms per evaluation at 1.3M,
-    /// against 7 ms for 48 nodes). It stays the default for the CPU's sake; `--grid fixed` or
-    /// `--grid-error` choose the accurate grid.
-    pub fn default_for(dims: usize) -> Self {
-        if dims == 3 {
-            GridSpec::Fixed(50)
-        } else {
-            GridSpec::default_auto()
+    /// The 3-D grid decides the picture's quality: on 1.3M deformed MNIST digits
+    /// (`scripts/bench/grid3d.sh`, H100) the 50-node grid's relative force error was 15 and
+    /// the 3-D KL 5.563, above the 2-D run's 5.508, though more room should fit better; with
+    /// `Auto { h: 0.7 }` (capped at 160 nodes, spacing 1.34 over an extent of 210) the error
+    /// fell to 0.20 and the KL to 5.105, for 12.9 s against 6.4 s end to end (G2G at 160³:
+    /// 7.2 ms per evaluation). A CPU cannot afford it: MNIST 70k in 3-D at h = 0.7 did not
+    /// finish in 24 minutes on 2 cores, against 78 s with 50 nodes. `--grid fixed` or
+    /// `--grid-error` choose other grids.
+    pub fn default_for(dims: usize, on_device: bool) -> Self {
+        match dims {
+            3 if on_device => GridSpec::Auto { h: 0.7 },
+            3 => GridSpec::Fixed(50),
+            _ => GridSpec::default_auto(),
         }
     }
 

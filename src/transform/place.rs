@@ -332,7 +332,7 @@ impl Fields {
             let pad = MARGIN * (h - l) + 1.0;
             (lo[a], hi[a]) = (l - pad, h + pad);
         }
-        let spec = GridSpec::default_for(dims).for_kernel(kernel);
+        let spec = GridSpec::default_for(dims, false).for_kernel(kernel);
         let grid = Grid::fit_box(lo, hi, dims, spec)?;
         let len = grid.len();
         let nch = channels(dims);
