@@ -12,7 +12,7 @@ use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::Points;
 
 use super::args::{AutoOr, NoneOr};
-use super::embed_cmd::{
+use super::files::{
     display_name, obs_column, read_input, read_labels_for, refuse_outputs_over_inputs,
 };
 use super::gmm_args::{CovarianceArg, FitArgs, GmmArgs, GmmInitArg, KRange, PrecisionArg};

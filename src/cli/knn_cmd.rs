@@ -9,7 +9,8 @@ use sgtsne::embed::{self, EmbedParams};
 use sgtsne::io::{self, IndexType, OutputKind};
 
 use super::args::{BackendArg, IndexTypeArg, KnnArgs};
-use super::embed_cmd::{apply_search, display_name, read_input};
+use super::embed_params::apply_search;
+use super::files::{display_name, read_input};
 use super::progress_bar::Bar;
 
 pub fn run(args: KnnArgs) -> Result<()> {

@@ -1,8 +1,12 @@
 //! Subcommands of the binary.
 
+mod arg_values;
 pub mod args;
 mod clusters;
+mod embed_args;
 mod embed_cmd;
+mod embed_params;
+mod files;
 mod gen_cmd;
 mod gmm_args;
 mod gmm_cmd;

@@ -12,7 +12,7 @@ use sgtsne::transform::{self, Model, TransformParams};
 use sgtsne::{knn, quality, Points};
 
 use super::args::{BackendArg, TransformArgs};
-use super::embed_cmd::{is_stdout, read_input, write_y};
+use super::files::{is_stdout, read_input, write_y};
 use super::progress_bar::Bar;
 
 /// Reference neighbours of a new point in the map whose labels vote (the report's

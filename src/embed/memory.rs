@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::KnnMethod;
+use super::{AffinityMethod, EmbedParams, Input, KnnMethod};
 use crate::backend::BackendKind;
 use crate::gpu::Gpu;
 use crate::{Error, Result};
@@ -163,6 +163,60 @@ pub fn check(
         }
     }
     Ok(())
+}
+
+/// The memory estimate of a run on `input` (nothing for a graph, whose P is given), checked
+/// against the host's and, on the gpu and hybrid backends, the device's available memory
+/// before any work; and the watch of the device's peak.
+pub(crate) fn plan(
+    input: &Input,
+    params: &EmbedParams,
+    backend: BackendKind,
+) -> Result<(MemoryReport, Option<DeviceWatch>)> {
+    let on_gpu = backend != BackendKind::Cpu;
+    let watch = if on_gpu {
+        Some(DeviceWatch::start(Gpu::get()?)?)
+    } else {
+        None
+    };
+    // Exact affinities check their n² pairs against the host's memory themselves
+    // (`affinity::exact::max_points`); the estimate here is the kNN pipeline's.
+    let Some(d_given) = input
+        .d()
+        .filter(|_| params.affinities == AffinityMethod::Knn)
+    else {
+        return Ok((MemoryReport::default(), watch));
+    };
+    let n = input.n();
+    let d = params.pca.map_or(d_given, |m| m.min(d_given));
+    let shape = RunShape {
+        n,
+        // Sparse rows are read already and never densified: the dense input the stages
+        // hold is the PCA's n × d.
+        d_in: if matches!(input, Input::Sparse(_)) {
+            d
+        } else {
+            d_given
+        },
+        d,
+        k: params.k().min(n.saturating_sub(1)),
+        dims: params.dims,
+    };
+    let estimate = estimate(shape, backend, params.knn);
+    let device = if on_gpu {
+        Some(device_available(Gpu::get()?)?)
+    } else {
+        None
+    };
+    // What the run holds already and the estimate counts: the dense input (sparse rows are
+    // not counted, and their PCA is not made yet).
+    let held = match input {
+        Input::Points(p) => (p.n * p.d * 4) as u64,
+        _ => 0,
+    };
+    let host = host_available(held);
+    check(&estimate, shape, host, device)?;
+    Ok((estimate, watch))
 }
 
 /// Samples the device's free memory on a side thread every [`DeviceWatch::PERIOD`] and

@@ -181,33 +181,12 @@ pub fn transform(
     let t = Instant::now();
     let reference = model.reference();
     let n = reference.n;
-    let k_wanted = (3.0 * params.perplexity).ceil() as usize;
-    let k = k_wanted.min(n);
-    if k < k_wanted {
-        notes.push(format!(
-            "k capped at the {n} reference points (⌈3·perplexity⌉ = {k_wanted})"
-        ));
-    }
-    let k_all = k.max(params.init_neighbors.min(n));
-    let nb = knn::query(&reference, &new, k_all, progress)?;
+    let (nb, k) = reference_neighbors(&reference, &new, params, &mut notes, progress)?;
     seconds.knn = t.elapsed().as_secs_f64();
 
     // Step 3: p_{j|i} over the k nearest, each row summing to 1.
     let t = Instant::now();
-    let first = first_columns(&nb, k);
-    let perplexity = params.perplexity.min(k as f64 - 1.0).max(1.0);
-    if perplexity < params.perplexity {
-        notes.push(format!(
-            "perplexity lowered to {perplexity}: {k} neighbours cannot carry more"
-        ));
-    }
-    let p = conditional_probabilities(
-        &first,
-        &PerplexityParams {
-            perplexity,
-            ..Default::default()
-        },
-    )?;
+    let (first, p) = affinities(&nb, k, params, &mut notes)?;
     seconds.affinities = t.elapsed().as_secs_f64();
 
     // Step 4: the median of the nearest reference positions, axis by axis.
@@ -260,6 +239,54 @@ pub fn transform(
             notes,
         },
     })
+}
+
+/// Step 2 of [`transform`]: the exact neighbours of the `new` points among the
+/// `reference` points, as many as P (k = ⌈3·perplexity⌉, capped at the reference's size
+/// with a note) and the median start (`init_neighbors`) need, whichever is more; and k.
+fn reference_neighbors(
+    reference: &Points,
+    new: &Points,
+    params: &TransformParams,
+    notes: &mut Vec<String>,
+    progress: &dyn Progress,
+) -> Result<(Neighbors, usize)> {
+    let n = reference.n;
+    let k_wanted = (3.0 * params.perplexity).ceil() as usize;
+    let k = k_wanted.min(n);
+    if k < k_wanted {
+        notes.push(format!(
+            "k capped at the {n} reference points (⌈3·perplexity⌉ = {k_wanted})"
+        ));
+    }
+    let k_all = k.max(params.init_neighbors.min(n));
+    Ok((knn::query(reference, new, k_all, progress)?, k))
+}
+
+/// Step 3 of [`transform`]: p_{j|i} over each new point's `k` nearest reference points
+/// (the first `k` columns of `nb`), each row summing to 1, at a perplexity those k can
+/// carry (lowered, with a note, when `params.perplexity` is more).
+fn affinities(
+    nb: &Neighbors,
+    k: usize,
+    params: &TransformParams,
+    notes: &mut Vec<String>,
+) -> Result<(Neighbors, Vec<f32>)> {
+    let first = first_columns(nb, k);
+    let perplexity = params.perplexity.min(k as f64 - 1.0).max(1.0);
+    if perplexity < params.perplexity {
+        notes.push(format!(
+            "perplexity lowered to {perplexity}: {k} neighbours cannot carry more"
+        ));
+    }
+    let p = conditional_probabilities(
+        &first,
+        &PerplexityParams {
+            perplexity,
+            ..Default::default()
+        },
+    )?;
+    Ok((first, p))
 }
 
 /// The first `k` columns of `nb` (its nearest `k`, as rows are sorted by distance).

@@ -1,0 +1,193 @@
+//! `sgtsne embed`'s flags mapped onto the library's `EmbedParams`, with the notes on
+//! flags renamed since and the `--init FILE` read; `knn` maps its search flags the same way
+//! ([`apply_search`]), so both find the same neighbours.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+use sgtsne::backend::BackendKind;
+use sgtsne::embed::{
+    AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
+};
+use sgtsne::init::InitKind;
+use sgtsne::io;
+use sgtsne::knn::ivf::IvfParams;
+use sgtsne::optim::OptimParams;
+use sgtsne::prep::Metric;
+use sgtsne::repulse::GridSpec;
+
+use super::args::{
+    AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
+    OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
+};
+
+/// Notes on the exaggeration flags renamed after openTSNE's: `--exaggeration-iters`
+/// is an alias of `--early-exaggeration-iters`, while `--exaggeration` changed meaning, from
+/// the early factor to the factor after the early phase. A script written for the old
+/// meaning runs on, so it is told; one that also gives `--early-exaggeration` is written for
+/// the new meaning and is not.
+pub(super) fn renamed_flags(a: &EmbedArgs) -> Vec<String> {
+    let mut notes = Vec::new();
+    if a.exaggeration_iters.is_some() {
+        notes.push(
+            "--exaggeration-iters is now called --early-exaggeration-iters (the old name \
+             still works)"
+                .to_string(),
+        );
+    }
+    if let (Some(x), None) = (a.exaggeration, a.early_exaggeration) {
+        notes.push(format!(
+            "--exaggeration {x} sets the exaggeration after the early phase (openTSNE's \
+             meaning; default 1); it used to set the early factor, now \
+             --early-exaggeration (default 12, used here)"
+        ));
+    }
+    notes
+}
+
+/// Maps the raw arguments onto the library's parameters.
+pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
+    let defaults = EmbedParams::default();
+    if a.init_rescale && !matches!(a.init, InitArg::File(_)) {
+        anyhow::bail!("--init-rescale applies to --init FILE only");
+    }
+    let dims = a.dims as usize;
+    let grid = match (a.grid, a.grid_spacing, a.grid_error) {
+        (_, _, Some(e)) => Some(GridSpec::for_error(e, dims)?),
+        (None, None, None) => None,
+        (Some(GridArg::Auto), None, None) => Some(GridSpec::default_auto()),
+        (None | Some(GridArg::Auto), Some(h), None) => Some(GridSpec::Auto { h }),
+        (Some(GridArg::Fixed), None, None) => Some(GridSpec::default_fixed(dims)),
+        (Some(GridArg::Nodes(n)), None, None) => Some(GridSpec::Fixed(n)),
+        (Some(GridArg::Fixed | GridArg::Nodes(_)), Some(_), None) => {
+            anyhow::bail!("--grid-spacing applies to --grid auto only, not to a fixed grid")
+        }
+    };
+    let mut params = EmbedParams {
+        dims,
+        perplexity: *a
+            .perplexity
+            .0
+            .last()
+            .expect("the parser gives one at least"),
+        multiscale: if a.perplexity.0.len() > 1 {
+            a.perplexity.0.clone()
+        } else {
+            Vec::new()
+        },
+        max_neighbors: a.max_neighbors,
+        affinities: match a.affinities {
+            Some(AffinitiesArg::Exact) => AffinityMethod::Exact,
+            _ => AffinityMethod::Knn,
+        },
+        kernel: sgtsne::kernel::Kernel { dof: a.dof },
+        init: match a.init {
+            InitArg::Pca => InitKind::Pca,
+            InitArg::Random => InitKind::Random,
+            InitArg::File(_) => InitKind::Given,
+        },
+        init_y: match &a.init {
+            InitArg::File(path) => Some(read_init(path, dims, a.quiet, a.init_rescale)?),
+            _ => None,
+        },
+        init_rescale: a.init_rescale,
+        grid,
+        repulsion: match a.repulsion {
+            RepulsionArg::Fft => RepulsionMethod::Fft,
+            RepulsionArg::Exact => RepulsionMethod::Exact,
+        },
+        precision: match a.precision {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::F64 => Precision::F64,
+        },
+        backend: match a.backend {
+            BackendArg::Auto => BackendKind::Auto,
+            BackendArg::Cpu => BackendKind::Cpu,
+            BackendArg::Gpu => BackendKind::Gpu,
+            BackendArg::Hybrid => BackendKind::Hybrid,
+        },
+        seed: a.seed,
+        lambda: a.lambda.unwrap_or(defaults.lambda),
+        keep_reference: a.save_model.is_some(),
+        learning_rate: match a.learning_rate {
+            AutoOr::Auto => None,
+            AutoOr::Value(v) => Some(v),
+        },
+        optim: OptimParams {
+            iters: a.iters,
+            early_exaggeration: a
+                .early_exaggeration
+                .unwrap_or(defaults.optim.early_exaggeration),
+            early_exaggeration_iters: a
+                .early_exaggeration_iters
+                .or(a.exaggeration_iters)
+                .unwrap_or(defaults.optim.early_exaggeration_iters),
+            exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
+            momentum_early: a.early_momentum,
+            momentum_late: a.momentum,
+            ..defaults.optim
+        },
+        ..defaults
+    };
+    apply_search(&a.search, a.seed, &mut params);
+    Ok(params)
+}
+
+/// The search flags ([`SearchArgs`]) onto `params`, with the approximate kNN's `seed`.
+pub(super) fn apply_search(a: &SearchArgs, seed: u64, params: &mut EmbedParams) {
+    params.knn = match a.knn {
+        KnnArg::Auto => KnnMethod::Auto,
+        KnnArg::Exact => KnnMethod::Exact,
+        KnnArg::Hnsw => KnnMethod::Hnsw,
+        KnnArg::Approx => KnnMethod::Approx,
+    };
+    params.metric = match a.metric {
+        MetricArg::Euclidean => Metric::Euclidean,
+        MetricArg::Cosine => Metric::Cosine,
+        MetricArg::Correlation => Metric::Correlation,
+    };
+    params.ivf = IvfParams {
+        probes: a.knn_probes,
+        refine: a.knn_refine,
+        fan: a.knn_fan,
+        lists: match a.knn_lists {
+            AutoOr::Auto => 0,
+            AutoOr::Value(l) => l,
+        },
+        seed,
+        ..IvfParams::default()
+    };
+    params.pca = match a.pca {
+        NoneOr::None => None,
+        NoneOr::Value(m) => Some(m),
+    };
+    params.order = match a.order {
+        OrderArg::Auto => None,
+        OrderArg::Locality => Some(PointOrder::Locality),
+        OrderArg::Input => Some(PointOrder::Input),
+        OrderArg::Cells => Some(PointOrder::Cells),
+    };
+}
+
+/// The initial embedding of `--init FILE`: n × `dims` (the point count is checked by the
+/// library), with a note when its scale is far from the customary 1e-4.
+fn read_init(path: &Path, dims: usize, quiet: bool, rescale: bool) -> Result<Arc<[f32]>> {
+    let y = io::read_points(path)?;
+    if y.d != dims {
+        anyhow::bail!(
+            "{}: --init has {} columns; the embedding has --dims {dims}",
+            path.display(),
+            y.d
+        );
+    }
+    let std = sgtsne::init::first_axis_std(&y.data, dims);
+    if !quiet && !rescale && std > 1e-2 {
+        eprintln!(
+            "note: --init {} has std {std:.3e} on its first axis, used as given; \
+             --init-rescale scales it to 1e-4, the customary start for early exaggeration",
+            path.display()
+        );
+    }
+    Ok(y.data.into())
+}

@@ -1,0 +1,160 @@
+//! The device's kernels a run will use, compiled ahead (`gpu::compile`): NVRTC takes a few
+//! hundred milliseconds to a few seconds per file, so a gpu or hybrid run lists the files
+//! and variants its stages will load, in the order they load them, and compiles them on
+//! background threads while the points are reduced and searched, instead of stalling each
+//! stage at its first kernel (about 10 s of a 1.3M-point run's 32 s with an empty cache).
+
+use super::{EmbedParams, Input, KnnMethod, Precision, RepulsionMethod};
+use crate::backend::BackendKind;
+use crate::gpu::compile::{Precompile, Variant};
+use crate::gpu::kernels::KernelId;
+use crate::gpu::real::DeviceReal;
+use crate::gpu::Gpu;
+use crate::Result;
+
+/// Starts compiling the kernels a run on `input` with `params` uses on the `backend`
+/// device (none on the cpu backend), on as many threads as the run may use; the guard
+/// must live until the run ends (see `Precompile`).
+pub(super) fn precompile(
+    input: &Input,
+    params: &EmbedParams,
+    backend: BackendKind,
+) -> Result<Option<Precompile>> {
+    Ok(match backend {
+        BackendKind::Cpu => None,
+        kind => {
+            let d = input.d().map(|d| params.pca.map_or(d, |m| m.min(d)));
+            let sparse = matches!(input, Input::Sparse(_));
+            let variants = device_kernels(d, sparse, kind, params);
+            Some(Gpu::get()?.precompile(&variants, rayon::current_num_threads()))
+        }
+    })
+}
+
+/// The kernel files and variants a run on the `backend` device uses, roughly in the order
+/// it first uses them, for [`Gpu::precompile`]: for sparse points their PCA's products, in
+/// point mode the centring (PCA, kNN) and
+/// the kNN's files, then on gpu the affinities, the attraction and the update, and the
+/// repulsion's files (the FFT's in the grids' precision, or the exact one). A file missed
+/// here still compiles when first used; one listed but unused costs a core for a while.
+fn device_kernels(
+    d: Option<usize>,
+    sparse: bool,
+    backend: BackendKind,
+    params: &EmbedParams,
+) -> Vec<Variant> {
+    let on_gpu = backend == BackendKind::Gpu;
+    let mut files = Vec::new();
+    if sparse {
+        files.push(KernelId::SparsePca);
+    }
+    if d.is_some() {
+        files.push(KernelId::Centre);
+        match params.knn {
+            _ if params.knn_given.is_some() => {}
+            KnnMethod::Hnsw => {}
+            KnnMethod::Approx => files.extend([
+                KernelId::Ivf,
+                KernelId::Knn,
+                KernelId::KnnFused,
+                KernelId::KnnRefine,
+            ]),
+            _ => files.extend([KernelId::Knn, KernelId::KnnFused]),
+        }
+        if on_gpu && params.knn_given.is_none() {
+            files.push(KernelId::Affinity);
+        }
+    }
+    if on_gpu {
+        files.extend([KernelId::AttractHyb, KernelId::Optim]);
+    }
+    // The fused kNN file is compiled for the points' dimension only (after PCA).
+    let fused = crate::knn::gpu::sweep_variant(d.unwrap_or(0));
+    let mut variants: Vec<Variant> = files
+        .into_iter()
+        .map(|id| {
+            (
+                id,
+                if id == KernelId::KnnFused {
+                    fused
+                } else {
+                    &[][..]
+                },
+            )
+        })
+        .collect();
+    let real = grid_defines(params.precision);
+    match params.repulsion {
+        RepulsionMethod::Fft => variants.extend(
+            [
+                KernelId::S2g,
+                KernelId::G2g,
+                KernelId::G2s,
+                KernelId::Phi2force,
+            ]
+            .map(|id| (id, real)),
+        ),
+        RepulsionMethod::Exact => variants.push((KernelId::Exact, &[])),
+    }
+    variants
+}
+
+/// The NVRTC defines of the repulsion's kernels for grids in `precision`.
+fn grid_defines(precision: Precision) -> &'static [&'static str] {
+    match precision {
+        Precision::F32 => <f32 as DeviceReal>::DEFINES,
+        Precision::F64 => <f64 as DeviceReal>::DEFINES,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel file is compiled ahead for some run (a new file must join the list),
+    /// the repulsion's in the grids' precision only, and the exact repulsion's file only
+    /// for the exact repulsion.
+    #[test]
+    fn device_kernels_cover_every_file() {
+        let mut listed = Vec::new();
+        for backend in [BackendKind::Gpu, BackendKind::Hybrid] {
+            for knn in [KnnMethod::Exact, KnnMethod::Approx, KnnMethod::Hnsw] {
+                for (repulsion, precision) in [
+                    (RepulsionMethod::Fft, Precision::F32),
+                    (RepulsionMethod::Fft, Precision::F64),
+                    (RepulsionMethod::Exact, Precision::F32),
+                ] {
+                    let params = EmbedParams {
+                        knn,
+                        repulsion,
+                        precision,
+                        ..Default::default()
+                    };
+                    let variants = device_kernels(Some(50), false, backend, &params);
+                    let exact = repulsion == RepulsionMethod::Exact;
+                    let count =
+                        |f: fn(KernelId) -> bool| variants.iter().filter(|v| f(v.0)).count();
+                    assert_eq!(count(|id| id == KernelId::Exact), exact as usize);
+                    assert_eq!(count(KernelId::repulse), if exact { 0 } else { 4 });
+                    for &(id, defines) in &variants {
+                        let want = if id.repulse() {
+                            grid_defines(precision)
+                        } else if id == KernelId::KnnFused {
+                            crate::knn::gpu::sweep_variant(50)
+                        } else {
+                            &[][..]
+                        };
+                        assert_eq!(defines, want, "{}", id.file());
+                    }
+                    listed.extend(variants.into_iter().map(|(id, _)| id));
+                }
+            }
+        }
+        let sparse = device_kernels(Some(50), true, BackendKind::Gpu, &EmbedParams::default());
+        assert_eq!(sparse[0], (KernelId::SparsePca, &[][..]));
+        listed.extend(sparse.into_iter().map(|(id, _)| id));
+        for id in KernelId::ALL {
+            assert!(listed.contains(id), "{} is never compiled ahead", id.file());
+        }
+    }
+}
