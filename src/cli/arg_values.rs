@@ -147,6 +147,18 @@ pub enum BackendArg {
     Hybrid,
 }
 
+impl From<BackendArg> for sgtsne::backend::BackendKind {
+    fn from(arg: BackendArg) -> Self {
+        use sgtsne::backend::BackendKind;
+        match arg {
+            BackendArg::Auto => BackendKind::Auto,
+            BackendArg::Cpu => BackendKind::Cpu,
+            BackendArg::Gpu => BackendKind::Gpu,
+            BackendArg::Hybrid => BackendKind::Hybrid,
+        }
+    }
+}
+
 /// The value of `--grid`.
 #[derive(Clone, Copy, Debug)]
 pub enum GridArg {

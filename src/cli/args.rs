@@ -290,7 +290,8 @@ pub struct TransformArgs {
     /// Factor on the attraction to the reference neighbours.
     #[arg(long, default_value_t = 1.5)]
     pub exaggeration: f64,
-    /// Where to compute: the placement runs on the CPU; `gpu` and `hybrid` are refused.
+    /// Where to compute: `auto` (GPU when usable, else CPU), `cpu`, `gpu` (`hybrid` runs as
+    /// `gpu`: the neighbour search and the descent on the device).
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// Worker threads (default: all cores).

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
-use sgtsne::backend::BackendKind;
 use sgtsne::embed::{
     AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
 };
@@ -18,8 +17,8 @@ use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
 use super::args::{
-    AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
-    OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
+    AffinitiesArg, AutoOr, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr, OrderArg,
+    PrecisionArg, RepulsionArg, SearchArgs,
 };
 
 /// Notes on the exaggeration flags renamed after openTSNE's: `--exaggeration-iters`
@@ -101,12 +100,7 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             PrecisionArg::F32 => Precision::F32,
             PrecisionArg::F64 => Precision::F64,
         },
-        backend: match a.backend {
-            BackendArg::Auto => BackendKind::Auto,
-            BackendArg::Cpu => BackendKind::Cpu,
-            BackendArg::Gpu => BackendKind::Gpu,
-            BackendArg::Hybrid => BackendKind::Hybrid,
-        },
+        backend: a.backend.into(),
         seed: a.seed,
         lambda: a.lambda.unwrap_or(defaults.lambda),
         keep_reference: a.save_model.is_some(),

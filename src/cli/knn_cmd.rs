@@ -4,11 +4,10 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use sgtsne::backend::BackendKind;
 use sgtsne::embed::{self, EmbedParams};
 use sgtsne::io::{self, IndexType, OutputKind};
 
-use super::args::{BackendArg, IndexTypeArg, KnnArgs};
+use super::args::{IndexTypeArg, KnnArgs};
 use super::embed_params::apply_search;
 use super::files::{display_name, read_input};
 use super::progress_bar::Bar;
@@ -30,12 +29,7 @@ pub fn run(args: KnnArgs) -> Result<()> {
         perplexity: perplexity_for(args.k),
         // -k is the count asked for: embed's cap on neighbours does not apply.
         max_neighbors: args.k,
-        backend: match args.backend {
-            BackendArg::Auto => BackendKind::Auto,
-            BackendArg::Cpu => BackendKind::Cpu,
-            BackendArg::Gpu => BackendKind::Gpu,
-            BackendArg::Hybrid => BackendKind::Hybrid,
-        },
+        backend: args.backend.into(),
         seed: args.seed,
         ..EmbedParams::default()
     };

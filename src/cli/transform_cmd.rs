@@ -1,5 +1,5 @@
 //! `sgtsne transform`: place new points into a map saved by `embed --save-model`, on the
-//! CPU. Outputs are checked before the work and written atomically after it.
+//! CPU or the GPU. Outputs are checked before the work and written atomically after it.
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,7 +11,7 @@ use sgtsne::progress::Silent;
 use sgtsne::transform::{self, Model, TransformParams};
 use sgtsne::{knn, quality, Points};
 
-use super::args::{BackendArg, TransformArgs};
+use super::args::TransformArgs;
 use super::files::{is_stdout, read_input, write_y};
 use super::progress_bar::Bar;
 
@@ -27,15 +27,10 @@ pub fn run(args: TransformArgs) -> Result<()> {
         iters: args.iters,
         learning_rate: args.learning_rate,
         exaggeration: args.exaggeration,
+        backend: args.backend.into(),
         ..TransformParams::default()
     };
     params.validate()?;
-    if matches!(args.backend, BackendArg::Gpu | BackendArg::Hybrid) {
-        anyhow::bail!(
-            "invalid parameter `backend`: transform runs on the CPU (its fields are computed \
-             once and read m times per step, little work for a device); use --backend cpu"
-        );
-    }
     for (path, kind) in [
         (&args.output, OutputKind::Embedding),
         (&args.report, OutputKind::Report),
@@ -93,11 +88,12 @@ pub fn run(args: TransformArgs) -> Result<()> {
     }
     if !args.quiet {
         eprintln!(
-            "placed {} points into the map of {} ({} reference points): {:.2} s (kNN {:.2} s, \
-             optimise {:.2} s), mean shift from the median start {:.3}",
+            "placed {} points into the map of {} ({} reference points) on the {}: {:.2} s (kNN \
+             {:.2} s, optimise {:.2} s), mean shift from the median start {:.3}",
             r.n_new,
             args.model.display(),
             r.n_reference,
+            r.backend.kind.name(),
             r.seconds.total,
             r.seconds.knn,
             r.seconds.optimise,

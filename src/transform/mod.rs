@@ -12,8 +12,10 @@
 //! ([`crate::affinity::conditional_probabilities`]); each new point started at the median of
 //! its neighbours' positions; then gradient descent on each new point's own
 //! $\mathrm{KL}(P_i \,\|\, Q_i)$, $q_{j|i} = w_{ij} / \sum_l w_{il}$ over the reference points
-//! only (`place`).
+//! only (`place`). The search and the descent run on the GPU (`gpu`, and
+//! [`crate::knn::gpu::query_gpu`]) when the backend is gpu or hybrid.
 
+mod gpu;
 mod model;
 mod place;
 

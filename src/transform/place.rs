@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use super::Model;
 use crate::affinity::{conditional_probabilities, PerplexityParams};
+use crate::backend::{BackendKind, Resolved};
 use crate::kernel::Kernel;
 use crate::knn::{self, Neighbors};
 use crate::progress::Progress;
@@ -34,9 +35,10 @@ use crate::repulse::GridSpec;
 use crate::{Error, Points, Result};
 
 /// Parameters of [`transform`]. The defaults are those of openTSNE's
-/// `TSNEEmbedding.transform` (openTSNE 1.0): a small perplexity, since a new point should sit
-/// with its closest reference points rather than among a wide neighbourhood, and a short,
-/// gentle optimisation that refines the median start without tearing it away.
+/// `TSNEEmbedding.transform` (openTSNE 1.0; in its source `early_exaggeration_iter=0`, so of
+/// its two momenta only `final_momentum=0.8` acts): a small perplexity, since a new point
+/// should sit with its closest reference points rather than among a wide neighbourhood, and
+/// a short, gentle optimisation that refines the median start without tearing it away.
 #[derive(Clone, Debug, Serialize)]
 pub struct TransformParams {
     /// Perplexity of $p_{j|i}$ over the ⌈3·perplexity⌉ nearest reference points (default 5).
@@ -54,6 +56,10 @@ pub struct TransformParams {
     /// Each point's gradient is scaled down to at most this norm (default 0.25), so that a
     /// point started in a poor place moves steadily instead of jumping.
     pub max_grad_norm: f64,
+    /// Where the neighbour search and the descent run: `cpu`, `gpu` (or `hybrid`, the
+    /// same here: there is no host attraction to overlap), `auto` (gpu when usable;
+    /// default). The fixed fields are made on the host either way (once, in f64).
+    pub backend: BackendKind,
 }
 
 impl Default for TransformParams {
@@ -66,6 +72,7 @@ impl Default for TransformParams {
             exaggeration: 1.5,
             momentum: 0.8,
             max_grad_norm: 0.25,
+            backend: BackendKind::Auto,
         }
     }
 }
@@ -121,6 +128,8 @@ pub struct TransformSeconds {
 #[derive(Clone, Debug, Serialize)]
 pub struct TransformReport {
     pub version: &'static str,
+    /// Where it ran, and why `auto` chose it.
+    pub backend: Resolved,
     /// New points placed.
     pub n_new: usize,
     /// Reference points of the map.
@@ -159,6 +168,8 @@ pub fn transform(
 ) -> Result<Placed> {
     let start = Instant::now();
     params.validate()?;
+    let backend = params.backend.resolve()?;
+    let on_device = backend.kind.on_device();
     let mut seconds = TransformSeconds::default();
     if new.d != model.d_in {
         return Err(Error::Data(format!(
@@ -181,7 +192,7 @@ pub fn transform(
     let t = Instant::now();
     let reference = model.reference();
     let n = reference.n;
-    let (nb, k) = reference_neighbors(&reference, &new, params, &mut notes, progress)?;
+    let (nb, k) = reference_neighbors(&reference, &new, params, on_device, &mut notes, progress)?;
     seconds.knn = t.elapsed().as_secs_f64();
 
     // Step 3: p_{j|i} over the k nearest, each row summing to 1.
@@ -211,6 +222,7 @@ pub fn transform(
         fields: &fields,
     };
     match dims {
+        _ if on_device => super::gpu::descend(&problem, &mut y, dims, params, progress)?,
         1 => problem.descend::<1>(&mut y, params, progress),
         2 => problem.descend::<2>(&mut y, params, progress),
         _ => problem.descend::<3>(&mut y, params, progress),
@@ -228,6 +240,7 @@ pub fn transform(
         dims,
         report: TransformReport {
             version: env!("CARGO_PKG_VERSION"),
+            backend,
             n_new: new.n,
             n_reference: n,
             k,
@@ -242,12 +255,14 @@ pub fn transform(
 }
 
 /// Step 2 of [`transform`]: the exact neighbours of the `new` points among the
-/// `reference` points, as many as P (k = ⌈3·perplexity⌉, capped at the reference's size
-/// with a note) and the median start (`init_neighbors`) need, whichever is more; and k.
+/// `reference` points (on the GPU when `on_device`), as many as P (k = ⌈3·perplexity⌉,
+/// capped at the reference's size with a note) and the median start (`init_neighbors`)
+/// need, whichever is more; and k.
 fn reference_neighbors(
     reference: &Points,
     new: &Points,
     params: &TransformParams,
+    on_device: bool,
     notes: &mut Vec<String>,
     progress: &dyn Progress,
 ) -> Result<(Neighbors, usize)> {
@@ -260,7 +275,12 @@ fn reference_neighbors(
         ));
     }
     let k_all = k.max(params.init_neighbors.min(n));
-    Ok((knn::query(reference, new, k_all, progress)?, k))
+    let nb = if on_device {
+        knn::gpu::query_gpu(reference, new, k_all, progress)?
+    } else {
+        knn::query(reference, new, k_all, progress)?
+    };
+    Ok((nb, k))
 }
 
 /// Step 3 of [`transform`]: p_{j|i} over each new point's `k` nearest reference points
@@ -334,9 +354,9 @@ fn median_start(nb: &Neighbors, k: usize, ref_y: &[f32], dims: usize) -> Vec<f32
 
 /// The reference's fields on a grid: per node, ψ, φ₀, φ¹ … φ^dims (interleaved), with the
 /// φ^a about the grid's centre.
-struct Fields {
-    grid: Grid,
-    values: Vec<f64>,
+pub(super) struct Fields {
+    pub(super) grid: Grid,
+    pub(super) values: Vec<f64>,
 }
 
 /// Margin around the reference's box, as a fraction of its extent, where new points still
@@ -396,12 +416,12 @@ impl Fields {
 }
 
 /// What the descent reads.
-struct Problem<'a> {
-    first: &'a Neighbors,
-    p: &'a [f32],
-    reference_y: &'a [f32],
-    kernel: Kernel,
-    fields: &'a Fields,
+pub(super) struct Problem<'a> {
+    pub(super) first: &'a Neighbors,
+    pub(super) p: &'a [f32],
+    pub(super) reference_y: &'a [f32],
+    pub(super) kernel: Kernel,
+    pub(super) fields: &'a Fields,
 }
 
 impl Problem<'_> {

@@ -20,6 +20,7 @@ pub mod phi2force;
 pub mod repulse;
 pub mod s2g;
 pub mod sparse_pca;
+pub mod transform;
 
 use super::launch::Declared;
 
@@ -114,6 +115,8 @@ kernel_files! {
     Affinity => "affinity.cu", affinity, false;
     /// Sparse matrix products of the randomised PCA of sparse points.
     SparsePca => "sparse_pca.cu", sparse_pca, false;
+    /// One gradient step of the points `sgtsne transform` places into a saved map.
+    Transform => "transform.cu", transform, true;
 }
 
 impl KernelId {

@@ -21,10 +21,12 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 
 pub(crate) mod fused;
 pub mod ivf;
+mod query;
 pub mod refine;
 mod tiled;
 
 pub(crate) use fused::sweep_variant;
+pub use query::query_gpu;
 pub use tiled::Tiles;
 
 use super::Neighbors;

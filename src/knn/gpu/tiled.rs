@@ -18,7 +18,7 @@ use cudarc::cublas::{CudaBlas, GemmConfig};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::CudaSlice;
 
-use super::{fill_lists, list_len, warps_config, Answer, Shape, Stages, SLACK};
+use super::{fill_lists, list_len, warps_config, Answer, Shape, Stages, ALL_STAGES, SLACK};
 use crate::gpu::blas::sgemm;
 use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::kernels::knn::{KnnSelect, WARPS};
@@ -56,11 +56,60 @@ pub(super) fn run(
                 queries: side,
                 refs: side,
             };
-            return Ok(sweep(gpu, x, shape, t, true, stages, progress)?);
+            return Ok(sweep(
+                gpu,
+                x,
+                shape,
+                Span::all(shape),
+                t,
+                true,
+                stages,
+                progress,
+            )?);
         }
     }
     let t = choose_tiles(gpu, shape, tiles)?;
-    Ok(sweep(gpu, x, shape, t, false, stages, progress)?)
+    Ok(sweep(
+        gpu,
+        x,
+        shape,
+        Span::all(shape),
+        t,
+        false,
+        stages,
+        progress,
+    )?)
+}
+
+/// Which rows of the points query which: queries `queries`, references `0 .. refs`.
+#[derive(Clone, Debug)]
+pub(super) struct Span {
+    pub queries: std::ops::Range<usize>,
+    pub refs: usize,
+}
+
+impl Span {
+    /// Every point against every other (the all-points kNN).
+    pub fn all(shape: Shape) -> Self {
+        Span {
+            queries: 0..shape.n,
+            refs: shape.n,
+        }
+    }
+}
+
+/// The rectangular sweep of the rows `span.queries` of `x` against its rows `0 ..
+/// span.refs` ([`super::query`]: the queries are stacked after the references, so no
+/// query meets its own row and none is a candidate of another).
+pub(super) fn run_span(
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    shape: Shape,
+    span: Span,
+    progress: &dyn Progress,
+) -> Result<Answer> {
+    let t = choose_tiles(gpu, shape, None)?;
+    Ok(sweep(gpu, x, shape, span, t, false, ALL_STAGES, progress)?)
 }
 
 /// Bytes that do not depend on the tiles: centred copy, norms, outputs, column sums.
@@ -155,17 +204,21 @@ fn symmetric_side(gpu: &Gpu, shape: Shape, want: Option<Tiles>) -> Result<Option
 /// its row is done (rows before it have offered their columns), so it finishes there.
 ///
 /// One function for both schedules: they differ only in where a query tile's lists live
-/// and which reference tiles it meets, and splitting the loop would write it twice.
+/// and which reference tiles it meets, and splitting the loop would write it twice. The
+/// rectangular schedule takes any `span` of queries and references; the symmetric one all.
+#[allow(clippy::too_many_arguments)]
 fn sweep(
     gpu: &Gpu,
     x: &CudaSlice<f32>,
     shape: Shape,
+    span: Span,
     t: Tiles,
     symmetric: bool,
     stages: Stages,
     progress: &dyn Progress,
 ) -> Result<Answer, GpuError> {
     let Shape { n, d, kr, .. } = shape;
+    debug_assert!(!symmetric || (span.queries == (0..n) && span.refs == n));
     let list = shape.list();
     let s = &gpu.stream;
     let blas = CudaBlas::new(s.clone())?;
@@ -182,9 +235,9 @@ fn sweep(
     if symmetric {
         fill_lists(gpu, &mut state_d, &mut state_i, n * list, f32::INFINITY)?;
     }
-    let mut done = LaggedProgress::begin(progress, "knn", n.div_ceil(t.queries));
-    for q0 in (0..n).step_by(t.queries) {
-        let q_count = t.queries.min(n - q0);
+    let mut done = LaggedProgress::begin(progress, "knn", span.queries.len().div_ceil(t.queries));
+    for q0 in span.queries.clone().step_by(t.queries) {
+        let q_count = t.queries.min(span.queries.end - q0);
         let own = if symmetric { q0 * list } else { 0 };
         if !symmetric {
             fill_lists(
@@ -197,8 +250,8 @@ fn sweep(
         }
         let queries = xc.slice(q0 * d..(q0 + q_count) * d);
         let first_ref = if symmetric { q0 } else { 0 };
-        for ref0 in (first_ref..n).step_by(t.refs) {
-            let r_valid = t.refs.min(n - ref0);
+        for ref0 in (first_ref..span.refs).step_by(t.refs) {
+            let r_valid = t.refs.min(span.refs - ref0);
             if stages.gemm {
                 let cfg = GemmConfig {
                     transa: cublasOperation_t::CUBLAS_OP_T,

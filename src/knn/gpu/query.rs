@@ -1,0 +1,104 @@
+//! Exact kNN of query points among reference points on the GPU (placing new points into a
+//! map, [`crate::transform`]): the GPU twin of [`crate::knn::query`].
+//!
+//! The queries are stacked after the references in one device array and the tiled path
+//! sweeps the query rows against the reference rows only (`tiled::run_span`): the same
+//! SGEMM tiles, selection and exact finish as the all-points search, so no kernel of its
+//! own. A query's own row is never inside a reference tile, so nothing is excluded as
+//! "self"; candidates are reference indices only.
+
+use super::{check_params, tiled, Shape};
+use crate::gpu::Gpu;
+use crate::knn::Neighbors;
+use crate::progress::Progress;
+use crate::{Error, Points, Result};
+
+/// The `k` nearest reference points of every query (squared distances ascending, indices
+/// into `reference`), as [`crate::knn::query`] finds them on the host.
+///
+/// Errors: `k == 0` or `k > n`, feature counts that differ, no usable GPU.
+/// Progress: stage `"knn"`, one unit per tile of queries.
+pub fn query_gpu(
+    reference: &Points,
+    queries: &Points,
+    k: usize,
+    progress: &dyn Progress,
+) -> Result<Neighbors> {
+    let (n, m, d) = (reference.n, queries.n, reference.d);
+    if queries.d != d {
+        return Err(Error::Data(format!(
+            "queries have {} features, the reference points {d}",
+            queries.d
+        )));
+    }
+    if k == 0 || k > n {
+        return Err(Error::param(
+            "k",
+            format!("{k} neighbours among {n} reference points"),
+        ));
+    }
+    if m == 0 {
+        return Ok(Neighbors {
+            n: 0,
+            k,
+            indices: Vec::new(),
+            distances: Vec::new(),
+        });
+    }
+    check_params(n + m, d, k)?;
+    let gpu = Gpu::get()?;
+    let s = &gpu.stream;
+    let mut x = s.alloc_zeros::<f32>((n + m) * d)?;
+    s.memcpy_htod(&reference.data, &mut x.slice_mut(..n * d))?;
+    s.memcpy_htod(&queries.data, &mut x.slice_mut(n * d..))?;
+    let shape = Shape::new(n + m, d, k);
+    let span = tiled::Span {
+        queries: n..n + m,
+        refs: n,
+    };
+    let answer = tiled::run_span(gpu, &x, shape, span, progress)?;
+    let indices: Vec<i32> = s.clone_dtoh(&answer.indices.slice(n * k..))?;
+    let distances = s.clone_dtoh(&answer.distances.slice(n * k..))?;
+    Ok(Neighbors {
+        n: m,
+        k,
+        indices: indices.into_iter().map(|i| i as u32).collect(),
+        distances,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::Silent;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    crate::gpu::gpu_test! {
+        /// The GPU's query search equals the host's (same neighbours, distances to float
+        /// rounding) for several shapes, k = n included, and queries that duplicate
+        /// reference points (distance 0, not excluded as "self").
+        fn gpu_query_equals_cpu_query(_gpu) {
+            let seed = rand::random();
+            let mut rng = StdRng::seed_from_u64(seed);
+            for (n, m, d, k) in [(3000, 700, 50, 15), (5000, 2100, 7, 25), (40, 9, 3, 40)] {
+                let mut points = |rows: usize| Points {
+                    n: rows,
+                    d,
+                    data: (0..rows * d).map(|_| rng.random_range(-5.0..5.0)).collect(),
+                };
+                let reference = points(n);
+                let mut new = points(m);
+                new.data[..d].copy_from_slice(&reference.data[..d]);
+                let cpu = crate::knn::query(&reference, &new, k, &Silent).unwrap();
+                let dev = query_gpu(&reference, &new, k, &Silent).unwrap();
+                assert_eq!((dev.n, dev.k), (m, k));
+                let recall = crate::knn::recall(&dev, &cpu);
+                assert!(recall > 0.999, "seed {seed} n {n} m {m}: recall {recall}");
+                assert_eq!(dev.indices[0], 0, "seed {seed}: the duplicate comes first");
+                for (a, b) in dev.distances.iter().zip(&cpu.distances) {
+                    assert!((a - b).abs() <= 1e-4 * b.max(1.0), "seed {seed}: {a} vs {b}");
+                }
+            }
+        }
+    }
+}
