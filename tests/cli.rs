@@ -1,6 +1,20 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The backends this machine runs: `cpu`, and `gpu` and `hybrid` where a GPU is usable. With
+/// `SGTSNE_REQUIRE_GPU=1` (the device runs) a missing GPU fails the test instead, as the
+/// library's GPU tests do.
+pub(crate) fn backends() -> Vec<&'static str> {
+    match sgtsne::gpu::Gpu::get() {
+        Ok(_) => vec!["cpu", "gpu", "hybrid"],
+        Err(e) => {
+            let required = std::env::var_os("SGTSNE_REQUIRE_GPU").is_some_and(|v| v == "1");
+            assert!(!required, "SGTSNE_REQUIRE_GPU=1, but {e}");
+            vec!["cpu"]
+        }
+    }
+}
+
 pub(crate) fn sgtsne(args: &[&str]) -> Output {
     sgtsne_env(args, &[])
 }

@@ -4,7 +4,7 @@ use sgtsne::embed::{embed, EmbedParams, Input};
 use sgtsne::optim::OptimParams;
 use sgtsne::progress::Silent;
 
-use crate::cli::{fails_cleanly_with, sgtsne, stderr};
+use crate::cli::{backends, fails_cleanly_with, sgtsne, stderr};
 
 /// Embeds the built-in digits on the CPU for 150 iterations, 50 of them early, with the
 /// exaggeration `late` after the early phase (`None`: the default).
@@ -193,10 +193,17 @@ fn read_npy(path: &Path) -> Vec<f32> {
 }
 
 /// Snapshots every 25 of 60 iterations and after the last, in sorting names and in input
-/// order (the cpu backend numbers the points in a locality order inside: the last snapshot
-/// equals the output), drawn as a GIF of one frame each.
+/// order (the cpu and hybrid backends number the points in a locality order inside: the
+/// last snapshot equals the output), drawn as a GIF of one frame each; on every backend the
+/// machine has.
 #[test]
 fn snapshots_and_their_animation() {
+    for backend in backends() {
+        snapshots_on(backend);
+    }
+}
+
+fn snapshots_on(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let frames = dir.path().join("frames");
     let (out, gif) = (dir.path().join("y.npy"), dir.path().join("run.gif"));
@@ -204,7 +211,7 @@ fn snapshots_and_their_animation() {
         "embed",
         "--demo",
         "--backend",
-        "cpu",
+        backend,
         "--iters",
         "60",
         "--early-exaggeration-iters",
@@ -219,8 +226,8 @@ fn snapshots_and_their_animation() {
         out.to_str().unwrap(),
     ]);
     let err = stderr(&run);
-    assert!(run.status.success(), "{err}");
-    assert!(err.contains("wrote 3 snapshots to"), "{err}");
+    assert!(run.status.success(), "{backend}: {err}");
+    assert!(err.contains("wrote 3 snapshots to"), "{backend}: {err}");
     let mut names: Vec<String> = std::fs::read_dir(&frames)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -228,7 +235,7 @@ fn snapshots_and_their_animation() {
     names.sort();
     assert_eq!(names, ["iter_0025.npy", "iter_0050.npy", "iter_0060.npy"]);
     let last = read_npy(&frames.join("iter_0060.npy"));
-    assert_eq!(last, read_npy(&out));
+    assert_eq!(last, read_npy(&out), "{backend}");
     assert_ne!(read_npy(&frames.join("iter_0025.npy")), last);
 
     let bytes = std::fs::read(&gif).unwrap();

@@ -8,14 +8,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli::stderr;
+use crate::cli::{backends, stderr};
 
-/// A run on the digits that cannot end by itself within a test's patience: SIGINT ends it.
-/// Snapshots at every iteration show when the optimisation has begun.
-fn endless(dir: &Path, extra: &[&str]) -> Child {
+/// A run on the digits on `backend` that cannot end by itself within a test's patience:
+/// SIGINT ends it. Snapshots at every iteration show when the optimisation has begun.
+fn endless(dir: &Path, backend: &str, extra: &[&str]) -> Child {
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     Command::new(env!("CARGO_BIN_EXE_sgtsne"))
-        .args(["embed", "--demo", "--iters", "1000000", "--backend", "cpu"])
+        .args([
+            "embed",
+            "--demo",
+            "--iters",
+            "1000000",
+            "--backend",
+            backend,
+        ])
         .args(["--threads", "2", "--snapshot-every", "1"])
         .args(["-o", &path("y.npy"), "--report", &path("r.json")])
         .args(["--snapshots", &path("snaps")])
@@ -85,27 +92,37 @@ fn nothing_written(out: &Output, dir: &Path, needles: &[&str]) {
 }
 
 /// A first SIGINT during the optimisation stops the run after the iteration: status 130,
-/// "interrupted at iteration i of N; nothing written", no output.
+/// "interrupted at iteration i of N; nothing written", no output; on every backend the
+/// machine has.
 #[test]
 fn sigint_during_the_optimisation_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut run = endless(dir.path(), &["-q"]);
-    wait_for(&dir.path().join("snaps/iter_0000002.npy"), &mut run);
-    interrupt(&run);
-    let out = finish(run);
-    nothing_written(
-        &out,
-        dir.path(),
-        &["interrupted at iteration", "of 1000000; nothing written"],
-    );
+    for backend in backends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = endless(dir.path(), backend, &["-q"]);
+        wait_for(&dir.path().join("snaps/iter_0000002.npy"), &mut run);
+        interrupt(&run);
+        let out = finish(run);
+        nothing_written(
+            &out,
+            dir.path(),
+            &["interrupted at iteration", "of 1000000; nothing written"],
+        );
+    }
 }
 
 /// `--on-interrupt save`: the run ends normally with the embedding reached in every output,
-/// the report's `optimise.interrupted_at` and a line of the summary saying where.
+/// the report's `optimise.interrupted_at` and a line of the summary saying where; on every
+/// backend the machine has.
 #[test]
 fn sigint_with_on_interrupt_save_writes_the_embedding_reached() {
+    for backend in backends() {
+        interrupted_save_on(backend);
+    }
+}
+
+fn interrupted_save_on(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let mut run = endless(dir.path(), &["--on-interrupt", "save"]);
+    let mut run = endless(dir.path(), backend, &["--on-interrupt", "save"]);
     wait_for(&dir.path().join("snaps/iter_0000002.npy"), &mut run);
     interrupt(&run);
     let out = finish(run);

@@ -1,13 +1,17 @@
-use crate::cli::{fails_cleanly_with, sgtsne, stderr};
+use crate::cli::{backends, fails_cleanly_with, sgtsne, stderr};
 
 fn demo_report(extra: &[&str]) -> (serde_json::Value, String) {
+    demo_report_on("cpu", extra)
+}
+
+fn demo_report_on(backend: &str, extra: &[&str]) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
     let mut args = vec![
         "embed",
         "--demo",
         "--backend",
-        "cpu",
+        backend,
         "--iters",
         "200",
         "--early-exaggeration-iters",
@@ -23,17 +27,23 @@ fn demo_report(extra: &[&str]) -> (serde_json::Value, String) {
 }
 
 /// `--perplexity 10,40` calibrates at both scales over k = 120 neighbours and says so in the
-/// report; the order given does not matter.
+/// report, on every backend the machine has; the order given does not matter.
 #[test]
 fn multiscale_perplexity_runs_and_is_reported() {
-    let (r, _) = demo_report(&["--perplexity", "40,10"]);
-    assert_eq!(r["params"]["multiscale"], serde_json::json!([10.0, 40.0]));
-    assert_eq!(r["params"]["perplexity"], 40.0);
-    assert_eq!(r["knn"]["k"], 120);
-    assert!(r["quality"]["knn_accuracy_10"].as_f64().unwrap() > 0.9);
-    let (single, _) = demo_report(&["--perplexity", "40"]);
-    assert_eq!(single["params"]["multiscale"], serde_json::json!([]));
-    assert_ne!(r["optimise"]["final_kl"], single["optimise"]["final_kl"]);
+    for backend in backends() {
+        let (r, _) = demo_report_on(backend, &["--perplexity", "40,10"]);
+        assert_eq!(r["backend"]["kind"], backend);
+        assert_eq!(r["params"]["multiscale"], serde_json::json!([10.0, 40.0]));
+        assert_eq!(r["params"]["perplexity"], 40.0);
+        assert_eq!(r["knn"]["k"], 120);
+        assert!(
+            r["quality"]["knn_accuracy_10"].as_f64().unwrap() > 0.9,
+            "{backend}"
+        );
+        let (single, _) = demo_report_on(backend, &["--perplexity", "40"]);
+        assert_eq!(single["params"]["multiscale"], serde_json::json!([]));
+        assert_ne!(r["optimise"]["final_kl"], single["optimise"]["final_kl"]);
+    }
 }
 
 /// `--max-neighbors` caps k with a note; a cap at or below the perplexity is refused.
