@@ -10,10 +10,12 @@
 # DATA_DIR holds mnist70k_pca50_f32.npy and mnist70k_labels_u8.npy (default
 # ../shared/data/mnist); THREADS defaults to 2; the split, the model, the embeddings, the
 # reports and the summary transform.txt land in OUT_DIR (default target/bench-transform).
-# Needs python3 with numpy for the split. SGTSNE_BIN names another binary.
+# Needs python3 with numpy for the split. SGTSNE_BIN names another binary; BACKEND (default
+# cpu) where both runs go.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 data=${1:-../shared/data/mnist}
+backend=${BACKEND:-cpu}
 threads=${2:-2}
 out=${3:-target/bench-transform}
 bin=${SGTSNE_BIN:-${CARGO_TARGET_DIR:-target}/release/sgtsne}
@@ -31,9 +33,10 @@ np.save(f"{out}/ref_labels.npy", y[~held])
 np.save(f"{out}/new.npy", x[held])
 np.save(f"{out}/new_labels.npy", y[held])
 PY
-"$bin" embed "$out/ref.npy" --labels "$out/ref_labels.npy" --backend cpu --threads "$threads" \
+"$bin" embed "$out/ref.npy" --labels "$out/ref_labels.npy" --backend "$backend" --threads "$threads" \
   -o "$out/ref_emb.npy" --save-model "$out/ref.sgtsne" --report "$out/ref.json" --quiet
 "$bin" transform "$out/ref.sgtsne" "$out/new.npy" -o "$out/new_emb.npy" --threads "$threads" \
+  --backend "$backend" \
   --labels "$out/new_labels.npy" --reference-labels "$out/ref_labels.npy" \
   --report "$out/transform.json" --quiet
 python3 - "$out" <<'PY' | tee "$out/transform.txt"
