@@ -189,7 +189,8 @@ pub fn transform(
         ));
     }
     let k_all = k.max(params.init_neighbors.min(n));
-    let nb = knn::query(&reference, &new, k_all, progress)?;
+    let key = knn::Key::new(model.metric, &reference);
+    let nb = knn::query(&reference, &new, k_all, key, progress)?;
     seconds.knn = t.elapsed().as_secs_f64();
 
     // Step 3: p_{j|i} over the k nearest, each row summing to 1.
