@@ -411,3 +411,118 @@ fn knn_of_huge_values_is_the_scaled_knn() {
         assert_eq!(da * 2f64.powi(100), db);
     }
 }
+
+/// `--metric inner-product` on the digits (1797 × 64, pixel counts 0–16: many tied inner
+/// products): `knn` finds the largest inner products and writes
+/// √(2(c − x · y)), c the largest squared norm; `embed --knn-from` on that file gives the
+/// inline run's embedding bit for bit; and the default run (uncentred PCA to 50) embeds the
+/// digits well, its report naming the metric.
+#[test]
+fn inner_product_knn_and_embed_on_the_digits() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = sgtsne::demo::points().unwrap();
+    let n = digits.n;
+    let x = dir.path().join("digits.npy");
+    write_npy(&x, &[n as u64, digits.d as u64], &digits.data);
+    let knn = dir.path().join("ip.npz");
+    let search = [
+        "--metric",
+        "inner-product",
+        "--pca",
+        "none",
+        "--backend",
+        "cpu",
+    ];
+    let mut a = vec!["knn", s(&x), "-k", "30", "-q", "-o", s(&knn)];
+    a.extend(search);
+    run_ok(&a);
+    let dot = |i: usize, j: usize| -> f64 {
+        digits
+            .row(i)
+            .iter()
+            .zip(digits.row(j))
+            .map(|(&a, &b)| a as f64 * b as f64)
+            .sum()
+    };
+    let c = (0..n).map(|i| dot(i, i)).fold(0.0, f64::max);
+    let got = read_neighbors(&knn, n).unwrap();
+    for i in 0..n {
+        let mut by_dot: Vec<(f64, usize)> = (0..n)
+            .filter(|&j| j != i)
+            .map(|j| (-dot(i, j), j))
+            .collect();
+        by_dot.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        // Ties fall by the search's internal numbering (a locality order), so rank by rank
+        // the inner products must be the brute force's, not the indices.
+        let row = got.indptr[i]..got.indptr[i + 1];
+        assert_eq!(row.len(), 30);
+        let mut seen = std::collections::HashSet::new();
+        for ((&j, &d), &(neg_dot, _)) in got.indices[row.clone()]
+            .iter()
+            .zip(&got.distances[row])
+            .zip(&by_dot)
+        {
+            assert!(
+                j as usize != i && seen.insert(j),
+                "row {i}: {j} repeated or self"
+            );
+            assert_eq!(-dot(i, j as usize), neg_dot, "row {i}");
+            assert_eq!((d * d) as f32, (2.0 * (c + neg_dot)) as f32, "row {i}");
+        }
+    }
+    let inline = dir.path().join("inline.npy");
+    let given = dir.path().join("given.npy");
+    let mut a = vec!["embed", s(&x), "-o", s(&inline), "--perplexity", "10"];
+    let mut b = vec!["embed", s(&x), "-o", s(&given), "--perplexity", "10"];
+    b.extend(["--knn-from", s(&knn)]);
+    for v in [&mut a, &mut b] {
+        v.extend(search);
+        v.extend(SHORT);
+    }
+    run_ok(&a);
+    run_ok(&b);
+    assert_eq!(
+        std::fs::read(&inline).unwrap(),
+        std::fs::read(&given).unwrap()
+    );
+    let report = dir.path().join("ip.json");
+    let out = dir.path().join("demo.npy");
+    run_ok(&[
+        "embed",
+        "--demo",
+        "--metric",
+        "inner-product",
+        "--backend",
+        "cpu",
+        "-q",
+        "-o",
+        s(&out),
+        "--report",
+        s(&report),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let text = json.to_string();
+    assert!(text.contains("\"inner-product\""), "{text}");
+    let acc = json["quality"]["knn_accuracy_10"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    assert!(acc > 0.85, "10-NN accuracy {acc}: {text}");
+}
+
+/// What `--metric inner-product` cannot do is refused by name: exact affinities (calibrated
+/// on Euclidean distances).
+#[test]
+fn inner_product_refusals_name_the_way_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = points(dir.path(), 200, 8);
+    let out = dir.path().join("y.npy");
+    let embed = |extra: &[&str], needles: &[&str]| {
+        let mut args = vec!["embed", s(&x), "-o", s(&out), "--metric", "inner-product"];
+        args.extend(extra);
+        fails_cleanly_with(&args, &out, needles);
+    };
+    embed(
+        &["--affinities", "exact", "--backend", "cpu"],
+        &["affinities", "--affinities knn"],
+    );
+}

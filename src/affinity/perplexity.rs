@@ -217,6 +217,30 @@ mod tests {
         assert!((p[0] - 1.0 / k as f32).abs() < 1e-6);
     }
 
+    /// The calibration depends on each row's distances only up to a shift, as the
+    /// inner product's keys 2(c − x · y) need: p_{j|i} ∝ exp(2β x_i · x_j), whatever c.
+    /// Rows shifted by powers of two up to 2²⁰ (exact in f32, and far beyond the
+    /// distances' spread: exp(−β · 2²⁰) would underflow) give the same P bit for bit.
+    #[test]
+    fn calibration_is_invariant_to_a_shift_of_each_row() {
+        let mut nb = random_neighbors(60, 20, 5);
+        nb.distances
+            .iter_mut()
+            .for_each(|v| *v = (*v / 4.0).round());
+        let params = PerplexityParams {
+            perplexity: 6.0,
+            ..Default::default()
+        };
+        let mut shifted = nb.clone();
+        for (r, row) in shifted.distances.chunks_mut(20).enumerate() {
+            let shift = [256.0f32, 1024.0, 1048576.0][r % 3];
+            row.iter_mut().for_each(|v| *v += shift);
+        }
+        let p = conditional_probabilities(&nb, &params).unwrap();
+        assert!(p.iter().all(|v| v.is_finite()));
+        assert_eq!(conditional_probabilities(&shifted, &params).unwrap(), p);
+    }
+
     #[test]
     fn perplexity_must_be_below_k() {
         let nb = random_neighbors(10, 5, 1);

@@ -92,6 +92,7 @@ pub enum MetricArg {
     Euclidean,
     Cosine,
     Correlation,
+    InnerProduct,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

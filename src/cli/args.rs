@@ -187,7 +187,11 @@ pub struct SearchArgs {
     /// Distance between points: `euclidean`; `cosine` (1 − cos: Euclidean distance on rows
     /// scaled to unit length, then PCA and kNN as usual); `correlation` (1 − Pearson's r:
     /// rows centred on their own mean, then as cosine). A row of zeros (for correlation, a
-    /// constant row) is refused with its number.
+    /// constant row) is refused with its number. `inner-product`: largest x · y first
+    /// (maximum inner product search), ranked by 2(c − x · y), c the largest squared row
+    /// norm; no centring, and the PCA is uncentred (a truncated SVD; refused for sparse
+    /// input, whose PCA centres); its kNN runs on the host on every backend, and the
+    /// affinities are the kNN's.
     #[arg(long, value_enum, default_value_t = MetricArg::Euclidean)]
     pub metric: MetricArg,
     /// Cells each point's approximate neighbours are searched in, its own included (`--knn
@@ -226,7 +230,9 @@ pub struct KnnArgs {
     #[arg(short, long, allow_negative_numbers = true, default_value_t = 90)]
     pub k: usize,
     /// Where to write them: an .npz holding `indices` (n × k) and `distances` (n × k,
-    /// float64, not squared), as numpy.savez would.
+    /// float64, not squared), as numpy.savez would. For `--metric inner-product` the
+    /// distances are √(2(c − x · y)), c the largest squared norm of the points searched
+    /// (after PCA): what `embed --knn-from` reads back.
     #[arg(short, long, value_name = "OUT.npz")]
     pub output: PathBuf,
     /// The integer type of the indices: `i64` (numpy's default) or `u32` (half the size).

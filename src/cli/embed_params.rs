@@ -140,6 +140,7 @@ pub(super) fn apply_search(a: &SearchArgs, seed: u64, params: &mut EmbedParams) 
         MetricArg::Euclidean => Metric::Euclidean,
         MetricArg::Cosine => Metric::Cosine,
         MetricArg::Correlation => Metric::Correlation,
+        MetricArg::InnerProduct => Metric::InnerProduct,
     };
     params.ivf = IvfParams {
         probes: a.knn_probes,

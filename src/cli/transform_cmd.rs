@@ -66,7 +66,7 @@ pub fn run(args: TransformArgs) -> Result<()> {
         let map = Points::new(model.n, dims, model.y.clone());
         let at = Points::new(placed.y.len() / dims, dims, placed.y.clone());
         let k = VOTERS.min(model.n);
-        let nb = pool.install(|| knn::query(&map, &at, k, &Silent))?;
+        let nb = pool.install(|| knn::query(&map, &at, k, knn::Key::SqEuclidean, &Silent))?;
         placed.report.knn_accuracy = Some(quality::knn_accuracy_among(
             &nb.indices,
             k,

@@ -123,6 +123,13 @@ fn prepare_exact(
             "exact affinities take one perplexity and no neighbours given",
         ));
     }
+    if params.metric == prep::Metric::InnerProduct {
+        return Err(Error::param(
+            "affinities",
+            "exact affinities are calibrated on Euclidean distances; with --metric \
+             inner-product use the kNN affinities (the default, --affinities knn)",
+        ));
+    }
     let held = (points.n * points.d * 4) as u64;
     if let Some(avail) = crate::embed::memory::host_available(held) {
         let limit = affinity::exact::max_points(avail);
@@ -167,7 +174,9 @@ pub(crate) fn check_enough(n: usize, params: &EmbedParams) -> Result<()> {
 }
 
 /// Stage 2: the metric's row transform, PCA (on the device on gpu and hybrid) and the
-/// internal numbering of `--order locality`.
+/// internal numbering of `--order locality`. For the inner product the PCA is uncentred
+/// ([`prep::Pca::fit_uncentred`], on the host for every backend): centring would change
+/// the inner products the kNN ranks by.
 pub(crate) fn reduce(
     mut points: Points,
     params: &EmbedParams,
@@ -178,10 +187,18 @@ pub(crate) fn reduce(
     let t = Instant::now();
     params.metric.apply(&mut points)?;
     let reduced = params.pca.is_some_and(|m| points.d > m);
+    let inner = params.metric == prep::Metric::InnerProduct;
     let (points, basis) = match params.pca {
-        Some(m) if reduced && params.keep_reference => {
-            let fit = prep::Pca::fit(&points, m)?;
-            (fit.transform(&points)?, Some(fit))
+        Some(m) if reduced && (params.keep_reference || inner) => {
+            let fit = if inner {
+                prep::Pca::fit_uncentred(&points, m)?
+            } else {
+                prep::Pca::fit(&points, m)?
+            };
+            (
+                fit.transform(&points)?,
+                params.keep_reference.then_some(fit),
+            )
         }
         Some(m) if reduced && on_gpu => (prep::gpu::pca_gpu(Gpu::get()?, &points, m)?, None),
         Some(m) if reduced => (prep::pca(&points, m)?, None),
@@ -206,8 +223,9 @@ pub(crate) fn reduce(
 }
 
 /// Stage 3: the k = ⌈3·perplexity⌉ nearest neighbours of the reduced points by the method
-/// `params.knn` names, on the device on gpu and hybrid; `keep_on_device` leaves the device's
-/// neighbours there. `--order cells` renumbers `r` by the approximate kNN's cells.
+/// `params.knn` names and the metric's key ([`knn::Key`]), on the device on gpu and hybrid
+/// (on the host for HNSW and for the inner product); `keep_on_device` leaves the
+/// neighbours on the device. `--order cells` renumbers `r` by the approximate kNN's cells.
 pub(crate) fn search(
     r: &mut Reduced,
     params: &EmbedParams,
@@ -218,6 +236,7 @@ pub(crate) fn search(
     let k = params.k();
     let on_gpu = backend != BackendKind::Cpu;
     let points = &r.points;
+    let key = knn::Key::new(params.metric, points);
     // Resolved by `embed` (`Auto` never reaches here from it).
     let method = params.knn.resolve(points.n, on_gpu);
     let mut report = KnnReport {
@@ -231,7 +250,11 @@ pub(crate) fn search(
         recall_sample_size: None,
         ivf: None,
     };
-    let found = if on_gpu {
+    // The device's kernels rank by Euclidean distance: HNSW, and every method for another
+    // key (the inner product), search on the host; their neighbours go up to the device
+    // where the backend keeps them.
+    let on_device = on_gpu && method != KnnMethod::Hnsw && key == knn::Key::SqEuclidean;
+    let found = if on_device {
         let gpu = Gpu::get()?;
         let (indices, distances) = match method {
             KnnMethod::Approx => {
@@ -247,14 +270,6 @@ pub(crate) fn search(
                     approx.unsorted(gpu)?
                 }
             }
-            KnnMethod::Hnsw => {
-                let nb = hnsw_with_recall(points, k, params.seed, &mut report, progress)?;
-                let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-                (
-                    gpu.stream.clone_htod(&idx)?,
-                    gpu.stream.clone_htod(&nb.distances)?,
-                )
-            }
             _ => {
                 let dev = gpu.stream.clone_htod(&points.data)?;
                 knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
@@ -267,18 +282,31 @@ pub(crate) fn search(
             Found::Host(download_neighbors(&indices, &distances, r.points.n, k)?)
         }
     } else {
-        Found::Host(match method {
-            KnnMethod::Hnsw => hnsw_with_recall(points, k, params.seed, &mut report, progress)?,
+        let nb = match method {
+            KnnMethod::Hnsw => {
+                hnsw_with_recall(points, k, key, params.seed, &mut report, progress)?
+            }
             KnnMethod::Approx => {
                 let size = recall_size(points);
-                let (nb, stats) = knn::ivf_cpu::approx_cpu(points, k, &params.ivf, size, progress)?;
+                let (nb, stats) =
+                    knn::ivf_cpu::approx_cpu(points, k, key, &params.ivf, size, progress)?;
                 report.recall_sample = Some(stats.recall_sample);
                 report.recall_sample_size = Some(stats.sample);
                 report.ivf = Some(stats);
                 nb
             }
-            _ => knn::exact(points, k, progress)?,
-        })
+            _ => knn::exact_by(points, k, key, progress)?,
+        };
+        if on_gpu && keep_on_device {
+            let gpu = Gpu::get()?;
+            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
+            Found::Device(
+                gpu.stream.clone_htod(&idx)?,
+                gpu.stream.clone_htod(&nb.distances)?,
+            )
+        } else {
+            Found::Host(nb)
+        }
     };
     Ok((found, report))
 }
@@ -293,16 +321,18 @@ fn recall_size(points: &Points) -> usize {
     (RECALL_WORK / (points.n * points.d).max(1)).clamp(100, 10_000)
 }
 
-/// HNSW on the host, its recall measured on a seeded sample by exact scans.
+/// HNSW on the host by `key`, its recall measured on a seeded sample by exact scans.
 fn hnsw_with_recall(
     points: &Points,
     k: usize,
+    key: knn::Key,
     seed: u64,
     report: &mut KnnReport,
     progress: &dyn Progress,
 ) -> Result<Neighbors> {
-    let nb = knn::hnsw(points, k, seed, progress)?;
-    let (recall, size) = knn::ivf::recall_by_scan(points, &nb, recall_size(points), seed);
+    let params = knn::HnswParams::default();
+    let nb = knn::hnsw_with(points, k, seed, &params, key, progress)?;
+    let (recall, size) = knn::ivf::recall_by_scan(points, key, &nb, recall_size(points), seed);
     report.recall_sample = Some(recall);
     report.recall_sample_size = Some(size);
     Ok(nb)

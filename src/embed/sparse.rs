@@ -30,10 +30,14 @@ pub(crate) fn prepare_sparse(
     Ok(prepared)
 }
 
-/// The parameters of the dense stages after [`reduce_sparse`]: metric and PCA done.
+/// The parameters of the dense stages after [`reduce_sparse`]: metric and PCA done (the
+/// inner product, no row transform, stays for the kNN).
 pub(crate) fn dense_params(params: &EmbedParams) -> EmbedParams {
     EmbedParams {
-        metric: Metric::Euclidean,
+        metric: match params.metric {
+            Metric::InnerProduct => Metric::InnerProduct,
+            _ => Metric::Euclidean,
+        },
         pca: None,
         ..params.clone()
     }
@@ -44,7 +48,9 @@ pub(crate) fn dense_params(params: &EmbedParams) -> EmbedParams {
 /// are no wider than `params.pca`); and whether the result is PCA scores.
 ///
 /// Cosine scales each stored row to unit length, which keeps it sparse. Correlation would
-/// centre each row, which fills it: it is refused, with the way round it.
+/// centre each row, which fills it: it is refused, with the way round it. The inner product
+/// leaves the rows as they are, but the sparse PCA is centred, which changes inner
+/// products: with a PCA that reduces it is refused too.
 pub(crate) fn reduce_sparse(
     rows: &CsrPoints,
     params: &EmbedParams,
@@ -52,7 +58,14 @@ pub(crate) fn reduce_sparse(
 ) -> Result<(Points, bool)> {
     let scaled;
     let rows = match params.metric {
-        Metric::Euclidean => rows,
+        Metric::InnerProduct if params.pca.is_some_and(|m| rows.d > m) => {
+            return Err(Error::param(
+                "metric",
+                "inner-product needs an uncentred PCA, and the sparse PCA centres the \
+                 columns; use --pca none, or a dense matrix",
+            ))
+        }
+        Metric::Euclidean | Metric::InnerProduct => rows,
         Metric::Cosine => {
             scaled = unit_rows(rows)?;
             &scaled

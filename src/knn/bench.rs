@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{exact, hnsw_with, recall, HnswParams};
+use super::{exact, hnsw_with, recall, HnswParams, Key};
 use crate::progress::Silent;
 use crate::Points;
 
@@ -86,7 +86,7 @@ fn mnist_knn() {
                 ..HnswParams::default()
             };
             let (t, c) = (Instant::now(), cpu_s());
-            let a = hnsw_with(&p, k, 1, &params, &Silent).unwrap();
+            let a = hnsw_with(&p, k, 1, &params, Key::SqEuclidean, &Silent).unwrap();
             let (ta, ca) = (t.elapsed().as_secs_f64(), cpu_s() - c);
             println!(
                 "n={n} hnsw {params:?}: {ta:.3} s wall, {ca:.2} s cpu, recall {:.4}",

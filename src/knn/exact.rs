@@ -21,6 +21,10 @@
 //! GEMM cancellation error in the output, and exact ties (duplicates, lattice data) resolved
 //! by index as brute force would, whatever the order of arrival.
 //!
+//! [`exact_by`] ranks by another [`Key`]: the inner product's replaces both norms of the
+//! augmented rows by the constant c and leaves the points uncentred, so that the same GEMM
+//! gives $2(c - q \cdot r)$, and the survivors are measured by the key directly.
+//!
 //! Work: n²d flops (half of a non-symmetric blocked GEMM); memory: one selector per point
 //! (about (1.5k + 16) · 8 bytes) and one BS × BS tile per thread; n × n is never stored.
 //! The result does not depend on the number of threads.
@@ -35,7 +39,7 @@ use rayon::prelude::*;
 use super::order::pca_tree_order;
 use super::scan;
 use super::select::TopK;
-use super::{by_dist_then_index, check_args, sq_dist, Neighbors};
+use super::{by_dist_then_index, check_args, Key, Neighbors};
 use crate::progress::Progress;
 use crate::{Points, Result};
 
@@ -47,13 +51,20 @@ const BS: usize = 512;
 /// Errors: `k == 0`, `k ≥ n` ([`crate::Error::Param`]); non-finite values
 /// ([`crate::Error::Data`]). Progress: stage `"knn"`, one unit per pair of blocks.
 pub fn exact(points: &Points, k: usize, progress: &dyn Progress) -> Result<Neighbors> {
-    exact_impl(points, k, progress, true)
+    exact_impl(points, k, Key::SqEuclidean, progress, true)
 }
 
-/// [`exact`], with the AVX2 scans allowed (`wide`) or not (to test the portable path).
+/// [`exact`] ranking by `key` (for [`Key::InnerProduct`], the largest inner products),
+/// distances being the keys.
+pub fn exact_by(points: &Points, k: usize, key: Key, progress: &dyn Progress) -> Result<Neighbors> {
+    exact_impl(points, k, key, progress, true)
+}
+
+/// [`exact_by`], with the AVX2 scans allowed (`wide`) or not (to test the portable path).
 pub(crate) fn exact_impl(
     points: &Points,
     k: usize,
+    key: Key,
     progress: &dyn Progress,
     wide: bool,
 ) -> Result<Neighbors> {
@@ -62,7 +73,7 @@ pub(crate) fn exact_impl(
     let kd = d + 2;
     // Step 0: locality order (positions), augmented rows, selectors.
     let order = pca_tree_order(&points.data, n, d);
-    let (qa, ra) = augment(points, &order);
+    let (qa, ra) = augment(points, &order, key);
     let r2max = qa.chunks_exact(kd).map(|q| q[d + 1]).fold(0f32, f32::max);
     let slack = 2.0 * gemm_error_bound(kd, r2max);
     let nb = n.div_ceil(BS);
@@ -116,7 +127,7 @@ pub(crate) fn exact_impl(
                 cand.clear();
                 cand.extend(top.sorted().iter().map(|&(_, p)| {
                     let j = order[p as usize];
-                    (sq_dist(x, points.row(j as usize)), j)
+                    (key.eval(x, points.row(j as usize)), j)
                 }));
                 cand.sort_unstable_by(by_dist_then_index);
                 for (l, &(dist, j)) in cand[..k].iter().enumerate() {
@@ -204,10 +215,16 @@ pub(super) fn gemm_error_bound(len: usize, r2: f32) -> f32 {
     (2.0 * (gamma * 4.0 * r2 + 2.0 * u * r2)) as f32
 }
 
-/// Augmented rows of the centred data, n × (d + 2) row-major, row p for point `order[p]`:
-/// queries $[x, 1, \lVert x\rVert^2]$ and references $[-2x, \lVert x\rVert^2, 1]$.
-pub(super) fn augment(points: &Points, order: &[u32]) -> (Vec<f32>, Vec<f32>) {
-    augment_about(points, order, &column_mean(points))
+/// Augmented rows of the data (centred where `key` allows), n × (d + 2) row-major, row p
+/// for point `order[p]`: queries $[x, 1, t_x]$ and references $[-2x, t_x, 1]$, $t_x$ the
+/// key's row term ($\lVert x\rVert^2$ for squared distances).
+pub(super) fn augment(points: &Points, order: &[u32], key: Key) -> (Vec<f32>, Vec<f32>) {
+    let centre = if key.translation_invariant() {
+        column_mean(points)
+    } else {
+        vec![0.0; points.d]
+    };
+    augment_about(points, order, &centre, key)
 }
 
 /// Feature means in f64, rounded to f32: the centre [`augment_about`] subtracts.
@@ -224,7 +241,12 @@ pub(super) fn column_mean(points: &Points) -> Vec<f32> {
 
 /// [`augment`] about a given centre `mean`, so that two point sets (queries against
 /// references, [`super::query`]) share one.
-pub(super) fn augment_about(points: &Points, order: &[u32], mean: &[f32]) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn augment_about(
+    points: &Points,
+    order: &[u32],
+    mean: &[f32],
+    key: Key,
+) -> (Vec<f32>, Vec<f32>) {
     let (n, d) = (order.len(), points.d);
     let kd = d + 2;
     // Centring keeps ‖x‖² small relative to the distances: less cancellation.
@@ -242,16 +264,17 @@ pub(super) fn augment_about(points: &Points, order: &[u32], mean: &[f32]) -> (Ve
                 r[l] = -2.0 * c;
                 nrm += (c as f64) * (c as f64);
             }
+            let t = key.row_term(nrm);
             q[d] = 1.0;
-            q[d + 1] = nrm as f32;
-            r[d] = nrm as f32;
+            q[d + 1] = t;
+            r[d] = t;
             r[d + 1] = 1.0;
         });
     (qa, ra)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::progress::Silent;
     use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -379,6 +402,77 @@ mod tests {
         }
         let got = exact(&p, 10, &Silent).unwrap();
         check(&p, 10, &got);
+    }
+
+    /// Points of varied lengths off the origin, and row 1 twice row 0: by inner product
+    /// row 1 beats row 0 itself as row 0's match (an engine that took its first hit for the
+    /// point itself would drop it), and long points are many rows' best matches.
+    pub(crate) fn inner_product_points(n: usize, d: usize, seed: u64) -> Points {
+        let mut p = random(n, d, seed);
+        let mut rng = StdRng::seed_from_u64(seed ^ 7);
+        for row in p.data.chunks_mut(d) {
+            let scale = rng.random_range(0.2f32..3.0);
+            row.iter_mut().for_each(|x| *x = (*x + 0.5) * scale);
+        }
+        for l in 0..d {
+            p.data[d + l] = 2.0 * p.data[l];
+        }
+        p
+    }
+
+    /// The k largest inner products with row i among the other rows, in f64, by
+    /// (−x · y, index).
+    pub(crate) fn brute_inner(p: &Points, i: usize, k: usize) -> Vec<(f64, u32)> {
+        let mut row: Vec<(f64, u32)> = (0..p.n)
+            .filter(|&j| j != i)
+            .map(|j| {
+                let dot: f64 = p
+                    .row(i)
+                    .iter()
+                    .zip(p.row(j))
+                    .map(|(&a, &b)| a as f64 * b as f64)
+                    .sum();
+                (-dot, j as u32)
+            })
+            .collect();
+        row.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        row.truncate(k);
+        row
+    }
+
+    /// Inner product: the k largest x · y of each row among the others, the point itself
+    /// excluded by index although it is not its own best match, the keys 2(c − x · y).
+    #[test]
+    fn inner_product_equals_brute_force() {
+        for (n, d, k) in [(9usize, 3usize, 8usize), (1300, 12, 20)] {
+            let p = inner_product_points(n, d, 21);
+            let key = Key::new(crate::prep::Metric::InnerProduct, &p);
+            let Key::InnerProduct { c } = key else {
+                panic!("{key:?}")
+            };
+            let got = exact_by(&p, k, key, &Silent).unwrap();
+            for i in 0..n {
+                let want = brute_inner(&p, i, k);
+                let gi = got.row_indices(i);
+                assert!(!gi.contains(&(i as u32)), "self in row {i}");
+                for (l, &(neg_dot, j)) in want.iter().enumerate() {
+                    let key_want = 2.0 * (c as f64 + neg_dot);
+                    let tol = 1e-5 * c as f64;
+                    assert!(
+                        (got.row_distances(i)[l] as f64 - key_want).abs() <= tol,
+                        "row {i} rank {l}: {} vs {key_want}",
+                        got.row_distances(i)[l]
+                    );
+                    let key_got = key.eval_f64(p.row(i), p.row(gi[l] as usize)) as f64;
+                    assert!(
+                        (key_got - key_want).abs() <= tol,
+                        "row {i} rank {l}: {} for {j}",
+                        gi[l]
+                    );
+                    assert!(got.row_distances(i)[l] >= 0.0);
+                }
+            }
+        }
     }
 
     #[test]

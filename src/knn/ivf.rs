@@ -19,7 +19,7 @@
 use rand::{rngs::StdRng, seq::index::sample, Rng, SeedableRng};
 use rayon::prelude::*;
 
-use super::{order::pca_tree_order, sq_dist, Neighbors};
+use super::{order::pca_tree_order, Key, Neighbors};
 use crate::{Error, Points, Result};
 
 /// Settings of the approximate kNN.
@@ -243,10 +243,16 @@ impl Cells {
     /// the own cells, if more) and they hold at least `min_points` points, so that every
     /// query has enough candidates. Probing from the block rather than from its cell
     /// follows the queries: a block at a cell's edge probes the cells across that edge.
+    /// "Nearest" is by `key`: for the inner product, the cells whose centroids have the
+    /// largest inner product with the block's mean (as FAISS' IVF probes for
+    /// `METRIC_INNER_PRODUCT`); the cells themselves are Euclidean k-means cells, which
+    /// only group nearby points.
+    #[allow(clippy::too_many_arguments)]
     pub fn block_probes(
         &self,
         sorted: &Points,
         centroids: &[f32],
+        key: Key,
         probes: usize,
         min_points: usize,
         block: usize,
@@ -273,7 +279,7 @@ impl Cells {
                         let dist = if own.contains(&m) {
                             -1.0
                         } else {
-                            sq_dist(&mean, &centroids[m * d..(m + 1) * d])
+                            key.eval(&mean, &centroids[m * d..(m + 1) * d])
                         };
                         (dist, m as u32)
                     })
@@ -369,13 +375,14 @@ pub fn recall_sample(n: usize, size: usize, seed: u64) -> Vec<u32> {
 }
 
 /// The recall on the sample `rows`: `approx` holds their approximate neighbours (k per
-/// row, in order), `candidates[s]` any superset of row s's exact k nearest, whose distances
-/// are recomputed from `points` so that the k smallest are the exact neighbours. A
+/// row, in order), `candidates[s]` any superset of row s's exact k nearest by `key`, whose
+/// keys are recomputed from `points` so that the k smallest are the exact neighbours. A
 /// neighbour of the approximate row counts as found when its distance is at most the exact
 /// k-th distance, so that ties (duplicate points) do not count as misses. Mean over the
 /// sample; 1 for an empty one.
 pub fn sample_recall(
     points: &Points,
+    key: Key,
     k: usize,
     rows: &[u32],
     approx: &[u32],
@@ -393,13 +400,13 @@ pub fn sample_recall(
             let mut dist: Vec<f32> = cand
                 .iter()
                 .filter(|&&j| j != i)
-                .map(|&j| exact_distance(q, points.row(j as usize)))
+                .map(|&j| key.eval_f64(q, points.row(j as usize)))
                 .collect();
             dist.sort_unstable_by(f32::total_cmp);
             let kth = dist.get(k - 1).copied().unwrap_or(f32::INFINITY);
             let hits = found
                 .iter()
-                .filter(|&&j| j != i && exact_distance(q, points.row(j as usize)) <= kth)
+                .filter(|&&j| j != i && key.eval_f64(q, points.row(j as usize)) <= kth)
                 .count();
             hits.min(k) as f64 / k as f64
         })
@@ -407,17 +414,24 @@ pub fn sample_recall(
     found / rows.len() as f64
 }
 
-/// The recall of the neighbours `nb` of `points` on a seeded sample of `size` rows, each
-/// row's exact neighbours found by a scan of all points (`scan_candidates`): the CPU's
-/// recall estimate, O(n · size · d). Returns (recall, sample size).
-pub fn recall_by_scan(points: &Points, nb: &Neighbors, size: usize, seed: u64) -> (f64, usize) {
-    let (recalls, size) = recall_by_scan_of(points, &[nb], size, seed);
+/// The recall of the neighbours `nb` of `points` by `key` on a seeded sample of `size`
+/// rows, each row's exact neighbours found by a scan of all points (`scan_candidates`): the
+/// CPU's recall estimate, O(n · size · d). Returns (recall, sample size).
+pub fn recall_by_scan(
+    points: &Points,
+    key: Key,
+    nb: &Neighbors,
+    size: usize,
+    seed: u64,
+) -> (f64, usize) {
+    let (recalls, size) = recall_by_scan_of(points, key, &[nb], size, seed);
     (recalls[0], size)
 }
 
 /// [`recall_by_scan`] of several graphs of the same points on one sample (one scan).
 pub fn recall_by_scan_of(
     points: &Points,
+    key: Key,
     graphs: &[&Neighbors],
     size: usize,
     seed: u64,
@@ -426,7 +440,7 @@ pub fn recall_by_scan_of(
     let Some(k) = graphs.first().map(|g| g.k) else {
         return (Vec::new(), rows.len());
     };
-    let candidates = scan_candidates(points, &rows, k);
+    let candidates = scan_candidates(points, key, &rows, k);
     let recalls = graphs
         .iter()
         .map(|nb| {
@@ -434,7 +448,7 @@ pub fn recall_by_scan_of(
                 .iter()
                 .flat_map(|&i| nb.row_indices(i as usize).iter().copied())
                 .collect();
-            sample_recall(points, nb.k, &rows, &approx, &candidates)
+            sample_recall(points, key, nb.k, &rows, &approx, &candidates)
         })
         .collect();
     (recalls, rows.len())
@@ -442,7 +456,7 @@ pub fn recall_by_scan_of(
 
 /// Exact k nearest of each sampled row by a scan of all points (the CPU's recall sample):
 /// O(n · |rows| · d).
-fn scan_candidates(points: &Points, rows: &[u32], k: usize) -> Vec<Vec<u32>> {
+fn scan_candidates(points: &Points, key: Key, rows: &[u32], k: usize) -> Vec<Vec<u32>> {
     rows.par_iter()
         .map(|&i| {
             let q = points.row(i as usize);
@@ -452,20 +466,12 @@ fn scan_candidates(points: &Points, rows: &[u32], k: usize) -> Vec<Vec<u32>> {
             let mut top = super::select::TopK::new(keep, 4 * keep);
             for j in 0..points.n {
                 if j != i as usize {
-                    top.offer(sq_dist(q, points.row(j)), j as u32);
+                    top.offer(key.eval(q, points.row(j)), j as u32);
                 }
             }
             top.sorted().iter().map(|&(_, j)| j).collect()
         })
         .collect()
-}
-
-/// Squared distance in f64, rounded once: the distance the kNN reports.
-fn exact_distance(a: &[f32], b: &[f32]) -> f32 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
-        .sum::<f64>() as f32
 }
 
 #[cfg(test)]
@@ -487,14 +493,14 @@ mod tests {
         let cells = Cells::sort(&[0, 1, 2, 3, 3, 3, 3, 3], 4);
         let sorted = Points::new(8, 1, vec![0.0, 1.0, 2.0, 10.0, 10.0, 10.0, 10.0, 10.0]);
         let centroids = [0.0, 1.0, 2.0, 10.0];
-        let probes = cells.block_probes(&sorted, &centroids, 3, 0, 2);
+        let probes = cells.block_probes(&sorted, &centroids, Key::SqEuclidean, 3, 0, 2);
         // Block 0 (positions 0, 1: cells 0 and 1, mean 0.5) takes both, then cell 2.
         assert_eq!(probes[0], vec![0, 1, 2]);
         // Block 1 (cells 2 and 3, mean 6): its own, then the nearest of the rest (1).
         assert_eq!(probes[1], vec![2, 3, 1]);
         assert_eq!(probes[3], vec![3, 2, 1]);
         // At least 8 points: everything.
-        let probes = cells.block_probes(&sorted, &centroids, 1, 8, 2);
+        let probes = cells.block_probes(&sorted, &centroids, Key::SqEuclidean, 1, 8, 2);
         assert_eq!(probes[0], vec![0, 1, 2, 3]);
     }
 
@@ -596,15 +602,24 @@ mod tests {
         // Points 0, 1, 1, 5 on a line; the exact 1 nearest of row 0 is row 1 or 2 (a tie).
         let points = Points::new(4, 1, vec![0.0, 1.0, 1.0, 5.0]);
         let candidates = vec![vec![1, 2, 3]];
-        assert_eq!(sample_recall(&points, 1, &[0], &[2], &candidates), 1.0);
-        assert_eq!(sample_recall(&points, 1, &[0], &[3], &candidates), 0.0);
+        assert_eq!(
+            sample_recall(&points, Key::SqEuclidean, 1, &[0], &[2], &candidates),
+            1.0
+        );
+        assert_eq!(
+            sample_recall(&points, Key::SqEuclidean, 1, &[0], &[3], &candidates),
+            0.0
+        );
         let nb = Neighbors {
             n: 4,
             k: 1,
             indices: vec![2, 2, 1, 1],
             distances: vec![1.0, 0.0, 0.0, 16.0],
         };
-        assert_eq!(recall_by_scan(&points, &nb, 10, 1), (1.0, 4));
+        assert_eq!(
+            recall_by_scan(&points, Key::SqEuclidean, &nb, 10, 1),
+            (1.0, 4)
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! k nearest neighbours of every point (DESIGN §1.3).
 //!
 //! Input: [`Points`] (n × d). Output: [`Neighbors`], for each point i its k nearest *other*
-//! points j ≠ i by squared Euclidean distance $\lVert x_i - x_j \rVert^2$, ascending.
+//! points j ≠ i by squared Euclidean distance $\lVert x_i - x_j \rVert^2$, ascending, or by
+//! another [`Key`] (the inner product's $2(c - x_i \cdot x_j)$) where the `_by` forms or a
+//! `key` argument ask for it.
 //!
 //! Interchangeable methods with the same contract:
 //!
@@ -23,14 +25,16 @@ pub mod gpu;
 mod hnsw;
 pub mod ivf;
 pub mod ivf_cpu;
+mod key;
 mod order;
 pub mod precomputed;
 mod query;
 mod scan;
 mod select;
 
-pub use exact::exact;
-pub use hnsw::{hnsw, hnsw_with, HnswParams, SqL2};
+pub use exact::{exact, exact_by};
+pub use hnsw::{hnsw, hnsw_with, HnswParams};
+pub use key::Key;
 pub use order::pca_tree_order;
 pub use query::query;
 
@@ -41,8 +45,8 @@ use crate::{Error, Points, Result};
 /// # Invariants
 /// - `indices.len() == distances.len() == n * k`
 /// - row i (`indices[i * k..(i + 1) * k]`) never contains i and holds k distinct indices
-/// - distances are squared Euclidean, ascending within a row; equal distances are ordered by
-///   index
+/// - distances are squared Euclidean (or the [`Key`] searched by), ascending within a row;
+///   equal distances are ordered by index
 #[derive(Clone, Debug)]
 pub struct Neighbors {
     /// Number of points (rows).
@@ -51,7 +55,7 @@ pub struct Neighbors {
     pub k: usize,
     /// Row-major n × k neighbour indices.
     pub indices: Vec<u32>,
-    /// Row-major n × k squared Euclidean distances, matching `indices`.
+    /// Row-major n × k squared Euclidean distances (or keys), matching `indices`.
     pub distances: Vec<f32>,
 }
 
@@ -135,22 +139,7 @@ fn check_args(points: &Points, k: usize) -> Result<()> {
 /// the rounding error at about √(d/8)·ε relative).
 #[inline]
 pub(crate) fn sq_dist(a: &[f32], b: &[f32]) -> f32 {
-    debug_assert_eq!(a.len(), b.len());
-    let mut acc = [0.0f32; 8];
-    let (ca, ra) = a.split_at(a.len() - a.len() % 8);
-    let (cb, rb) = b.split_at(ca.len());
-    for (x, y) in ca.chunks_exact(8).zip(cb.chunks_exact(8)) {
-        for l in 0..8 {
-            let t = x[l] - y[l];
-            acc[l] += t * t;
-        }
-    }
-    let mut tail = 0.0f32;
-    for (x, y) in ra.iter().zip(rb) {
-        let t = x - y;
-        tail += t * t;
-    }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+    Key::SqEuclidean.eval(a, b)
 }
 
 /// Orders (distance, index) pairs: by distance, then by index.

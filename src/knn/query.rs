@@ -1,7 +1,8 @@
 //! Exact kNN of query points among reference points (placing new points into a map,
 //! [`crate::transform`]): the same augmented-row GEMM and bounded selection as
 //! [`super::exact`], over the rectangular query × reference table instead of the symmetric
-//! one, with both sets centred on the reference mean.
+//! one, with both sets centred on the reference mean (uncentred for the inner product,
+//! [`super::Key`]).
 //!
 //! Work: m·n·d flops for m queries and n references; memory: one selector per query of a
 //! block and one [`QB`] × [`RB`] tile per thread.
@@ -12,7 +13,7 @@ use rayon::prelude::*;
 
 use super::exact::{augment_about, column_mean, gemm_error_bound};
 use super::select::TopK;
-use super::{check_args, Neighbors};
+use super::{check_args, Key, Neighbors};
 use crate::progress::Progress;
 use crate::{Error, Points, Result};
 
@@ -23,7 +24,8 @@ const RB: usize = 1024;
 
 /// The `k` nearest reference points of every query, exactly (up to f32 rounding of
 /// distances; survivors of the GEMM's bound are measured directly, ties broken by index).
-/// Row i of the result holds query i's reference indices and squared distances.
+/// Row i of the result holds query i's reference indices and squared distances (or keys:
+/// `key` ranks, raised to cover the queries' norms for the inner product).
 ///
 /// Errors: `k == 0` or `k > n`, feature counts that differ, non-finite values.
 /// Progress: stage `"knn"`, one unit per block of queries.
@@ -31,6 +33,7 @@ pub fn query(
     reference: &Points,
     queries: &Points,
     k: usize,
+    key: Key,
     progress: &dyn Progress,
 ) -> Result<Neighbors> {
     // `check_args` wants k < n for a self-search; a query is not among the references.
@@ -59,9 +62,14 @@ pub fn query(
     }
     let (m, n, d) = (queries.n, reference.n, reference.d);
     let kd = d + 2;
-    let mean = column_mean(reference);
-    let (_, ra) = augment_about(reference, &(0..n as u32).collect::<Vec<_>>(), &mean);
-    let (qa, _) = augment_about(queries, &(0..m as u32).collect::<Vec<_>>(), &mean);
+    let key = key.covering(queries);
+    let mean = if key.translation_invariant() {
+        column_mean(reference)
+    } else {
+        vec![0.0; d]
+    };
+    let (_, ra) = augment_about(reference, &(0..n as u32).collect::<Vec<_>>(), &mean, key);
+    let (qa, _) = augment_about(queries, &(0..m as u32).collect::<Vec<_>>(), &mean, key);
     let r2max = ra
         .chunks_exact(kd)
         .chain(qa.chunks_exact(kd))
@@ -112,6 +120,7 @@ pub fn query(
             let mut cand: Vec<(f32, u32)> = Vec::with_capacity(cap);
             for (q, top) in tops.iter_mut().enumerate() {
                 top.refine(
+                    key,
                     queries.row(q0 + q),
                     |j| reference.row(j as usize),
                     &mut cand,
@@ -151,7 +160,7 @@ mod tests {
             };
             let r = Points::new(n, d, gen(n));
             let q = Points::new(m, d, gen(m));
-            let nb = query(&r, &q, k, &Silent).unwrap();
+            let nb = query(&r, &q, k, Key::SqEuclidean, &Silent).unwrap();
             for i in 0..m {
                 let mut all: Vec<(f32, u32)> = (0..n)
                     .map(|j| (sq_dist(q.row(i), r.row(j)), j as u32))
@@ -167,11 +176,11 @@ mod tests {
     fn refuses_other_feature_counts_and_too_large_k() {
         let r = Points::new(4, 2, vec![0.0; 8]);
         let q = Points::new(1, 3, vec![0.0; 3]);
-        assert!(query(&r, &q, 2, &Silent)
+        assert!(query(&r, &q, 2, Key::SqEuclidean, &Silent)
             .unwrap_err()
             .to_string()
             .contains("3 features"));
         let q = Points::new(1, 2, vec![0.0; 2]);
-        assert!(query(&r, &q, 5, &Silent).is_err());
+        assert!(query(&r, &q, 5, Key::SqEuclidean, &Silent).is_err());
     }
 }

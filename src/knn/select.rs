@@ -19,7 +19,7 @@
 //! ties, e.g. thousands of duplicates), up to `max_cap`; past it the selector falls back to
 //! the plain top `keep` by (value, index).
 
-use super::by_dist_then_index;
+use super::{by_dist_then_index, Key};
 
 /// The `keep` smallest values seen so far, with their indices.
 ///
@@ -110,12 +110,13 @@ impl TopK {
         }
     }
 
-    /// The kept candidates into `cand` with their squared distances to `x` measured
-    /// directly (`row_of(i)` is candidate i's row), best first by (distance, index): the
-    /// GEMM's rounded distances only chose them, and exact ties fall by index as brute
-    /// force would.
+    /// The kept candidates into `cand` with their keys to `x` (squared distances for
+    /// [`Key::SqEuclidean`]) measured directly (`row_of(i)` is candidate i's row), best
+    /// first by (key, index): the GEMM's rounded keys only chose them, and exact ties fall
+    /// by index as brute force would.
     pub(crate) fn refine<'a>(
         &mut self,
+        key: Key,
         x: &[f32],
         row_of: impl Fn(u32) -> &'a [f32],
         cand: &mut Vec<(f32, u32)>,
@@ -124,7 +125,7 @@ impl TopK {
         cand.extend(
             self.sorted()
                 .iter()
-                .map(|&(_, i)| (super::sq_dist(x, row_of(i)), i)),
+                .map(|&(_, i)| (key.eval(x, row_of(i)), i)),
         );
         cand.sort_unstable_by(by_dist_then_index);
     }

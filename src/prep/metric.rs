@@ -1,5 +1,5 @@
-//! The distance the neighbours are found by (`--metric`): Euclidean, or cosine and
-//! correlation as Euclidean distance between transformed rows.
+//! The distance the neighbours are found by (`--metric`): Euclidean, cosine and
+//! correlation as Euclidean distance between transformed rows, or the inner product.
 //!
 //! For rows scaled to unit length, ‖a − b‖² = 2 − 2 cos(a, b) = 2 · (cosine distance): the
 //! Euclidean ranking of the scaled rows is the cosine ranking, and every stage after it
@@ -8,6 +8,10 @@
 //! own mean first (Pearson's r). This is how openTSNE and umap-learn compute both for their
 //! Euclidean indexes too. A row with no direction (all zeros; for correlation, constant)
 //! has no cosine to anything and is refused with its row number.
+//!
+//! The inner product (maximum inner product search) is no row transform's Euclidean
+//! distance: it reaches the kNN engines, which rank by its key instead of the squared
+//! distance (`crate::knn::Key`), and the rows are left as they are here.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -16,7 +20,7 @@ use crate::{Error, Points, Result};
 
 /// The distance between points.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Metric {
     /// ‖a − b‖ (the default).
     #[default]
@@ -25,14 +29,17 @@ pub enum Metric {
     Cosine,
     /// 1 − r(a, b), Pearson's r over the features: cosine on rows centred on their mean.
     Correlation,
+    /// Largest x · y first: the engines rank by 2(c − x · y), c the largest squared norm
+    /// (`crate::knn::Key`), with no centring and no row transform.
+    InnerProduct,
 }
 
 impl Metric {
     /// Transforms the rows of `points` in place so that their Euclidean distances rank
     /// pairs as this metric does (nothing for Euclidean). Errors name the first row with no
-    /// direction.
+    /// direction. The inner product ranks the rows as they are (nothing either).
     pub fn apply(self, points: &mut Points) -> Result<()> {
-        if self == Metric::Euclidean || points.d == 0 {
+        if matches!(self, Metric::Euclidean | Metric::InnerProduct) || points.d == 0 {
             return Ok(());
         }
         let centre = self == Metric::Correlation;
@@ -165,5 +172,8 @@ mod tests {
         let before = e.data.clone();
         Metric::Euclidean.apply(&mut e).unwrap();
         assert_eq!(e.data, before);
+        // The inner product ranks the rows as they are, zeros included.
+        Metric::InnerProduct.apply(&mut p).unwrap();
+        assert_eq!(p.data[6..9], [0.0; 3]);
     }
 }

@@ -98,10 +98,23 @@ impl Pca {
     /// Fits the mean and top `m` axes of `points` (same errors as [`pca`]).
     pub fn fit(points: &Points, m: usize) -> Result<Pca> {
         validate(points, m)?;
-        let (n, d) = (points.n, points.d);
-
         // Step 1: mean.
-        let mean = column_means(points);
+        Pca::fit_about(points, m, column_means(points))
+    }
+
+    /// The top `m` axes of the uncentred second moment $X^\top X$ (a truncated SVD of X; the
+    /// fitted mean is zero, so [`Pca::transform`] projects without centring). Of all rank-m
+    /// projections it keeps the inner products $x \cdot y$ best (Eckart–Young on the Gram
+    /// matrix $X X^\top$), which centring would change: the PCA for `--metric
+    /// inner-product`. `variances` are then second moments along the axes.
+    pub fn fit_uncentred(points: &Points, m: usize) -> Result<Pca> {
+        validate(points, m)?;
+        Pca::fit_about(points, m, vec![0.0; points.d])
+    }
+
+    /// The axes of the scatter of `points` about `mean`.
+    fn fit_about(points: &Points, m: usize, mean: Vec<f64>) -> Result<Pca> {
+        let (n, d) = (points.n, points.d);
 
         // Step 2: covariance, accumulated block by block in f64: groups of consecutive blocks
         // in parallel, each summed on one thread, then the groups' sums in order (the same
@@ -423,6 +436,57 @@ mod tests {
         // a single point
         let one = Points::new(1, 3, vec![1.0, 2.0, 3.0]);
         assert_eq!(pca(&one, 2).unwrap().data, vec![0.0; 2]);
+    }
+
+    /// The uncentred PCA keeps inner products: on rank-3 data off the origin, three axes
+    /// give back every x · y (to f32 rounding), where the centred PCA's scores change them;
+    /// its mean is zero and its axes orthonormal.
+    #[test]
+    fn uncentred_pca_keeps_inner_products() {
+        let mut rng = StdRng::seed_from_u64(12);
+        let (n, d, m) = (200usize, 8usize, 3usize);
+        let basis: Vec<f64> = (0..m * d).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let data: Vec<f32> = (0..n)
+            .flat_map(|_| {
+                let z: Vec<f64> = (0..m)
+                    .map(|a| rng.random_range(0.5..2.0) + a as f64)
+                    .collect();
+                let basis = &basis;
+                (0..d).map(move |l| (0..m).map(|a| z[a] * basis[a * d + l]).sum::<f64>() as f32)
+            })
+            .collect();
+        let p = Points::new(n, d, data);
+        let fit = Pca::fit_uncentred(&p, m).unwrap();
+        assert!(fit.mean.iter().all(|&v| v == 0.0));
+        let scores = fit.transform(&p).unwrap();
+        let centred = Pca::fit(&p, m).unwrap().transform(&p).unwrap();
+        let dot = |a: &[f32], b: &[f32]| -> f64 {
+            a.iter().zip(b).map(|(&x, &y)| x as f64 * y as f64).sum()
+        };
+        let mut centred_gap = 0f64;
+        for i in 0..n {
+            for j in (0..n).step_by(7) {
+                let want = dot(p.row(i), p.row(j));
+                let got = dot(scores.row(i), scores.row(j));
+                assert!(
+                    (got - want).abs() < 1e-4 * want.abs().max(1.0),
+                    "({i}, {j}): {got} vs {want}"
+                );
+                centred_gap = centred_gap.max((dot(centred.row(i), centred.row(j)) - want).abs());
+            }
+        }
+        assert!(
+            centred_gap > 1.0,
+            "centring should change inner products, by {centred_gap}"
+        );
+        for a in 0..m {
+            for b in 0..m {
+                let v: f64 = (0..d)
+                    .map(|l| fit.axes[a * d + l] * fit.axes[b * d + l])
+                    .sum();
+                assert!((v - if a == b { 1.0 } else { 0.0 }).abs() < 1e-10);
+            }
+        }
     }
 
     #[test]

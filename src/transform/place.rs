@@ -192,7 +192,15 @@ pub fn transform(
     let t = Instant::now();
     let reference = model.reference();
     let n = reference.n;
-    let (nb, k) = reference_neighbors(&reference, &new, params, on_device, &mut notes, progress)?;
+    let key = knn::Key::new(model.metric, &reference);
+    let (nb, k) = reference_neighbors(
+        &reference,
+        &new,
+        params,
+        (on_device, key),
+        &mut notes,
+        progress,
+    )?;
     seconds.knn = t.elapsed().as_secs_f64();
 
     // Step 3: p_{j|i} over the k nearest, each row summing to 1.
@@ -262,7 +270,7 @@ fn reference_neighbors(
     reference: &Points,
     new: &Points,
     params: &TransformParams,
-    on_device: bool,
+    (on_device, key): (bool, knn::Key),
     notes: &mut Vec<String>,
     progress: &dyn Progress,
 ) -> Result<(Neighbors, usize)> {
@@ -275,10 +283,10 @@ fn reference_neighbors(
         ));
     }
     let k_all = k.max(params.init_neighbors.min(n));
-    let nb = if on_device {
+    let nb = if on_device && key.translation_invariant() {
         knn::gpu::query_gpu(reference, new, k_all, progress)?
     } else {
-        knn::query(reference, new, k_all, progress)?
+        knn::query(reference, new, k_all, key, progress)?
     };
     Ok((nb, k))
 }

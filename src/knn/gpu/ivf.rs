@@ -28,6 +28,7 @@ use crate::gpu::kernels::ivf::{IvfAssign, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
 use crate::gpu::{Gpu, GpuError};
 use crate::knn::ivf::{self as host, Cells, IvfParams};
+use crate::knn::Key;
 use crate::knn::Neighbors;
 use crate::progress::Progress;
 use crate::{Error, Points, Result};
@@ -164,6 +165,7 @@ pub fn approx_device(
     let probes = cells.block_probes(
         &sorted_points,
         &centroids,
+        Key::SqEuclidean,
         params.probes,
         2 * (k + 1),
         QUERIES,
@@ -469,6 +471,7 @@ impl RecallSample {
         }
         Ok(host::sample_recall(
             points,
+            Key::SqEuclidean,
             k,
             &self.rows,
             &approx,

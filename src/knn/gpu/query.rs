@@ -89,7 +89,8 @@ mod tests {
                 let reference = points(n);
                 let mut new = points(m);
                 new.data[..d].copy_from_slice(&reference.data[..d]);
-                let cpu = crate::knn::query(&reference, &new, k, &Silent).unwrap();
+                let cpu = crate::knn::query(&reference, &new, k, crate::knn::Key::SqEuclidean, &Silent)
+                    .unwrap();
                 let dev = query_gpu(&reference, &new, k, &Silent).unwrap();
                 assert_eq!((dev.n, dev.k), (m, k));
                 let recall = crate::knn::recall(&dev, &cpu);
