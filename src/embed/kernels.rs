@@ -10,11 +10,14 @@ use crate::gpu::compile::{Precompile, Variant};
 use crate::gpu::kernels::KernelId;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::Gpu;
+use crate::repulse::g2g::gpu::plan_ahead;
+use crate::repulse::GridSpec;
 use crate::Result;
 
 /// Starts compiling the kernels a run on `input` with `params` uses on the `backend`
-/// device (none on the cpu backend), on as many threads as the run may use; the guard
-/// must live until the run ends (see `Precompile`).
+/// device (none on the cpu backend), on as many threads as the run may use, and planning
+/// its adaptive grid's FFTs ([`plan_grids`]); the guard must live until the run ends (see
+/// `Precompile`).
 pub(super) fn precompile(
     input: &Input,
     params: &EmbedParams,
@@ -26,9 +29,31 @@ pub(super) fn precompile(
             let d = input.d().map(|d| params.pca.map_or(d, |m| m.min(d)));
             let sparse = matches!(input, Input::Sparse(_));
             let variants = device_kernels(d, sparse, kind, params);
-            Some(Gpu::get()?.precompile(&variants, rayon::current_num_threads()))
+            let gpu = Gpu::get()?;
+            plan_grids(gpu, params);
+            Some(gpu.precompile(&variants, rayon::current_num_threads()))
         }
     })
+}
+
+/// Extent (embedding units per axis) up to which the adaptive grid's FFTs are planned
+/// ahead: the 1.3M-point runs reached 140–250 at the end and 320–365 just after early
+/// exaggeration, when a few outliers stretch the box (`benches/sweeps/`, grid3d.sh).
+const PLANNED_EXTENT: f64 = 400.0;
+
+/// Plans, on a side thread, the FFTs of every size class an adaptive FFT grid passes
+/// through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s `plan_ahead`), so that a fresh
+/// machine's cuFFT planning overlaps the kNN instead of the first iterations.
+fn plan_grids(gpu: &'static Gpu, params: &EmbedParams) {
+    let grid = params.grid.map(|g| g.for_kernel(params.kernel));
+    let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
+        return;
+    };
+    let largest = (PLANNED_EXTENT / h).ceil() as usize + 4;
+    match params.precision {
+        Precision::F32 => plan_ahead::<f32>(gpu, params.dims, largest),
+        Precision::F64 => plan_ahead::<f64>(gpu, params.dims, largest),
+    }
 }
 
 /// The kernel files and variants a run on the `backend` device uses, roughly in the order
@@ -153,7 +178,11 @@ mod tests {
         let sparse = device_kernels(Some(50), true, BackendKind::Gpu, &EmbedParams::default());
         assert_eq!(sparse[0], (KernelId::SparsePca, &[][..]));
         listed.extend(sparse.into_iter().map(|(id, _)| id));
-        for id in KernelId::ALL {
+        // `sgtsne transform`'s step is the one file embed never uses.
+        for id in KernelId::ALL
+            .iter()
+            .filter(|&&id| id != KernelId::Transform)
+        {
             assert!(listed.contains(id), "{} is never compiled ahead", id.file());
         }
     }

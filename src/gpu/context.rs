@@ -4,11 +4,13 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cudarc::cufft::sys::cufftType;
 use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
 use super::compile::{arch_name, Cubins, Precompile, Variant};
+use super::fft::PlanCache;
 use super::kernels::KernelId;
 use super::{probe, Device, GpuError};
 use crate::{Error, Result};
@@ -26,6 +28,7 @@ pub struct Gpu {
     multiprocessors: usize,
     cubins: Arc<Cubins>,
     modules: Mutex<HashMap<Variant, Arc<CudaModule>>>,
+    fft_plans: PlanCache,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -48,6 +51,7 @@ impl Gpu {
                 multiprocessors,
                 cubins: Arc::new(Cubins::new(arch)),
                 modules: Mutex::new(HashMap::new()),
+                fft_plans: PlanCache::default(),
             })
         })
         .as_ref()
@@ -126,6 +130,26 @@ impl Gpu {
     /// Streaming multiprocessors of the device (read once, at set-up).
     pub fn multiprocessors(&self) -> usize {
         self.multiprocessors
+    }
+
+    /// The process's cuFFT plans ([`PlanCache`]).
+    pub fn fft_plans(&self) -> &PlanCache {
+        &self.fft_plans
+    }
+
+    /// Makes the `plans` (each a shape, batch and type for [`PlanCache::get`]) on a side
+    /// thread, in order, so that later asks find them made; failures are left for those
+    /// asks to meet. For the repulsion's grid sizes, while the points are searched
+    /// ([`crate::repulse::g2g`]'s `plan_ahead`).
+    pub fn plan_ahead(&'static self, plans: Vec<(Vec<usize>, usize, cufftType)>) {
+        std::thread::spawn(move || {
+            if self.device.context.bind_to_thread().is_err() {
+                return;
+            }
+            for (shape, batch, ty) in plans {
+                let _ = self.fft_plans.get(&shape, batch, ty);
+            }
+        });
     }
 
     /// Free device memory in bytes.
