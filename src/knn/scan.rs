@@ -119,6 +119,9 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     /// 8-lane `a <= b` as a bit mask.
+    ///
+    /// # Safety
+    /// The CPU must support AVX (it is called only from the AVX2 functions below).
     #[inline(always)]
     unsafe fn le_mask(a: __m256, b: __m256) -> u32 {
         _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(a, b)) as u32
