@@ -224,7 +224,7 @@ pub(crate) fn reduce(
 
 /// Stage 3: the k = ⌈3·perplexity⌉ nearest neighbours of the reduced points by the method
 /// `params.knn` names and the metric's key ([`knn::Key`]), on the device on gpu and hybrid
-/// (on the host for HNSW and for the inner product); `keep_on_device` leaves the
+/// (on the host for HNSW and the approximate inner-product search); `keep_on_device` leaves the
 /// neighbours on the device. `--order cells` renumbers `r` by the approximate kNN's cells.
 pub(crate) fn search(
     r: &mut Reduced,
@@ -250,10 +250,11 @@ pub(crate) fn search(
         recall_sample_size: None,
         ivf: None,
     };
-    // The device's kernels rank by Euclidean distance: HNSW, and every method for another
-    // key (the inner product), search on the host; their neighbours go up to the device
-    // where the backend keeps them.
-    let on_device = on_gpu && method != KnnMethod::Hnsw && key == knn::Key::SqEuclidean;
+    // HNSW, and the approximate search by the inner product, run on the host; their
+    // neighbours go up to the device where the backend keeps them.
+    let on_device = on_gpu
+        && method != KnnMethod::Hnsw
+        && (method != KnnMethod::Approx || key == knn::Key::SqEuclidean);
     let found = if on_device {
         let gpu = Gpu::get()?;
         let (indices, distances) = match method {
@@ -272,7 +273,7 @@ pub(crate) fn search(
             }
             _ => {
                 let dev = gpu.stream.clone_htod(&points.data)?;
-                knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
+                knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, key, None, progress)?
             }
         };
         gpu.stream.synchronize()?;

@@ -173,7 +173,7 @@ pub fn approx_device(
     let (runs, run_off) = cells.block_runs(&probes, QUERIES, CHUNK);
     drop(probes);
     let candidates = mean_candidates(&runs, &run_off);
-    let shape = Shape::new(n, d, k);
+    let shape = Shape::new(n, d, k, Key::SqEuclidean);
     let n_pad = n.div_ceil(QUERIES) * QUERIES;
     let qrows: Vec<i32> = (0..n_pad)
         .map(|i| if i < n { i as i32 } else { -1 })
