@@ -312,7 +312,7 @@ struct KeyRows {
     terms: CudaSlice<f32>,
 }
 
-/// `key` as the kernels take it (`c` of `knn_finish`, `knn_refine`, `ivf_keys`): the inner
+/// `key` as the kernels take it (`c` of `knn_finish` and `knn_refine`): the inner
 /// product's c ≥ 0, or −1 for the squared distance.
 fn kernel_c(key: Key) -> f32 {
     match key {
