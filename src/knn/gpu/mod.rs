@@ -9,7 +9,7 @@
 //! Neither holds an n × n buffer; both end in `knn_finish` (`Answer::finish`).
 //!
 //! Every path ranks by the search's [`Key`], $t_q + t_r - 2\,q \cdot r$ with per-row terms
-//! $t$ ([`key_rows`] makes the rows and terms once for all of them): for the squared
+//! $t$ (`key_rows` makes the rows and terms once for all of them): for the squared
 //! Euclidean distance the points centred (distances do not change, the norms shrink) and
 //! $t = \|x\|^2$; for the inner product the points as given (centring changes inner
 //! products) and $t = c$ for every row. The ranking key of reference $r$ for query $q$ is
