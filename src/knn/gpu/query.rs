@@ -106,14 +106,18 @@ mod tests {
         }
 
         /// Inner product: the host's `knn::query` neighbours and keys, c raised to cover a
-        /// query longer than every reference point; a query equal to reference row 0 does not
-        /// find its duplicate first (row 1 = 2 · row 0 beats it).
+        /// query twice the longest reference point; a query equal to reference row 0 does
+        /// not find its duplicate first (row 1 = 2 · row 0 beats it).
         fn gpu_query_inner_product_equals_cpu(_gpu) {
             let (n, m, d, k) = (3000, 700, 20, 15);
             let reference = crate::knn::exact::tests::inner_product_points(n, d, 5);
             let mut new = crate::knn::exact::tests::inner_product_points(m, d, 6);
             new.data[..d].copy_from_slice(&reference.data[..d]);
-            new.data[d..2 * d].iter_mut().for_each(|x| *x *= 3.0);
+            let sq = |i: usize| reference.row(i).iter().map(|&x| x * x).sum::<f32>();
+            let longest = (0..n).max_by(|&a, &b| sq(a).total_cmp(&sq(b))).unwrap();
+            for (q, &r) in new.data[d..2 * d].iter_mut().zip(reference.row(longest)) {
+                *q = 2.0 * r;
+            }
             let key = Key::new(crate::prep::Metric::InnerProduct, &reference);
             let Key::InnerProduct { c } = key.covering(&new) else {
                 panic!("{key:?}")
