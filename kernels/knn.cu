@@ -1,21 +1,24 @@
 // Exact k nearest neighbours on the GPU (DESIGN §1.3). The distance tiles come from cuBLAS
 // SGEMM (src/knn/gpu/tiled.rs); these kernels keep the K best references of every query
-// across reference tiles, and finish with exact distances (the points are centred first by
-// centre.cu).
+// across reference tiles, and finish with exact keys.
 //
-// Ranking key of reference r for query q: s = ||r||^2 - 2 q.r, which is ||q - r||^2 minus
-// the per-query constant ||q||^2, on the centred points (centring leaves distances alone and
-// shrinks the norms, hence the cancellation error of the GEMM form).
+// The key (src/knn/key.rs) is t_q + t_r - 2 q.r with per-row terms t: squared Euclidean,
+// t = ||x||^2 on the centred points (centring leaves distances alone and shrinks the norms,
+// hence the cancellation error of the GEMM form); inner product, t = c for every row on the
+// points as given, 2(c - q.r). Ranking key of reference r for query q: s = t_r - 2 q.r, the
+// key minus the per-query constant t_q.
 //
 // Argument contract (declared in src/gpu/kernels/knn.rs):
-//   x: n*d floats, row-major (the caller's points); the centred copy and its squared norms
-//   come from centre.cu; norms: at least round_up(n, ldc) floats, 0 beyond n;
+//   x: n*d floats, row-major (the caller's points); xc (the rows the tiles multiply) and
+//   norms (their terms t) come from src/knn/gpu/mod.rs's key_rows;
+//   norms: at least round_up(n, ldc) floats, 0 beyond n;
 //   C: one tile, -2 xc_r . xc_q for r in [ref0, ref0 + r_valid), q in [q0, q0 + q_count),
 //      column-major with ldc = reference-tile capacity (a multiple of 128):
 //      C[q * ldc + (r - ref0)];
 //   state_d, state_i: q_count * K entries, K = 32 * KR; row q holds the K best so far,
 //      ascending by s, +inf / -1 where empty (knn_fill);
 //   out_i, out_d: n * k entries, row q0 + q written by knn_finish (k <= K);
+//   c (knn_finish): the inner product's c >= 0, or a negative value for squared Euclidean;
 //   blocks of KNN_WARPS * 32 threads, one warp per query, ceil(q_count / KNN_WARPS) blocks.
 
 // KNN_WARPS (warps per block of the selection and finish) comes from
@@ -197,12 +200,13 @@ __device__ void select_tile_t(int block, const float* __restrict__ C, int ldc, i
     if (active) store_list<KR>(sd, si, v, id, lane);
 }
 
-// Recomputes the K candidates' distances exactly (differences and sums in double on the
-// caller's points, rounded once to float), ranks them by (distance, index) and writes the
-// first k to row q0 + q of out_i / out_d.
+// Recomputes the K candidates' keys exactly (in double on the caller's points, rounded once
+// to float: the squared distance from the differences for c < 0, 2(c - q.r) from the
+// products for c >= 0), ranks them by (key, index) and writes the first k to row q0 + q of
+// out_i / out_d.
 template <int KR>
 __device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, int k,
-                       const int* __restrict__ state_i, int* __restrict__ out_i,
+                       float c_ip, const int* __restrict__ state_i, int* __restrict__ out_i,
                        float* __restrict__ out_d) {
     constexpr int K = 32 * KR;
     __shared__ float dist[KNN_WARPS][K];
@@ -220,12 +224,17 @@ __device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, 
         double acc = 0.0;
         if (j >= 0) {
             const float* xr = x + (long long)j * d;
-            for (int t = lane; t < d; t += 32) {
-                double diff = (double)xq[t] - (double)xr[t];
-                acc = fma(diff, diff, acc);
+            if (c_ip < 0.f) {
+                for (int t = lane; t < d; t += 32) {
+                    double diff = (double)xq[t] - (double)xr[t];
+                    acc = fma(diff, diff, acc);
+                }
+            } else {
+                for (int t = lane; t < d; t += 32) acc = fma((double)xq[t], (double)xr[t], acc);
             }
         }
         for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(FULL_MASK, acc, off);
+        if (c_ip >= 0.f) acc = 2.0 * ((double)c_ip - acc);
         if (lane == 0) dist[w][c] = j >= 0 ? (float)acc : KNN_INF;
     }
     __syncwarp();
@@ -263,9 +272,9 @@ __device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, 
                               ref_state_d, ref_state_i);                                      \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(KNN_WARPS * 32)                             \
-        knn_finish_##KR(const float* x, int d, int q0, int q_count, int k,                   \
+        knn_finish_##KR(const float* x, int d, int q0, int q_count, int k, float c,          \
                         const int* state_i, int* out_i, float* out_d) {                       \
-        finish<KR>(x, d, q0, q_count, k, state_i, out_i, out_d);                              \
+        finish<KR>(x, d, q0, q_count, k, c, state_i, out_i, out_d);                           \
     }
 KNN_INSTANCES(1)
 KNN_INSTANCES(2)

@@ -5,7 +5,8 @@
 // query x reference key in registers on the tensor cores, and lets through only the few
 // that can enter a query's list.
 //
-// Ranking key, as in knn.cu: s = ||r||^2 - 2 q.r on the centred points, here in 3xTF32
+// Ranking key, as in knn.cu: s = t_r - 2 q.r (t_r = ||r||^2 on the centred points, or the
+// inner product's c on the points as given), here in 3xTF32
 // (Ootomo & Yokota 2022): each operand is split into a TF32 head and a TF32 tail (x = hi +
 // lo to 2^-22 |x|) and q.r = hi.hi + hi.lo + lo.hi, three mma.sync per product, which keeps
 // f32 accuracy (the dropped lo.lo and the splitting errors are below 2^-20 |q| |r|, the
@@ -22,10 +23,11 @@
 // double and keeps k.
 //
 // Argument contract (declared in src/gpu/kernels/knn_fused.rs):
-//   hi, lo: n_pad x dp floats, the centred points' TF32 heads and tails (knn_fused_split),
+//   hi, lo: n_pad x dp floats, the key's rows' TF32 heads and tails (knn_fused_split),
 //       zero columns up to dp (a multiple of 8, at most 64) and zero rows up to n_pad (a
 //       multiple of FUSED_CHUNK);
-//   sq: n_pad floats, ||x_i||^2 of the centred points, +inf past n;
+//   sq: n_pad floats, the rows' terms t_i (||x_i||^2 of the centred points, or c), +inf
+//       past n;
 //   qrows: the query slots' rows, FUSED_QUERIES per block; -1 marks an empty slot. Block b
 //       of a launch holds slots FUSED_QUERIES * (block0 + b) + [0, FUSED_QUERIES);
 //   runs, run_off: the references of block b of the launch are the chunks (FUSED_CHUNK
@@ -427,8 +429,9 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
     if (sink == 1.2345f) list_d[0] = sink;  // keeps FUSED_MMA_ONLY's products alive
 }
 
-// The centred points xc (n x d) split into TF32 heads and tails, padded with zero columns
-// up to dp and zero rows up to n_pad; sq = squared norms, +inf past n (never selected).
+// The key's rows xc (n x d; the centred points for the squared distance) split into TF32
+// heads and tails, padded with zero columns up to dp and zero rows up to n_pad; sq = their
+// terms norms (squared norms, or c), +inf past n (never selected).
 extern "C" __global__ void knn_fused_split(const float* __restrict__ xc,
                                            const float* __restrict__ norms, long long n, int d,
                                            int dp, long long n_pad, float* __restrict__ hi,

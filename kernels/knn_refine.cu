@@ -4,26 +4,32 @@
 // neighbours and of the first `fan` neighbours of its first `fan` neighbours.
 //
 // Argument contract (declared in src/gpu/kernels/knn_refine.rs):
-//   x: n x d floats, row-major, d <= REFINE_MAX_DIM; in_i: n x k ints, the graph (row i:
-//   neighbours of point i, nearest first, each a row of x other than i); out_i, out_d:
-//   n x k, rows row0 .. row0 + rows written (distances squared, ascending, equal ones by
-//   index). k + 32 <= REFINE_BUF, 1 <= fan <= k. in_i and out_i must not overlap, so that a
+//   x: n x d floats, row-major, d <= REFINE_MAX_DIM; c: the key (src/knn/key.rs), as
+//   knn.cu's knn_finish takes it: the inner product's c >= 0 (key 2(c - x.y)), or a negative
+//   value for the squared distance; in_i: n x k ints, the graph (row i: neighbours of point
+//   i, nearest first, each a row of x other than i); out_i, out_d: n x k, rows row0 .. row0
+//   + rows written (keys ascending, equal ones by index). k + 32 <= REFINE_BUF, 1 <= fan <= k. in_i and out_i must not overlap, so that a
 //   round reads one graph and its result does not depend on the order rows are done in.
 
 // REFINE_WARPS (warps per block, one row each), REFINE_BUF (entries of a warp's merge
 // buffer, a power of two) and REFINE_MAX_DIM come from src/gpu/kernels/knn_refine.rs.
 
-// Squared distance from q (shared memory) to row j of x: differences and sum in double in
-// one fixed order, rounded once, so that one pair always gets the same float.
-__device__ __forceinline__ float refine_dist(const float* __restrict__ x,
+// The key from q (shared memory) to row j of x (squared distance for c < 0, 2(c - q.x_j)
+// for c >= 0): products and sum in double in one fixed order, rounded once, so that one
+// pair always gets the same float.
+__device__ __forceinline__ float refine_dist(const float* __restrict__ x, float c,
                                              const float* q, int d, int j) {
     const float* xr = x + (long long)j * d;
     double acc = 0.0;
-    for (int t = 0; t < d; ++t) {
-        const double diff = (double)q[t] - (double)xr[t];
-        acc = fma(diff, diff, acc);
+    if (c < 0.f) {
+        for (int t = 0; t < d; ++t) {
+            const double diff = (double)q[t] - (double)xr[t];
+            acc = fma(diff, diff, acc);
+        }
+        return (float)acc;
     }
-    return (float)acc;
+    for (int t = 0; t < d; ++t) acc = fma((double)q[t], (double)xr[t], acc);
+    return (float)(2.0 * ((double)c - acc));
 }
 
 // The order of entries: by distance, then by index; empty entries (+inf, -1) last.
@@ -53,7 +59,7 @@ __device__ void refine_sort(float* bd, int* bi, int lane) {
 }
 
 // Sorts the buffer's first m entries (the rest empty), drops repeats (one pair always has
-// one distance, so repeats sit side by side), keeps the k first and empties the rest.
+// one key, so repeats sit side by side), keeps the k first and empties the rest.
 // Returns how many it kept.
 __device__ int refine_merge(float* bd, int* bi, int m, int k, int lane) {
     refine_sort(bd, bi, lane);
@@ -89,7 +95,8 @@ __device__ int refine_merge(float* bd, int* bi, int m, int k, int lane) {
 // one per lane, go into the warp's buffer when within the current k-th distance; a full
 // buffer is merged back to the k nearest. Blocks of REFINE_WARPS warps.
 extern "C" __global__ void __launch_bounds__(REFINE_WARPS * 32)
-    knn_refine(const float* __restrict__ x, long long n, int d, const int* __restrict__ in_i,
+    knn_refine(const float* __restrict__ x, long long n, int d, float c_key,
+               const int* __restrict__ in_i,
                int k, int fan, long long row0, long long rows, int* __restrict__ out_i,
                float* __restrict__ out_d) {
     __shared__ float buf_d[REFINE_WARPS][REFINE_BUF];
@@ -107,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(REFINE_WARPS * 32)
     const int* row = in_i + i * k;
     for (int e = lane; e < REFINE_BUF; e += 32) {
         const int j = e < k ? row[e] : -1;
-        bd[e] = j >= 0 ? refine_dist(x, q, d, j) : KNN_INF;
+        bd[e] = j >= 0 ? refine_dist(x, c_key, q, d, j) : KNN_INF;
         bi[e] = j;
     }
     __syncwarp();
@@ -127,7 +134,7 @@ extern "C" __global__ void __launch_bounds__(REFINE_WARPS * 32)
             const int j = row[a];
             c = j >= 0 ? in_i[(long long)j * k + b] : -1;
             if (c < 0 || c >= n || c == i) c = -1;
-            else dc = refine_dist(x, q, d, c);
+            else dc = refine_dist(x, c_key, q, d, c);
         }
         const bool take = c >= 0 && dc <= kth;
         const unsigned mask = __ballot_sync(FULL_MASK, take);

@@ -190,8 +190,8 @@ pub struct SearchArgs {
     /// constant row) is refused with its number. `inner-product`: largest x · y first
     /// (maximum inner product search), ranked by 2(c − x · y), c the largest squared row
     /// norm; no centring, and the PCA is uncentred (a truncated SVD; refused for sparse
-    /// input, whose PCA centres); its kNN runs on the host on every backend, and the
-    /// affinities are the kNN's.
+    /// input, whose PCA centres); every kNN method ranks by it, on the device on gpu and
+    /// hybrid as on the host, and the affinities are the kNN's.
     #[arg(long, value_enum, default_value_t = MetricArg::Euclidean)]
     pub metric: MetricArg,
     /// Cells each point's approximate neighbours are searched in, its own included (`--knn

@@ -224,7 +224,7 @@ pub(crate) fn reduce(
 
 /// Stage 3: the k = ⌈3·perplexity⌉ nearest neighbours of the reduced points by the method
 /// `params.knn` names and the metric's key ([`knn::Key`]), on the device on gpu and hybrid
-/// (on the host for HNSW and for the inner product); `keep_on_device` leaves the
+/// (on the host for HNSW); `keep_on_device` leaves the
 /// neighbours on the device. `--order cells` renumbers `r` by the approximate kNN's cells.
 pub(crate) fn search(
     r: &mut Reduced,
@@ -250,15 +250,14 @@ pub(crate) fn search(
         recall_sample_size: None,
         ivf: None,
     };
-    // The device's kernels rank by Euclidean distance: HNSW, and every method for another
-    // key (the inner product), search on the host; their neighbours go up to the device
-    // where the backend keeps them.
-    let on_device = on_gpu && method != KnnMethod::Hnsw && key == knn::Key::SqEuclidean;
+    // HNSW searches on the host; its neighbours go up to the device where the backend
+    // keeps them.
+    let on_device = on_gpu && method != KnnMethod::Hnsw;
     let found = if on_device {
         let gpu = Gpu::get()?;
         let (indices, distances) = match method {
             KnnMethod::Approx => {
-                let approx = ivf::approx_device(gpu, points, k, &params.ivf, progress)?;
+                let approx = ivf::approx_device(gpu, points, k, key, &params.ivf, progress)?;
                 report.recall_sample = Some(approx.stats.recall_sample);
                 report.recall_sample_size = Some(approx.stats.sample);
                 report.ivf = Some(approx.stats);
@@ -272,7 +271,7 @@ pub(crate) fn search(
             }
             _ => {
                 let dev = gpu.stream.clone_htod(&points.data)?;
-                knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, None, progress)?
+                knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, key, None, progress)?
             }
         };
         gpu.stream.synchronize()?;

@@ -253,7 +253,7 @@ fn refine_round(points: &Points, key: Key, graph: &[u32], k: usize, fan: usize) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::gen::{gaussian_mixture, MixtureParams};
     use crate::knn::{exact, recall};
@@ -318,6 +318,16 @@ mod tests {
     /// its estimate follows, and rows hold no self and are ordered by the key.
     #[test]
     fn approx_cpu_inner_product_reaches_the_exact_neighbours() {
+        inner_product_reaches_the_exact_neighbours(|points, k, key, params| {
+            approx_cpu(points, k, key, params, 3_000, &Silent).unwrap()
+        });
+    }
+
+    /// The check of `approx_cpu_inner_product_reaches_the_exact_neighbours`, for any
+    /// approximate kNN `approx` (points, k, key, settings; the GPU's too).
+    pub(crate) fn inner_product_reaches_the_exact_neighbours(
+        approx: impl Fn(&Points, usize, Key, &IvfParams) -> (Neighbors, ApproxStats),
+    ) {
         let points = crate::knn::exact::tests::inner_product_points(3_000, 10, 4);
         let k = 15;
         let key = Key::new(crate::prep::Metric::InnerProduct, &points);
@@ -328,7 +338,7 @@ mod tests {
             refine: 2,
             ..IvfParams::default()
         };
-        let (nb, stats) = approx_cpu(&points, k, key, &params, 3_000, &Silent).unwrap();
+        let (nb, stats) = approx(&points, k, key, &params);
         let r = recall(&nb, &truth);
         eprintln!("inner product: recall {r:.4} ({stats:?})");
         assert!(r >= 0.99, "recall {r}");

@@ -283,8 +283,8 @@ fn reference_neighbors(
         ));
     }
     let k_all = k.max(params.init_neighbors.min(n));
-    let nb = if on_device && key.translation_invariant() {
-        knn::gpu::query_gpu(reference, new, k_all, progress)?
+    let nb = if on_device {
+        knn::gpu::query_gpu(reference, new, k_all, key, progress)?
     } else {
         knn::query(reference, new, k_all, key, progress)?
     };

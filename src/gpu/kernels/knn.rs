@@ -25,9 +25,10 @@ kernels! {
         value: f32,
     }
 
-    /// Merges the distance tile `c` (−2 xc_r · xc_q for references `ref0 ..` `ref0 + r_valid`
-    /// and queries `q0 .. q0 + q_count`, column q at `q · ldc`, ldc a multiple of 128) into
-    /// the queries' sorted lists by rows (one warp per query), and, with `columns` > 0 (the
+    /// Merges the distance tile `c` (−2 xc_r · xc_q of the rows the key multiplies, for
+    /// references `ref0 ..` `ref0 + r_valid` and queries `q0 .. q0 + q_count`, column q at
+    /// `q · ldc`, ldc a multiple of 128), plus the references' terms `norms`, into the
+    /// queries' sorted lists by rows (one warp per query), and, with `columns` > 0 (the
     /// symmetric schedule off the diagonal), into the references' lists by columns. Lists
     /// hold 32 · `kr` entries, ascending, (+∞, −1) where empty. Blocks of [`WARPS`] warps:
     /// ⌈q_count / WARPS⌉ blocks of rows, then ⌈columns / WARPS⌉ of columns.
@@ -47,9 +48,10 @@ kernels! {
         ref_state_i: out i32 [columns * 32 * kr],
     }
 
-    /// Recomputes the distances of each list's candidates from the input points `x` (n × d,
-    /// any of whose rows a list may name) in double, ranks them and writes the k best of
-    /// queries `q0 .. q0 + q_count` into rows of `out_i` / `out_d` (k ≤ 32 · `kr`). One warp
+    /// Recomputes the keys of each list's candidates from the input points `x` (n × d, any
+    /// of whose rows a list may name) in double, ranks them and writes the k best of queries
+    /// `q0 .. q0 + q_count` into rows of `out_i` / `out_d` (k ≤ 32 · `kr`). The key: with
+    /// `c` ≥ 0 the inner product's 2(c − x · y), with `c` < 0 the squared distance. One warp
     /// per query, blocks of [`WARPS`] warps.
     pub struct KnnFinish = "knn_finish_{kr}" {
         kr: host,
@@ -59,6 +61,7 @@ kernels! {
         q0: usize as i32,
         q_count: usize as i32,
         k: usize as i32,
+        c: f32,
         state_i: in i32 [q_count * 32 * kr],
         out_i: out i32 [(q0 + q_count) * k],
         out_d: out f32 [(q0 + q_count) * k],

@@ -41,7 +41,7 @@ pub(crate) const CONSTANTS: &[(&str, usize)] = &[
 /// | part | words |
 /// |---|---|
 /// | staged references | [`STAGES`] × 2 × [`CHUNK`] × (dp + [`ROW_PAD`]): heads, then tails |
-/// | their squared norms | [`STAGES`] × [`CHUNK`] |
+/// | their terms | [`STAGES`] × [`CHUNK`] |
 /// | queues | [`QUERIES`] × [`QUEUE`] keys, then as many indices |
 /// | queue lengths, K-th best keys | [`QUERIES`] each |
 /// | scratch | [`WARPS`] × (4 K + 32): each warp's lists and batch while merging |
@@ -94,9 +94,10 @@ impl FusedLayout {
 kernels! {
     file: KnnFused;
 
-    /// The centred points `xc` (n × d) split into TF32 heads `hi` and tails `lo`, padded with
-    /// zero columns to `dp` and zero rows to `n_pad`; `sq` = their squared `norms`, +∞ past
-    /// n (never selected).
+    /// The key's rows `xc` (n × d: the centred points for the squared distance, the points
+    /// as given for the inner product) split into TF32 heads `hi` and tails `lo`, padded with
+    /// zero columns to `dp` and zero rows to `n_pad`; `sq` = their terms `norms` (squared
+    /// norms, or the inner product's c), +∞ past n (never selected).
     pub struct KnnFusedSplit = "knn_fused_split" {
         variant: defines,
         xc: in f32 [n * d],

@@ -25,12 +25,14 @@ kernels! {
     /// Rows `row0 .. row0 + rows` of one refinement round of the graph `in_i` (n × k, rows
     /// nearest first) on the points `x` (n × d, d ≤ [`MAX_DIM`]): each row's k nearest among
     /// its neighbours and the first `fan` neighbours of its first `fan` neighbours, into
-    /// `out_i` / `out_d` (squared distances, ascending, ties by index). `in_i` and `out_i`
+    /// `out_i` / `out_d` (keys ascending, ties by index; the key as `KnnFinish`'s `c` gives
+    /// it: with `c` ≥ 0 the inner product's 2(c − x · y), else the squared distance). `in_i` and `out_i`
     /// are distinct buffers. One warp per row, blocks of [`WARPS`] warps.
     pub struct KnnRefine = "knn_refine" {
         x: in f32 [n * d],
         n: usize as i64,
         d: usize as i32,
+        c: f32,
         in_i: in i32 [n * k],
         k: usize as i32,
         fan: usize as i32,

@@ -8,7 +8,8 @@
 //! references: their coordinates sit in registers as TF32 head and tail fragments, each
 //! step stages 32 references in shared memory and three `mma.sync` per product (head·head,
 //! head·tail, tail·head: Ootomo & Yokota's 3xTF32) give f32-accurate keys. The accumulators
-//! start at ‖r‖² minus the query's current K-th best, so one test of the sign bits rejects
+//! start at the key's term t_r (‖r‖², or the inner product's c) minus the query's current
+//! K-th best, so one test of the sign bits rejects
 //! nearly every step once the lists fill; the rest wait in shared memory and are merged into
 //! sorted per-query lists 32 at a time. The lists end holding the K best by an f32-accurate
 //! key, as the SGEMM path's do, and `knn_finish` turns them into exact distances.
@@ -24,8 +25,7 @@
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
-use super::{fill_lists, tiled, Answer, Shape, SLACK};
-use crate::gpu::centre::{centre_on_device, Centred};
+use super::{fill_lists, key_rows, tiled, Answer, KeyRows, Shape, SLACK};
 use crate::gpu::kernels::knn_fused::{
     FusedLayout, KnnFusedSplit, KnnFusedSweep, CHUNK, MAX_DIM, MAX_KR, QUERIES, WARPS,
 };
@@ -97,8 +97,9 @@ pub(super) fn fits(gpu: &Gpu, shape: Shape) -> Result<bool, GpuError> {
     Ok(need + SLACK <= gpu.free_memory()?)
 }
 
-/// The fused path: centre, split, sweep every point's slot over all references
-/// ([`Plan::all_pairs`]), finish every query.
+/// The fused path: the key's rows and terms ([`key_rows`]: centred for the squared
+/// distance), split, sweep every point's slot over all references ([`Plan::all_pairs`]),
+/// finish every query.
 pub(super) fn run(
     gpu: &Gpu,
     x: &CudaSlice<f32>,
@@ -108,9 +109,9 @@ pub(super) fn run(
     let Shape { n, d, kr, .. } = shape;
     let list = shape.list();
     let s = &gpu.stream;
-    let Centred { xc, norms, .. } = centre_on_device(gpu, x, n, d, n)?;
-    let split = Split::new(gpu, &xc, &norms, n, d, &[])?;
-    drop((xc, norms));
+    let KeyRows { rows, terms } = key_rows(gpu, x, n, d, shape.key, n)?;
+    let split = Split::new(gpu, &rows, &terms, n, d, &[])?;
+    drop((rows, terms));
     let plan = Plan::all_pairs(gpu, n)?;
     // A list per slot, the padding's included (never written).
     let slots = plan.blocks * QUERIES;
@@ -137,8 +138,9 @@ pub(super) struct Lists<'a> {
     pub slot0: usize,
 }
 
-/// The centred points as the sweep reads them: TF32 heads and tails, padded with zero
-/// columns to `dp` and zero rows to `n_pad`, and their squared norms (+∞ past n).
+/// The rows the key multiplies (centred points for the squared distance) as the sweep reads
+/// them: TF32 heads and tails, padded with zero columns to `dp` and zero rows to `n_pad`,
+/// and their terms (+∞ past n).
 pub(super) struct Split {
     hi: CudaSlice<f32>,
     lo: CudaSlice<f32>,
@@ -148,7 +150,7 @@ pub(super) struct Split {
 }
 
 impl Split {
-    /// Splits the centred points `xc` (n × d) with their squared `norms`; `variant` selects
+    /// Splits the rows `xc` (n × d) with their terms `norms` ([`key_rows`]); `variant` selects
     /// a kernel variant (`&[]`: the run's, [`sweep_variant`]; or `-DFUSED_MMA_ONLY` for the
     /// timing split).
     pub(super) fn new(
@@ -301,6 +303,7 @@ pub(super) fn sweep(
 mod tests {
     use super::*;
     use crate::gen::{gaussian_mixture, MixtureParams};
+    use crate::gpu::centre::{centre_on_device, Centred};
     use crate::progress::Silent;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -313,7 +316,7 @@ mod tests {
         fn fused_split_bench(gpu) {
             let s = &gpu.stream;
             let (n, d, k) = (1_000_000, 50, 90);
-            let shape = Shape::new(n, d, k);
+            let shape = Shape::new(n, d, k, crate::knn::Key::SqEuclidean);
             let mut rng = StdRng::seed_from_u64(7);
             let uniform: Vec<f32> = (0..n * d).map(|_| rng.random::<f32>()).collect();
             let mixture = gaussian_mixture(&MixtureParams {

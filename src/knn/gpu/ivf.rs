@@ -14,6 +14,13 @@
 //! Every run measures its recall: the exact kNN of whole query blocks drawn at random (a
 //! sweep of all references for those slots), against the approximate rows
 //! ([`crate::knn::ivf::sample_recall`]).
+//!
+//! Everything but the cells ranks by the search's [`Key`], as the CPU twin
+//! ([`crate::knn::ivf_cpu`]) does: the cells probed (nearest to each query block by the key,
+//! [`Cells::block_probes`]), the sweep (the key's rows and terms, `super::key_rows`), the
+//! finish, the refinement and the recall sample. The k-means cells stay Euclidean: they
+//! only group the points, and probing by the key is what finds each query's largest inner
+//! products.
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
@@ -22,8 +29,7 @@ use std::time::Instant;
 
 use super::fused::{self, Lists, Plan, Split};
 use super::refine::refine;
-use super::{check_params, fill_lists, Answer, Shape, SLACK};
-use crate::gpu::centre::{centre_on_device, Centred};
+use super::{check_params, fill_lists, key_rows, Answer, KeyRows, Shape, SLACK};
 use crate::gpu::kernels::ivf::{IvfAssign, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
 use crate::gpu::{Gpu, GpuError};
@@ -82,7 +88,7 @@ pub struct Approx {
     pub sorted_points: Points,
     /// n × k neighbour positions (in the sorted numbering), rows by sorted position.
     pub indices: CudaSlice<i32>,
-    /// n × k squared distances, ascending per row.
+    /// n × k keys (squared distances for the Euclidean key), ascending per row.
     pub distances: CudaSlice<f32>,
     pub stats: ApproxStats,
 }
@@ -111,12 +117,13 @@ impl Approx {
     }
 }
 
-/// The approximate kNN of `points` (host, input order): see the module doc. Progress
-/// (`"knn"`): one unit per sweep launch.
+/// The approximate kNN of `points` (host, input order) by `key` (made from `points`): see
+/// the module doc. Progress (`"knn"`): one unit per sweep launch.
 pub fn approx_device(
     gpu: &Gpu,
     points: &Points,
     k: usize,
+    key: Key,
     params: &IvfParams,
     progress: &dyn Progress,
 ) -> Result<Approx> {
@@ -165,7 +172,7 @@ pub fn approx_device(
     let probes = cells.block_probes(
         &sorted_points,
         &centroids,
-        Key::SqEuclidean,
+        key,
         params.probes,
         2 * (k + 1),
         QUERIES,
@@ -173,7 +180,7 @@ pub fn approx_device(
     let (runs, run_off) = cells.block_runs(&probes, QUERIES, CHUNK);
     drop(probes);
     let candidates = mean_candidates(&runs, &run_off);
-    let shape = Shape::new(n, d, k);
+    let shape = Shape::new(n, d, k, key);
     let n_pad = n.div_ceil(QUERIES) * QUERIES;
     let qrows: Vec<i32> = (0..n_pad)
         .map(|i| if i < n { i as i32 } else { -1 })
@@ -181,11 +188,11 @@ pub fn approx_device(
     let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
     drop((qrows, runs, run_off));
 
-    // The sorted points on the device, split for the sweep.
+    // The sorted points on the device, the key's rows split for the sweep.
     let sorted = s.clone_htod(&sorted_points.data)?;
-    let Centred { xc, norms, .. } = centre_on_device(gpu, &sorted, n, d, n)?;
-    let split = Split::new(gpu, &xc, &norms, n, d, &[])?;
-    drop((xc, norms));
+    let KeyRows { rows, terms } = key_rows(gpu, &sorted, n, d, key, n)?;
+    let split = Split::new(gpu, &rows, &terms, n, d, &[])?;
+    drop((rows, terms));
     seconds.cells = clock.lap()?;
 
     let mut answer = Answer::poisoned(gpu, shape)?;
@@ -195,7 +202,7 @@ pub fn approx_device(
 
     let sample = RecallSample::exact(gpu, &cells, &split, shape, params.seed)?;
     drop(split);
-    let recall_sweep = sample.recall(gpu, points, &cells, &answer.indices, k)?;
+    let recall_sweep = sample.recall(gpu, points, &cells, &answer.indices, shape)?;
     seconds.recall = clock.lap()?;
 
     let fan = params.fan.min(k);
@@ -207,6 +214,7 @@ pub fn approx_device(
         gpu,
         &sorted,
         (n, d, k),
+        key,
         indices,
         &mut distances,
         params.refine,
@@ -215,7 +223,7 @@ pub fn approx_device(
     )?;
     seconds.refine = clock.lap()?;
     let recall = if params.refine > 0 {
-        sample.recall(gpu, points, &cells, &indices, k)?
+        sample.recall(gpu, points, &cells, &indices, shape)?
     } else {
         recall_sweep
     };
@@ -268,11 +276,12 @@ impl<'a> Clock<'a> {
 pub fn approx_gpu(
     points: &Points,
     k: usize,
+    key: Key,
     params: &IvfParams,
     progress: &dyn Progress,
 ) -> Result<(Neighbors, ApproxStats)> {
     let gpu = Gpu::get()?;
-    let approx = approx_device(gpu, points, k, params, progress)?;
+    let approx = approx_device(gpu, points, k, key, params, progress)?;
     let (indices, distances) = approx.unsorted(gpu)?;
     let s = &gpu.stream;
     let nb = Neighbors {
@@ -452,15 +461,16 @@ impl RecallSample {
     }
 
     /// The recall of the graph `indices` (n × k sorted positions, rows by sorted position)
-    /// on the sample ([`host::sample_recall`]).
+    /// on the sample by the shape's key ([`host::sample_recall`]).
     fn recall(
         &self,
         gpu: &Gpu,
         points: &Points,
         cells: &Cells,
         indices: &CudaSlice<i32>,
-        k: usize,
+        shape: Shape,
     ) -> Result<f64, GpuError> {
+        let Shape { k, key, .. } = shape;
         let s = &gpu.stream;
         let mut approx = Vec::with_capacity(self.positions.len() * k);
         // The positions come in whole blocks: copy a block's rows at once.
@@ -471,7 +481,7 @@ impl RecallSample {
         }
         Ok(host::sample_recall(
             points,
-            Key::SqEuclidean,
+            key,
             k,
             &self.rows,
             &approx,

@@ -8,14 +8,19 @@
 //!
 //! Neither holds an n × n buffer; both end in `knn_finish` (`Answer::finish`).
 //!
-//! With the points centred (distances do not change, the norms shrink), the ranking key of
-//! reference $r$ for query $q$ is $s = \|r\|^2 - 2\,q \cdot r$, i.e. $\|q - r\|^2$ minus the
-//! per-query constant $\|q\|^2$. Both paths keep, per query, a sorted list of the K best
-//! keys (K = k + margin, rounded up to a multiple of 32). The key loses digits to
-//! cancellation for near neighbours, so the last step recomputes the K candidates'
-//! distances directly (in double, rounded once to f32), ranks them and keeps k: the result
-//! equals a brute-force f64 kNN except for distances tied in f32, provided the key's error
-//! (about 1e-7 × ‖x − mean‖²) reorders no more than the margin across the k-th neighbour.
+//! Every path ranks by the search's [`Key`], $t_q + t_r - 2\,q \cdot r$ with per-row terms
+//! $t$ (`key_rows` makes the rows and terms once for all of them): for the squared
+//! Euclidean distance the points centred (distances do not change, the norms shrink) and
+//! $t = \|x\|^2$; for the inner product the points as given (centring changes inner
+//! products) and $t = c$ for every row. The ranking key of reference $r$ for query $q$ is
+//! $s = t_r - 2\,q \cdot r$, the key minus the per-query constant $t_q$. Both paths keep,
+//! per query, a sorted list of the K best keys (K = k + margin, rounded up to a multiple of
+//! 32), never the query's own row (under the inner product a point is not necessarily its
+//! own best match, so it is excluded by index). The key loses digits to cancellation for
+//! near neighbours, so the last step recomputes the K candidates' keys directly (in double,
+//! rounded once to f32), ranks them and keeps k: the result equals a brute-force f64 kNN
+//! except for keys tied in f32, provided the GEMM form's error (about 1e-7 × the terms)
+//! reorders no more than the margin across the k-th neighbour.
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
@@ -29,7 +34,8 @@ pub(crate) use fused::sweep_variant;
 pub use query::query_gpu;
 pub use tiled::Tiles;
 
-use super::Neighbors;
+use super::{Key, Neighbors};
+use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::kernels::knn::{KnnFill, KnnFinish, MAX_KR, WARPS};
 use crate::gpu::launch::DeviceIn;
 use crate::gpu::{Gpu, GpuError};
@@ -105,14 +111,19 @@ fn check_params(n: usize, d: usize, k: usize) -> Result<()> {
     Ok(())
 }
 
-/// Exact kNN on the GPU, host in/out (same contract as [`super::exact`] on the CPU): row i
-/// holds the k nearest other points of i, squared Euclidean distances ascending.
-pub fn exact_gpu(points: &Points, k: usize, progress: &dyn Progress) -> Result<Neighbors> {
+/// Exact kNN on the GPU by `key`, host in/out (same contract as [`super::exact_by`] on the
+/// CPU): row i holds the k nearest other points of i, keys ascending.
+pub fn exact_gpu(
+    points: &Points,
+    k: usize,
+    key: Key,
+    progress: &dyn Progress,
+) -> Result<Neighbors> {
     let (n, d) = (points.n, points.d);
     check_params(n, d, k)?;
     let gpu = Gpu::get()?;
     let x = gpu.stream.clone_htod(&points.data)?;
-    let (idx, dist) = exact_device_with(gpu, &x, n, d, k, None, progress)?;
+    let (idx, dist) = exact_device_with(gpu, &x, n, d, k, key, None, progress)?;
     let indices: Vec<i32> = gpu.stream.clone_dtoh(&idx)?;
     let distances = gpu.stream.clone_dtoh(&dist)?;
     Ok(Neighbors {
@@ -125,7 +136,7 @@ pub fn exact_gpu(points: &Points, k: usize, progress: &dyn Progress) -> Result<N
 
 /// Device-resident exact kNN for the GPU pipeline: `points` holds n × d row-major f32 on
 /// the device; returns (indices n × k, squared distances n × k), rows ascending, on the
-/// device.
+/// device. [`exact_device_with`] takes another key.
 pub fn exact_device(
     gpu: &Gpu,
     points: &CudaSlice<f32>,
@@ -133,21 +144,24 @@ pub fn exact_device(
     d: usize,
     k: usize,
 ) -> Result<(CudaSlice<i32>, CudaSlice<f32>)> {
-    exact_device_with(gpu, points, n, d, k, None, &Silent)
+    exact_device_with(gpu, points, n, d, k, Key::SqEuclidean, None, &Silent)
 }
 
-/// [`exact_device`] with explicit tiles (`None`: sized from the L2 cache and free memory)
-/// and progress (`"knn"`, one unit per query tile or sweep launch).
+/// [`exact_device`] by `key` (made from the same points: [`Key::new`]), with explicit tiles
+/// (`None`: sized from the L2 cache and free memory) and progress (`"knn"`, one unit per
+/// query tile or sweep launch); the distances are the keys.
+#[allow(clippy::too_many_arguments)]
 pub fn exact_device_with(
     gpu: &Gpu,
     points: &CudaSlice<f32>,
     n: usize,
     d: usize,
     k: usize,
+    key: Key,
     tiles: Option<Tiles>,
     progress: &dyn Progress,
 ) -> Result<(CudaSlice<i32>, CudaSlice<f32>)> {
-    run(gpu, points, n, d, k, tiles, ALL_STAGES, progress)
+    run(gpu, points, n, d, k, key, tiles, ALL_STAGES, progress)
 }
 
 /// Picks the path: fused where it applies and fits, else the tiled one (symmetric when its
@@ -159,6 +173,7 @@ pub(crate) fn run(
     n: usize,
     d: usize,
     k: usize,
+    key: Key,
     tiles: Option<Tiles>,
     stages: Stages,
     progress: &dyn Progress,
@@ -170,7 +185,7 @@ pub(crate) fn run(
             format!("{} floats on the device, n × d = {}", points.len(), n * d),
         ));
     }
-    let shape = Shape::new(n, d, k);
+    let shape = Shape::new(n, d, k, key);
     let answer = if n >= stages.fused_from && tiles.is_none() && fused::fits(gpu, shape)? {
         fused::run(gpu, points, shape, progress)?
     } else {
@@ -179,22 +194,25 @@ pub(crate) fn run(
     Ok((answer.indices, answer.distances))
 }
 
-/// The problem: n points of d dimensions, k neighbours, candidate lists of 32 · `kr`.
+/// The problem: n points of d dimensions, k neighbours by `key`, candidate lists of 32 ·
+/// `kr`.
 #[derive(Clone, Copy, Debug)]
 struct Shape {
     n: usize,
     d: usize,
     k: usize,
     kr: usize,
+    key: Key,
 }
 
 impl Shape {
-    fn new(n: usize, d: usize, k: usize) -> Self {
+    fn new(n: usize, d: usize, k: usize, key: Key) -> Self {
         Shape {
             n,
             d,
             k,
             kr: list_len(k) / 32,
+            key,
         }
     }
 
@@ -246,11 +264,60 @@ impl Answer {
             q0,
             q_count,
             k: shape.k,
+            c: kernel_c(shape.key),
             state_i,
             out_i: &mut self.indices,
             out_d: &mut self.distances,
         }
         .launch(gpu, &gpu.stream, warps_config(q_count))
+    }
+}
+
+/// The rows every path multiplies and their per-row terms by `key` (module doc), the terms
+/// zero-padded to `terms_len` ≥ n (what a path's last tile reads past n): for the squared
+/// distance the points `x` (n × d) centred on the device and their squared norms
+/// ([`centre_on_device`]); for the inner product a copy of `x` as it is and c for every
+/// row.
+fn key_rows(
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    n: usize,
+    d: usize,
+    key: Key,
+    terms_len: usize,
+) -> Result<KeyRows, GpuError> {
+    match key {
+        Key::SqEuclidean => {
+            let Centred { xc, norms, .. } = centre_on_device(gpu, x, n, d, terms_len)?;
+            Ok(KeyRows {
+                rows: xc,
+                terms: norms,
+            })
+        }
+        Key::InnerProduct { c } => {
+            let s = &gpu.stream;
+            let mut terms = s.alloc_zeros::<f32>(terms_len.max(n))?;
+            s.memcpy_htod(&vec![c; n], &mut terms.slice_mut(..n))?;
+            Ok(KeyRows {
+                rows: s.clone_dtod(&x.slice(..n * d))?,
+                terms,
+            })
+        }
+    }
+}
+
+/// What [`key_rows`] makes: the rows the GEMM multiplies (n × d) and their terms $t$.
+struct KeyRows {
+    rows: CudaSlice<f32>,
+    terms: CudaSlice<f32>,
+}
+
+/// `key` as the kernels take it (`c` of `knn_finish` and `knn_refine`): the inner
+/// product's c ≥ 0, or −1 for the squared distance.
+fn kernel_c(key: Key) -> f32 {
+    match key {
+        Key::SqEuclidean => -1.0,
+        Key::InnerProduct { c } => c,
     }
 }
 

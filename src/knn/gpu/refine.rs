@@ -6,13 +6,14 @@
 //! The IVF sweep (`super::ivf`) misses the neighbours that sit across a cell border from
 //! their query, and those are exactly what its near neighbours know: a round gives every
 //! row the k nearest of its current neighbours and of the first `fan` neighbours of its
-//! first `fan` neighbours (fan² candidates, distances exact in double). A round reads one
+//! first `fan` neighbours (fan² candidates, keys exact in double). A round reads one
 //! graph and writes another, so the result does not depend on the order the rows are
 //! done in; it costs one more n × k index buffer. Why forward edges only: reverse edges
 //! need a scatter whose order (atomics) would make the graph vary from run to run.
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
+use super::{kernel_c, Key};
 use crate::gpu::kernels::knn_refine::{KnnRefine, BUF, MAX_DIM, WARPS};
 use crate::gpu::progress::LaggedProgress;
 use crate::gpu::Gpu;
@@ -26,14 +27,15 @@ const ROWS_PER_LAUNCH: usize = 1 << 20;
 pub const MAX_K: usize = BUF - 32;
 
 /// `rounds` refinement rounds of the graph `graph` (n × k positions of the points `x`,
-/// n × d on the device, rows nearest first) with `fan` × `fan` candidates per row; returns
-/// the refined graph and writes its squared distances into `distances` (n × k). Progress
+/// n × d on the device, rows nearest first by `key`) with `fan` × `fan` candidates per
+/// row; returns the refined graph and writes its keys into `distances` (n × k). Progress
 /// (`"knn refine"`): one unit per launch.
 #[allow(clippy::too_many_arguments)]
 pub fn refine(
     gpu: &Gpu,
     x: &CudaSlice<f32>,
     (n, d, k): (usize, usize, usize),
+    key: Key,
     graph: CudaSlice<i32>,
     distances: &mut CudaSlice<f32>,
     rounds: usize,
@@ -63,6 +65,7 @@ pub fn refine(
                 x,
                 n,
                 d,
+                c: kernel_c(key),
                 in_i: &current,
                 k,
                 fan,

@@ -108,14 +108,26 @@ fn pixels(rng: &mut StdRng, n: usize, d: usize) -> Points {
 /// Runs with explicit tiles (`None`: automatic). The outputs start poisoned (NaN, -1)
 /// inside `run_tiled` and `run_fused`, so an unwritten entry fails `check`.
 fn run_tiles(gpu: &Gpu, p: &Points, k: usize, tiles: Option<Tiles>) -> Neighbors {
-    let s = &gpu.stream;
-    let x = s.clone_htod(&p.data).unwrap();
     // The fused path at every size (where the tiles are automatic and d ≤ 64).
     let stages = Stages {
         fused_from: 0,
         ..ALL_STAGES
     };
-    let (idx, dist) = run(gpu, &x, p.n, p.d, k, tiles, stages, &Silent).unwrap();
+    run_host(gpu, p, k, Key::SqEuclidean, tiles, stages)
+}
+
+/// [`run`] on host points, the answer back on the host.
+fn run_host(
+    gpu: &Gpu,
+    p: &Points,
+    k: usize,
+    key: Key,
+    tiles: Option<Tiles>,
+    stages: Stages,
+) -> Neighbors {
+    let s = &gpu.stream;
+    let x = s.clone_htod(&p.data).unwrap();
+    let (idx, dist) = run(gpu, &x, p.n, p.d, k, key, tiles, stages, &Silent).unwrap();
     let indices: Vec<i32> = s.clone_dtoh(&idx).unwrap();
     let distances: Vec<f32> = s.clone_dtoh(&dist).unwrap();
     Neighbors {
@@ -123,6 +135,74 @@ fn run_tiles(gpu: &Gpu, p: &Points, k: usize, tiles: Option<Tiles>) -> Neighbors
         k,
         indices: indices.into_iter().map(|i| i as u32).collect(),
         distances,
+    }
+}
+
+/// `got` equals the host's `want` (n × k each, same key): keys rank by rank within
+/// `tol`, and the same neighbours except where a key ties the k-th within `tol`; no row
+/// holds itself when `self_search`.
+pub(super) fn check_same(
+    got: &Neighbors,
+    want: &Neighbors,
+    tol: f32,
+    self_search: bool,
+    label: &str,
+) {
+    assert_eq!((got.n, got.k), (want.n, want.k), "{label}");
+    for i in 0..want.n {
+        let (gi, gd) = (got.row_indices(i), got.row_distances(i));
+        let (wi, wd) = (want.row_indices(i), want.row_distances(i));
+        let kth = wd[want.k - 1];
+        for (l, (&j, &dj)) in gi.iter().zip(gd).enumerate() {
+            assert!(
+                (dj - wd[l]).abs() <= tol,
+                "{label}: row {i} rank {l}: key {dj} vs {}",
+                wd[l]
+            );
+            assert!(
+                !(self_search && j as usize == i),
+                "{label}: row {i} holds itself"
+            );
+            assert!(
+                wi.contains(&j) || (dj - kth).abs() <= tol,
+                "{label}: row {i}: {j} at {dj} is not among the host's (k-th {kth})"
+            );
+        }
+    }
+}
+
+crate::gpu::gpu_test! {
+    /// Inner product (maximum inner product search) on the tiled path in both schedules
+    /// and on the fused path: the host's `exact_by` neighbours and keys 2(c − x · y), the
+    /// point itself excluded by index although row 1 = 2 · row 0 beats row 0 at its own
+    /// inner product (as `knn::exact`'s `inner_product_equals_brute_force`).
+    fn gpu_inner_product_equals_cpu(gpu) {
+        let tiled = Stages {
+            fused_from: usize::MAX,
+            ..ALL_STAGES
+        };
+        let rectangular = Stages {
+            symmetric: false,
+            ..tiled
+        };
+        let fused = Stages {
+            fused_from: 0,
+            ..ALL_STAGES
+        };
+        for (n, d, k) in [(9usize, 3usize, 8usize), (1300, 12, 20), (3000, 50, 30)] {
+            let p = crate::knn::exact::tests::inner_product_points(n, d, 21);
+            let key = Key::new(crate::prep::Metric::InnerProduct, &p);
+            let Key::InnerProduct { c } = key else {
+                panic!("{key:?}")
+            };
+            let want = crate::knn::exact_by(&p, k, key, &Silent).unwrap();
+            for (label, stages) in [("tiled", tiled), ("tiled rectangular", rectangular), ("fused", fused)] {
+                let got = run_host(gpu, &p, k, key, None, stages);
+                let label = format!("{label} {n}x{d} k{k}");
+                check_same(&got, &want, 1e-5 * c, true, &label);
+                assert!(got.distances.iter().all(|&x| x >= 0.0), "{label}");
+            }
+        }
     }
 }
 
@@ -231,7 +311,7 @@ crate::gpu::gpu_test! {
             queries: 384,
             refs: 384,
         };
-        let (idx, dist) = run(gpu, &x, p.n, p.d, 30, Some(square), rectangular, &Silent).unwrap();
+        let (idx, dist) = run(gpu, &x, p.n, p.d, 30, Key::SqEuclidean, Some(square), rectangular, &Silent).unwrap();
         let got = Neighbors {
             n: p.n,
             k: 30,
@@ -255,7 +335,7 @@ crate::gpu::gpu_test! {
         check(
             &p,
             10,
-            &exact_gpu(&p, 10, &Silent).unwrap(),
+            &exact_gpu(&p, 10, Key::SqEuclidean, &Silent).unwrap(),
             "exact_gpu 500x16 k10",
         );
     }
@@ -266,13 +346,16 @@ fn bad_k_is_an_error() {
     let p = Points::new(10, 2, vec![0.5; 20]);
     for k in [0, 10, 11] {
         assert!(
-            matches!(exact_gpu(&p, k, &Silent), Err(Error::Param { .. })),
+            matches!(
+                exact_gpu(&p, k, Key::SqEuclidean, &Silent),
+                Err(Error::Param { .. })
+            ),
             "k={k}"
         );
     }
     let big = Points::new(400, 1, vec![0.5; 400]);
     assert!(matches!(
-        exact_gpu(&big, MAX_K + 1, &Silent),
+        exact_gpu(&big, MAX_K + 1, Key::SqEuclidean, &Silent),
         Err(Error::Param { .. })
     ));
 }
@@ -371,7 +454,7 @@ crate::gpu::gpu_test! {
                     };
                     s.synchronize().unwrap();
                     let t0 = std::time::Instant::now();
-                    let out = run(gpu, &x, n, d, k, tiles, stages, &Silent).unwrap();
+                    let out = run(gpu, &x, n, d, k, Key::SqEuclidean, tiles, stages, &Silent).unwrap();
                     s.synchronize().unwrap();
                     drop(out);
                     t0.elapsed().as_secs_f64()
@@ -404,7 +487,7 @@ crate::gpu::gpu_test! {
         let mut rng = StdRng::seed_from_u64(rand::random());
         let p = uniform(&mut rng, 70_000, 50);
         let t0 = std::time::Instant::now();
-        let nb = exact_gpu(&p, 90, &Silent).unwrap();
+        let nb = exact_gpu(&p, 90, Key::SqEuclidean, &Silent).unwrap();
         println!(
             "exact_gpu 70000x50 k90 host in/out: {:.3} s",
             t0.elapsed().as_secs_f64()

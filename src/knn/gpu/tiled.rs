@@ -1,7 +1,7 @@
 //! The tiled exact kNN (`kernels/knn.cu`, any d): cuBLAS SGEMM writes a tile of −2 q · r
-//! (sized to stay in the L2 cache), and the selection kernel adds ‖r‖², rejects almost every
-//! candidate with one compare against the warp's current K-th best, and inserts the rest
-//! into a sorted list held in registers.
+//! (sized to stay in the L2 cache), and the selection kernel adds the key's term t_r (‖r‖²,
+//! or the inner product's c), rejects almost every candidate with one compare against the
+//! warp's current K-th best, and inserts the rest into a sorted list held in registers.
 //!
 //! When every query's list fits in device memory (n × K × 8 bytes, 1.3 GB at n = 1.3M) the
 //! tiles are square and only those on and above the diagonal are computed, each merged by
@@ -18,9 +18,10 @@ use cudarc::cublas::{CudaBlas, GemmConfig};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::CudaSlice;
 
-use super::{fill_lists, list_len, warps_config, Answer, Shape, Stages, ALL_STAGES, SLACK};
+use super::{
+    fill_lists, key_rows, list_len, warps_config, Answer, KeyRows, Shape, Stages, ALL_STAGES, SLACK,
+};
 use crate::gpu::blas::sgemm;
-use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::kernels::knn::{KnnSelect, WARPS};
 use crate::gpu::progress::LaggedProgress;
 use crate::gpu::{Gpu, GpuError};
@@ -112,7 +113,8 @@ pub(super) fn run_span(
     Ok(sweep(gpu, x, shape, span, t, false, ALL_STAGES, progress)?)
 }
 
-/// Bytes that do not depend on the tiles: centred copy, norms, outputs, column sums.
+/// Bytes that do not depend on the tiles: centred (or copied) rows, terms, outputs, column
+/// sums.
 pub(super) fn fixed_bytes(n: usize, d: usize, k: usize, refs: usize) -> usize {
     n * d * 4 + n.div_ceil(refs) * refs * 4 + n * k * 8 + d * 8
 }
@@ -223,8 +225,12 @@ fn sweep(
     let s = &gpu.stream;
     let blas = CudaBlas::new(s.clone())?;
 
-    // Step 1: centre the points (column means in double) and take the norms.
-    let Centred { xc, norms, .. } = centre_on_device(gpu, x, n, d, n.div_ceil(t.refs) * t.refs)?;
+    // Step 1: the rows the key multiplies (centred for the squared distance, column means in
+    // double) and their terms.
+    let KeyRows {
+        rows: xc,
+        terms: norms,
+    } = key_rows(gpu, x, n, d, shape.key, n.div_ceil(t.refs) * t.refs)?;
 
     // Step 2: SGEMM and select tile by tile, finishing each query tile.
     let mut c_tile = s.alloc_zeros::<f32>(t.queries * t.refs)?;

@@ -59,7 +59,7 @@ crate::gpu::gpu_test! {
                 probes,
                 ..base.clone()
             };
-            let (nb, stats) = approx_gpu(&points, k, &params, &Silent).unwrap();
+            let (nb, stats) = approx_gpu(&points, k, Key::SqEuclidean, &params, &Silent).unwrap();
             let r = recall(&nb, &truth);
             eprintln!(
                 "probes {probes}: recall {r:.4}, estimate {:.4}",
@@ -98,7 +98,7 @@ crate::gpu::gpu_test! {
         let points = mixture(60_000, 50, 5);
         let k = 90;
         let truth = exact(&points, k, &Silent).unwrap();
-        let (nb, stats) = approx_gpu(&points, k, &IvfParams::default(), &Silent).unwrap();
+        let (nb, stats) = approx_gpu(&points, k, Key::SqEuclidean, &IvfParams::default(), &Silent).unwrap();
         let r = recall(&nb, &truth);
         eprintln!("defaults: recall {r:.4}, {stats:?}");
         assert!(r >= 0.95, "recall {r}");
@@ -125,7 +125,7 @@ crate::gpu::gpu_test! {
                 probes: 48,
                 ..IvfParams::default()
             };
-            let (nb, stats) = approx_gpu(&points, k, &params, &Silent).unwrap();
+            let (nb, stats) = approx_gpu(&points, k, Key::SqEuclidean, &params, &Silent).unwrap();
             assert!(
                 nb.indices.iter().all(|&j| (j as usize) < points.n),
                 "{label}: unwritten entry"
@@ -154,7 +154,7 @@ crate::gpu::gpu_test! {
                 fan: 12,
                 ..IvfParams::default()
             };
-            let (nb, stats) = approx_gpu(&points, k, &params, &Silent).unwrap();
+            let (nb, stats) = approx_gpu(&points, k, Key::SqEuclidean, &params, &Silent).unwrap();
             let r = tie_aware_recall(&nb, &truth);
             eprintln!("refine {refine}: recall {r:.4}, {stats:?}");
             assert!(r >= last, "recall fell from {last} to {r} at {refine} rounds");
@@ -168,7 +168,7 @@ crate::gpu::gpu_test! {
                 first = Some(r);
             }
             if refine == 2 {
-                let (again, _) = approx_gpu(&points, k, &params, &Silent).unwrap();
+                let (again, _) = approx_gpu(&points, k, Key::SqEuclidean, &params, &Silent).unwrap();
                 assert_eq!(again.indices, nb.indices, "two runs differ");
             }
             last = r;
@@ -177,36 +177,84 @@ crate::gpu::gpu_test! {
         assert!(last >= first + 0.03, "3 rounds: {first} to {last}");
     }
 
-    /// An exact graph stays exact under refinement (up to ties in f32).
+    /// An exact graph stays exact under refinement (up to ties in f32), by the squared
+    /// distance and by the inner product.
     fn refinement_keeps_an_exact_graph(gpu) {
-        let points = mixture(5_000, 16, 9);
-        let (n, d, k) = (points.n, points.d, 20);
-        let truth = exact(&points, k, &Silent).unwrap();
-        let s = &gpu.stream;
-        let x = s.clone_htod(&points.data).unwrap();
-        let graph: Vec<i32> = truth.indices.iter().map(|&j| j as i32).collect();
-        let graph = s.clone_htod(&graph).unwrap();
-        let mut distances = s.alloc_zeros::<f32>(n * k).unwrap();
-        let refined =
-            super::super::refine::refine(gpu, &x, (n, d, k), graph, &mut distances, 2, 8, &Silent)
-                .unwrap();
-        let nb = Neighbors {
-            n,
-            k,
-            indices: s.clone_dtoh(&refined).unwrap().into_iter().map(|j| j as u32).collect(),
-            distances: s.clone_dtoh(&distances).unwrap(),
-        };
-        let r = tie_aware_recall(&nb, &truth);
-        assert!(r >= 0.9999, "recall {r}");
+        let mixture = mixture(5_000, 16, 9);
+        let inner = crate::knn::exact::tests::inner_product_points(5_000, 16, 9);
+        let inner_key = Key::new(crate::prep::Metric::InnerProduct, &inner);
+        for (points, key) in [(mixture, Key::SqEuclidean), (inner, inner_key)] {
+            refined_exact_graph_stays_exact(gpu, &points, key);
+        }
+    }
+
+    /// Inner product on the device: the CPU twin's check
+    /// (`approx_cpu_inner_product_reaches_the_exact_neighbours`: ≥ 99% of the exact kNN's
+    /// largest inner products at tight settings, the estimate following, no self in a row,
+    /// rows by the key), and every reported key is 2(c − x · y).
+    fn approx_inner_product_reaches_the_exact_neighbours(gpu) {
+        let _ = gpu;
+        crate::knn::ivf_cpu::tests::inner_product_reaches_the_exact_neighbours(
+            |points, k, key, params| {
+                let Key::InnerProduct { c } = key else {
+                    panic!("{key:?}")
+                };
+                let (nb, stats) = approx_gpu(points, k, key, params, &Silent).unwrap();
+                for i in 0..points.n {
+                    for (&j, &got) in nb.row_indices(i).iter().zip(nb.row_distances(i)) {
+                        let want = key.eval_f64(points.row(i), points.row(j as usize));
+                        assert!((got - want).abs() <= 1e-5 * c, "row {i}: {j} at {got}, key {want}");
+                    }
+                }
+                (nb, stats)
+            },
+        );
     }
 
     /// Wider points than the sweep takes are refused with a message, not a fault.
     fn approx_refuses_wide_points(gpu) {
         let _ = gpu;
         let points = Points::new(500, 65, vec![0.5; 500 * 65]);
-        let err = approx_gpu(&points, 10, &IvfParams::default(), &Silent).unwrap_err();
+        let err = approx_gpu(&points, 10, Key::SqEuclidean, &IvfParams::default(), &Silent).unwrap_err();
         assert!(err.to_string().contains("--pca"), "{err}");
     }
+}
+
+/// Refines the exact kNN graph of `points` by `key` (two rounds, fan 8) and checks that it
+/// stays exact.
+fn refined_exact_graph_stays_exact(gpu: &Gpu, points: &Points, key: Key) {
+    let (n, d, k) = (points.n, points.d, 20);
+    let truth = crate::knn::exact_by(points, k, key, &Silent).unwrap();
+    let s = &gpu.stream;
+    let x = s.clone_htod(&points.data).unwrap();
+    let graph: Vec<i32> = truth.indices.iter().map(|&j| j as i32).collect();
+    let graph = s.clone_htod(&graph).unwrap();
+    let mut distances = s.alloc_zeros::<f32>(n * k).unwrap();
+    let refined = super::super::refine::refine(
+        gpu,
+        &x,
+        (n, d, k),
+        key,
+        graph,
+        &mut distances,
+        2,
+        8,
+        &Silent,
+    )
+    .unwrap();
+    let nb = Neighbors {
+        n,
+        k,
+        indices: s
+            .clone_dtoh(&refined)
+            .unwrap()
+            .into_iter()
+            .map(|j| j as u32)
+            .collect(),
+        distances: s.clone_dtoh(&distances).unwrap(),
+    };
+    let r = tie_aware_recall(&nb, &truth);
+    assert!(r >= 0.9999, "recall {r}");
 }
 
 /// Settings of the approximate kNN on a large input, run by hand on a GPU machine (the
@@ -238,7 +286,7 @@ fn approx_settings() {
             ..IvfParams::default()
         };
         let t = std::time::Instant::now();
-        let approx = approx_device(gpu, &points, k, &params, &Silent).unwrap();
+        let approx = approx_device(gpu, &points, k, Key::SqEuclidean, &params, &Silent).unwrap();
         gpu.stream.synchronize().unwrap();
         let wall = t.elapsed().as_secs_f64();
         println!(
