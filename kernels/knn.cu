@@ -276,11 +276,8 @@ __device__ void finish(const float* __restrict__ x, int d, int q0, int q_count, 
                         const int* state_i, int* out_i, float* out_d) {                       \
         finish<KR>(x, d, q0, q_count, k, c, state_i, out_i, out_d);                           \
     }
-KNN_INSTANCES(1)
-KNN_INSTANCES(2)
-KNN_INSTANCES(3)
-KNN_INSTANCES(4)
-KNN_INSTANCES(5)
-KNN_INSTANCES(6)
-KNN_INSTANCES(7)
-KNN_INSTANCES(8)
+// One list length per compilation: KNN_KR comes from src/knn/gpu (`list_variant`) as a -D
+// option. A run keeps lists of one length; all eight instances took 3.5 s of NVRTC, which a
+// fresh machine's first run waited for. The indirection expands KNN_KR before pasting.
+#define KNN_INSTANCES_OF(KR) KNN_INSTANCES(KR)
+KNN_INSTANCES_OF(KNN_KR)

@@ -93,19 +93,16 @@ fn device_kernels(
     if on_gpu {
         files.extend([KernelId::AttractHyb, KernelId::Optim]);
     }
-    // The fused kNN file is compiled for the points' dimension only (after PCA).
+    // The fused kNN file is compiled for the points' dimension only (after PCA), the tiled
+    // one for the run's list length.
     let fused = crate::knn::gpu::sweep_variant(d.unwrap_or(0));
+    let lists = crate::knn::gpu::knn_variant(params.k());
     let mut variants: Vec<Variant> = files
         .into_iter()
-        .map(|id| {
-            (
-                id,
-                if id == KernelId::KnnFused {
-                    fused
-                } else {
-                    &[][..]
-                },
-            )
+        .map(|id| match id {
+            KernelId::KnnFused => (id, fused),
+            KernelId::Knn => (id, lists),
+            _ => (id, &[][..]),
         })
         .collect();
     let real = grid_defines(params.precision);
@@ -166,6 +163,8 @@ mod tests {
                             grid_defines(precision)
                         } else if id == KernelId::KnnFused {
                             crate::knn::gpu::sweep_variant(50)
+                        } else if id == KernelId::Knn {
+                            crate::knn::gpu::knn_variant(params.k())
                         } else {
                             &[][..]
                         };

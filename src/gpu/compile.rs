@@ -350,10 +350,17 @@ pub(crate) fn nvrtc_for_test() -> bool {
 #[cfg(test)]
 fn every_variant() -> Vec<Variant> {
     let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
+    use crate::gpu::kernels::knn::{list_variant, MAX_KR};
     let variants = KernelId::ALL.iter().flat_map(|&id| {
         let double = id.repulse().then_some((id, f64_defines));
         let fused = (id == KernelId::KnnFused).then(|| (id, crate::knn::gpu::sweep_variant(50)));
-        std::iter::once((id, &[][..])).chain(double).chain(fused)
+        // `knn.cu` is only ever compiled for one list length.
+        let plain: Vec<Variant> = if id == KernelId::Knn {
+            (1..=MAX_KR).map(|kr| (id, list_variant(kr))).collect()
+        } else {
+            vec![(id, &[][..])]
+        };
+        plain.into_iter().chain(double).chain(fused)
     });
     variants.collect()
 }
@@ -412,16 +419,21 @@ mod tests {
 
     /// Every kernel file compiles with NVRTC to sm_90 machine code (no GPU needed, only
     /// libnvrtc), the repulsion's files also with double grids, which really compute in
-    /// double, and the fused kNN's one-sweep variant; and the cache serves a second request without compiling: the first request
-    /// into an empty cache is a compilation, the second a cache hit of the same bytes.
+    /// double, the fused kNN's one-sweep variant and the tiled kNN's every list length; and
+    /// the cache serves a second request without compiling: the first request into an
+    /// empty cache is a compilation, the second a cache hit of the same bytes.
     #[test]
     fn every_kernel_compiles() {
         let Some(files) = compile_for_test() else {
             return;
         };
+        let lengths = crate::gpu::kernels::knn::MAX_KR - 1;
         assert_eq!(
             files.len(),
-            KernelId::ALL.len() + KernelId::ALL.iter().filter(|id| id.repulse()).count() + 1
+            KernelId::ALL.len()
+                + KernelId::ALL.iter().filter(|id| id.repulse()).count()
+                + 1
+                + lengths
         );
         for file in &files {
             assert!(is_elf(&file.cubin), "{}", file.id.file());
@@ -532,7 +544,7 @@ mod tests {
     /// A file's constants reach NVRTC as defines.
     #[test]
     fn constants_become_defines() {
-        let opts = options("sm_90", KernelId::Knn, &["-DEXTRA"]);
+        let opts = options("sm_90", KernelId::Knn, &["-DEXTRA"][..]);
         assert!(opts.contains(&format!(
             "-DKNN_WARPS={}",
             super::super::kernels::knn::WARPS

@@ -10,6 +10,23 @@ pub const WARPS: usize = 8;
 /// `knn_select_8`: lists of 32 · `kr` entries).
 pub const MAX_KR: usize = 8;
 
+/// The NVRTC variant of the file holding the kernels of lists of 32 · `kr` entries
+/// (`-DKNN_KR=kr`, 1 ≤ `kr` ≤ [`MAX_KR`]; each file variant is one list length, its
+/// `knn_select_{kr}` and `knn_finish_{kr}`, and `knn_fill`).
+pub fn list_variant(kr: usize) -> &'static [&'static str] {
+    const VARIANTS: [&[&str]; MAX_KR] = [
+        &["-DKNN_KR=1"],
+        &["-DKNN_KR=2"],
+        &["-DKNN_KR=3"],
+        &["-DKNN_KR=4"],
+        &["-DKNN_KR=5"],
+        &["-DKNN_KR=6"],
+        &["-DKNN_KR=7"],
+        &["-DKNN_KR=8"],
+    ];
+    VARIANTS[kr.clamp(1, MAX_KR) - 1]
+}
+
 /// Constants the file is compiled with (`-DNAME=VALUE`).
 pub(crate) const CONSTANTS: &[(&str, usize)] = &[("KNN_WARPS", WARPS)];
 
@@ -19,6 +36,7 @@ kernels! {
     /// Sets the first `count` entries of (`dist`, `idx`) to (`value`, −1): +∞ empties lists,
     /// NaN poisons outputs.
     pub struct KnnFill = "knn_fill" {
+        variant: defines,
         dist: out f32 [count],
         idx: out i32 [count],
         count: usize as i64,
@@ -34,6 +52,7 @@ kernels! {
     /// ⌈q_count / WARPS⌉ blocks of rows, then ⌈columns / WARPS⌉ of columns.
     pub struct KnnSelect = "knn_select_{kr}" {
         kr: host,
+        variant: defines,
         columns: host,
         c: in f32 [q_count * ldc],
         ldc: usize as i32,
@@ -55,6 +74,7 @@ kernels! {
     /// per query, blocks of [`WARPS`] warps.
     pub struct KnnFinish = "knn_finish_{kr}" {
         kr: host,
+        variant: defines,
         n: host,
         x: in f32 [n * d],
         d: usize as i32,

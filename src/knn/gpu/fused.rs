@@ -117,7 +117,14 @@ pub(super) fn run(
     let slots = plan.blocks * QUERIES;
     let mut state_d = s.alloc_zeros::<f32>(slots * list)?;
     let mut state_i = s.alloc_zeros::<i32>(slots * list)?;
-    fill_lists(gpu, &mut state_d, &mut state_i, slots * list, f32::INFINITY)?;
+    fill_lists(
+        gpu,
+        kr,
+        &mut state_d,
+        &mut state_i,
+        slots * list,
+        f32::INFINITY,
+    )?;
     let mut answer = Answer::poisoned(gpu, shape)?;
     let lists = Lists {
         d: &mut state_d,
@@ -336,7 +343,7 @@ mod tests {
                 let slots = plan.blocks * QUERIES;
                 let mut sd = s.alloc_zeros::<f32>(slots * list).unwrap();
                 let mut si = s.alloc_zeros::<i32>(slots * list).unwrap();
-                fill_lists(gpu, &mut sd, &mut si, slots * list, f32::INFINITY).unwrap();
+                fill_lists(gpu, shape.kr, &mut sd, &mut si, slots * list, f32::INFINITY).unwrap();
                 let mut time = |variant: &'static [&'static str]| {
                     let split = Split::new(gpu, &xc, &norms, n, d, variant).unwrap();
                     s.synchronize().unwrap();

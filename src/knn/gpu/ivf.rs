@@ -360,7 +360,14 @@ fn sweep_in_batches(
     for b0 in (0..plan.blocks).step_by(batch) {
         let b1 = (b0 + batch).min(plan.blocks);
         let slots = (b1 - b0) * QUERIES;
-        fill_lists(gpu, &mut state_d, &mut state_i, slots * list, f32::INFINITY)?;
+        fill_lists(
+            gpu,
+            shape.kr,
+            &mut state_d,
+            &mut state_i,
+            slots * list,
+            f32::INFINITY,
+        )?;
         let lists = Lists {
             d: &mut state_d,
             i: &mut state_i,
@@ -416,6 +423,7 @@ impl RecallSample {
         let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
         fill_lists(
             gpu,
+            shape.kr,
             &mut state_d,
             &mut state_i,
             take * QUERIES * list,

@@ -36,7 +36,7 @@ pub use tiled::Tiles;
 
 use super::{Key, Neighbors};
 use crate::gpu::centre::{centre_on_device, Centred};
-use crate::gpu::kernels::knn::{KnnFill, KnnFinish, MAX_KR, WARPS};
+use crate::gpu::kernels::knn::{list_variant, KnnFill, KnnFinish, MAX_KR, WARPS};
 use crate::gpu::launch::DeviceIn;
 use crate::gpu::{Gpu, GpuError};
 use crate::progress::{Progress, Silent};
@@ -81,6 +81,12 @@ const ALL_STAGES: Stages = Stages {
 /// Length of the per-query candidate list for k neighbours.
 fn list_len(k: usize) -> usize {
     (k + MARGIN).div_ceil(32) * 32
+}
+
+/// The variant of `kernels/knn.cu` a search for `k` neighbours loads (its list length), for
+/// [`crate::gpu::Gpu::precompile`].
+pub(crate) fn knn_variant(k: usize) -> &'static [&'static str] {
+    list_variant(list_len(k) / 32)
 }
 
 fn check_params(n: usize, d: usize, k: usize) -> Result<()> {
@@ -238,6 +244,7 @@ impl Answer {
         };
         fill_lists(
             gpu,
+            shape.kr,
             &mut answer.distances,
             &mut answer.indices,
             len,
@@ -258,6 +265,7 @@ impl Answer {
     ) -> Result<(), GpuError> {
         KnnFinish {
             kr: shape.kr,
+            variant: list_variant(shape.kr),
             n: shape.n,
             x,
             d: shape.d,
@@ -325,12 +333,14 @@ fn kernel_c(key: Key) -> f32 {
 /// poisons outputs so that an entry [`Answer::finish`] missed shows.
 fn fill_lists(
     gpu: &Gpu,
+    kr: usize,
     dist: &mut CudaSlice<f32>,
     idx: &mut CudaSlice<i32>,
     len: usize,
     value: f32,
 ) -> Result<(), GpuError> {
     KnnFill {
+        variant: list_variant(kr),
         dist,
         idx,
         count: len,

@@ -22,7 +22,7 @@ use super::{
     fill_lists, key_rows, list_len, warps_config, Answer, KeyRows, Shape, Stages, ALL_STAGES, SLACK,
 };
 use crate::gpu::blas::sgemm;
-use crate::gpu::kernels::knn::{KnnSelect, WARPS};
+use crate::gpu::kernels::knn::{list_variant, KnnSelect, WARPS};
 use crate::gpu::progress::LaggedProgress;
 use crate::gpu::{Gpu, GpuError};
 use crate::progress::Progress;
@@ -239,7 +239,7 @@ fn sweep(
     let mut state_i = s.alloc_zeros::<i32>(state_rows * list)?;
     let mut answer = Answer::poisoned(gpu, shape)?;
     if symmetric {
-        fill_lists(gpu, &mut state_d, &mut state_i, n * list, f32::INFINITY)?;
+        fill_lists(gpu, kr, &mut state_d, &mut state_i, n * list, f32::INFINITY)?;
     }
     let mut done = LaggedProgress::begin(progress, "knn", span.queries.len().div_ceil(t.queries));
     for q0 in span.queries.clone().step_by(t.queries) {
@@ -248,6 +248,7 @@ fn sweep(
         if !symmetric {
             fill_lists(
                 gpu,
+                kr,
                 &mut state_d,
                 &mut state_i,
                 q_count * list,
@@ -288,6 +289,7 @@ fn sweep(
             let (mut i_mine, mut i_theirs) = state_i.split_at_mut(at);
             KnnSelect {
                 kr,
+                variant: list_variant(kr),
                 columns,
                 c: &c_tile,
                 ldc: t.refs,
