@@ -31,7 +31,7 @@ cargo test --release --no-run --message-format=json > "$json"
 # The executable of target NAME of kind KIND (lib, test, bin), from cargo's JSON messages:
 # a test binary (TEST=1) or the program itself (TEST=0).
 artifact() {
-  python3 - "$json" "$1" "$2" <<'PY'
+  python3 - "$json" "$1" "$2" "$3" <<'PY'
 import json, sys
 found = None
 for line in open(sys.argv[1]):
