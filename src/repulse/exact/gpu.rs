@@ -233,9 +233,9 @@ mod tests {
                         .z;
                     let rel = crate::repulse::relative_error(&cpu, &dev);
                     assert!(rel < 1e-5, "seed {seed} {dims}-D dof {dof}: {rel}");
-                    // The GPU squares float differences; a power α of the weights scales
-                    // their rounding by α.
-                    let bound = 1e-9 * dof.max(1.0) * if dof == 1.0 { 1.0 } else { 10.0 };
+                    // The GPU squares float differences; a power α of the weights (pow in
+                    // double) carries their rounding, measured 2.1e-9 at α = 2.
+                    let bound = if dof == 1.0 { 1e-9 } else { 2e-8 };
                     assert!((zc - zg).abs() < bound * zc, "seed {seed} dof {dof}: Z {zg} vs {zc}");
                 }
             }
