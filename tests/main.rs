@@ -11,6 +11,9 @@ mod controls;
 mod e2e;
 /// Exact t-SNE: affinities over every pair (`--affinities exact`).
 mod exact_tsne;
+/// A short fuzz pass over every input reader: mutated seeds, no panic, no allocation far
+/// beyond the input (libFuzzer's longer runs: `scripts/fuzz.sh`).
+mod fuzz_readers;
 /// Gaussian mixtures: `sgtsne gmm`, `-k auto`, `embed --clusters`, scikit-learn's figures.
 mod gmm;
 /// The analytic gradient against finite differences of KL(P‖Q).

@@ -29,13 +29,14 @@ pub fn read_graph(path: &Path) -> Result<CsMat<f64>, IoError> {
         return Err(super::error::unknown_extension(path, "a graph", ".mtx"));
     }
     let file = File::open(path).map_err(|e| IoError::read(path, e))?;
-    read_mtx_from(BufReader::new(file), path)
+    let total = file.metadata().map_err(|e| IoError::read(path, e))?.len();
+    read_mtx_from(BufReader::new(file), total, path)
 }
 
 /// Parses Matrix Market coordinate text: header, size line, then one entry a line, each
-/// checked where it stands so that the error names its line. One function, long: a
-/// line-by-line parser with its checks in order.
-fn read_mtx_from(r: impl BufRead, path: &Path) -> Result<CsMat<f64>, IoError> {
+/// checked where it stands so that the error names its line; `total` is the input's length in
+/// bytes. One function, long: a line-by-line parser with its checks in order.
+fn read_mtx_from(r: impl BufRead, total: u64, path: &Path) -> Result<CsMat<f64>, IoError> {
     let err = |line: u64, reason: String| IoError::format(path, Some(Place::Line(line)), reason);
     let mut lines = r.lines().enumerate().map(|(i, l)| (i as u64 + 1, l));
     let Some((_, banner)) = lines.next() else {
@@ -78,9 +79,11 @@ fn read_mtx_from(r: impl BufRead, path: &Path) -> Result<CsMat<f64>, IoError> {
                 return Err(IoError::no_data(path, "the graph has 0 nodes"));
             }
             (n, declared) = (rows, nnz);
-            // Capacity from the file's own count, capped so a lying header cannot exhaust memory.
+            // Capacity from the file's own count, but no more entries than its bytes can hold
+            // (a line `i j` takes 4 with its end), so a lying header claims no memory.
+            let room = usize::try_from(total / 4).unwrap_or(usize::MAX);
             let mirrored = if symmetric { 2 } else { 1 };
-            tri = TriMat::with_capacity((n, n), nnz.saturating_mul(mirrored).min(1 << 26));
+            tri = TriMat::with_capacity((n, n), nnz.min(room).saturating_mul(mirrored));
             size = Some(line);
             continue;
         }
@@ -132,6 +135,20 @@ fn read_mtx_from(r: impl BufRead, path: &Path) -> Result<CsMat<f64>, IoError> {
             path: path.into(),
             detail: format!("{declared} entries declared, {seen} found"),
         });
+    }
+    // CSR keeps a row pointer per node, so the node count, not the file, would size it; the
+    // entries touch at most 2 · seen nodes, and a graph with most nodes edgeless has nothing
+    // to embed, so this bound refuses only such graphs.
+    if n / 4 > seen {
+        return Err(IoError::format(
+            path,
+            size.map(Place::Line),
+            format!(
+                "{n} nodes, but its {seen} entries touch at most {}: more than half of the \
+                 nodes would have no edge",
+                2 * seen
+            ),
+        ));
     }
     if tri.nnz() == 0 {
         return Err(IoError::no_data(
@@ -190,7 +207,7 @@ mod tests {
     use super::*;
 
     fn read(text: &str) -> Result<CsMat<f64>, IoError> {
-        read_mtx_from(text.as_bytes(), Path::new("g.mtx"))
+        read_mtx_from(text.as_bytes(), text.len() as u64, Path::new("g.mtx"))
     }
 
     fn dense(m: &CsMat<f64>) -> Vec<Vec<f64>> {

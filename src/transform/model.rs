@@ -173,12 +173,19 @@ impl Model {
 
     /// The invariants listed on [`Model`], as a reason when one fails.
     fn check(&self) -> std::result::Result<(), String> {
+        // Checked products: the counts are the file's, and a product that wrapped could
+        // match a short array.
         let lengths = [
-            ("reference points", self.points.len(), self.n * self.d),
-            ("embedding", self.y.len(), self.n * self.dims),
+            (
+                "reference points",
+                self.points.len(),
+                self.n.checked_mul(self.d),
+            ),
+            ("embedding", self.y.len(), self.n.checked_mul(self.dims)),
         ];
         for (what, len, want) in lengths {
-            if len != want {
+            if want != Some(len) {
+                let want = want.map_or("more than memory holds".into(), |w| w.to_string());
                 return Err(format!("the {what} hold {len} values, expected {want}"));
             }
         }
@@ -187,7 +194,7 @@ impl Model {
                 if b.d != self.d_in
                     || b.m != self.d
                     || b.mean.len() != b.d
-                    || b.axes.len() != b.m * b.d
+                    || b.m.checked_mul(b.d) != Some(b.axes.len())
                     || b.variances.len() != b.m =>
             {
                 return Err(format!(

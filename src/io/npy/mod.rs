@@ -95,7 +95,12 @@ impl Header {
         if total == 0 {
             return Err(IoError::no_data(path, "the file is empty (0 bytes)"));
         }
-        let mut counted = CountingReader { inner: r, count: 0 };
+        let preamble = check_header_length(r, total, path)?;
+        let mut chained = preamble.as_slice().chain(r);
+        let mut counted = CountingReader {
+            inner: &mut chained,
+            count: 0,
+        };
         let h = NpyHeader::from_reader(&mut counted).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 IoError::Truncated {
@@ -167,6 +172,40 @@ impl Header {
             (k / self.cols, k % self.cols)
         }
     }
+}
+
+/// Reads the preamble (magic, version, header length) and refuses a header longer than the
+/// file: `npyz` allocates the length the preamble declares before reading the header, so a
+/// few bytes declaring a 4 GiB header would claim 4 GiB. Returns the bytes read, for `npyz`
+/// to parse again; anything that is not a preamble is left to `npyz` to refuse.
+fn check_header_length(r: &mut impl Read, total: u64, path: &Path) -> Result<Vec<u8>, IoError> {
+    const MAGIC: &[u8] = b"\x93NUMPY";
+    let mut pre = Vec::with_capacity(12);
+    r.by_ref()
+        .take(12)
+        .read_to_end(&mut pre)
+        .map_err(|e| IoError::read(path, e))?;
+    if pre.len() < 10 || !pre.starts_with(MAGIC) {
+        return Ok(pre);
+    }
+    // Version 1 stores the header's length in 2 bytes, versions 2 and 3 in 4.
+    let declared = match pre[6] {
+        1 => 10 + u64::from(u16::from_le_bytes([pre[8], pre[9]])),
+        2 | 3 if pre.len() == 12 => {
+            12 + u64::from(u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]))
+        }
+        _ => return Ok(pre),
+    };
+    if declared > total {
+        return Err(IoError::Truncated {
+            path: path.into(),
+            detail: format!(
+                "the .npy header is cut short: it declares {declared} bytes with its \
+                 preamble, the file has {total} in all"
+            ),
+        });
+    }
+    Ok(pre)
 }
 
 /// Counts the bytes `npyz` consumes, so the data offset is known for files and slices alike.

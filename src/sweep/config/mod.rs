@@ -210,15 +210,19 @@ impl SweepConfig {
             }
         }
 
+        let cap = max_nodes_per_axis(dims);
         let fixed = match raw.grid.fixed {
             None => Vec::new(),
             Some(RawSizes::List(v)) => v,
             Some(RawSizes::Range { from, to, count }) => {
-                if from < 1 || to < from || count < 1 {
+                // Checked before the sizes are listed: `count` sizes them, and more than the
+                // range holds would only repeat.
+                if from < 1 || to < from || to > cap || count < 1 || count > to - from + 1 {
                     return Err(bad(
                         "grid.fixed",
                         format!(
-                            "range needs 1 ≤ from ≤ to and count ≥ 1 (got {from}, {to}, {count})"
+                            "range needs 1 ≤ from ≤ to ≤ {cap} and 1 ≤ count ≤ to − from + 1 \
+                             (got {from}, {to}, {count})"
                         ),
                     ));
                 }
@@ -229,7 +233,6 @@ impl SweepConfig {
         fixed.sort_unstable();
         fixed.dedup();
         let mut grids: Vec<GridSpec> = Vec::new();
-        let cap = max_nodes_per_axis(dims);
         for &p in &fixed {
             let spec = GridSpec::Fixed(p);
             if !(MIN_FIXED..=cap).contains(&p) {
@@ -274,6 +277,19 @@ impl SweepConfig {
                     "is {}; need ≥ 1 and exaggeration_iters + sample_every ≤ iters ({} + {} > {} \
                      leaves nothing to measure)",
                     o.sample_every, o.exaggeration_iters, o.sample_every, o.iters
+                ),
+            ));
+        }
+        let samples = (o.iters - o.exaggeration_iters) / o.sample_every;
+        if samples > MAX_SAMPLES {
+            return Err(bad(
+                "optimise.sample_every",
+                format!(
+                    "measures {samples} times ({} iterations after {}, every {}); at most \
+                     {MAX_SAMPLES}",
+                    o.iters - o.exaggeration_iters,
+                    o.exaggeration_iters,
+                    o.sample_every
                 ),
             ));
         }
@@ -351,6 +367,10 @@ impl SweepConfig {
     }
 }
 
+/// Most measurements along one optimisation: each measures every grid, so more is a slip of
+/// the keyboard (an `iters` with extra digits), and the list of sample iterations would be
+/// sized by it.
+const MAX_SAMPLES: usize = 1000;
 /// Fewest nodes per axis of a swept fixed grid (as `sgtsne embed --grid N`).
 const MIN_FIXED: usize = 8;
 /// The shared trajectory's spacing when the file names none: fine enough (error ≈ 4e-4 in

@@ -1,0 +1,4 @@
+//! libFuzzer target of `sgtsne_fuzz::fvecs` (what it reads is documented there).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sgtsne_fuzz::fvecs(data));
