@@ -19,7 +19,7 @@ fn status_bytes(field: &str) -> u64 {
 
 /// Ten embeddings of the digits on the cpu backend in a row: resident and peak memory at the
 /// end within 8 MiB of those after the first runs (the first sets up the thread pool and
-/// the allocator's arenas), and no run slower than 1.2 × the median.
+/// the allocator's arenas), and no run after the first slower than 1.2 × their median.
 #[test]
 #[ignore = "a minute of embeddings; run alone with --ignored"]
 fn long_run_cpu_memory_and_time_stay_flat() {
@@ -27,8 +27,9 @@ fn long_run_cpu_memory_and_time_stay_flat() {
 }
 
 /// Twenty embeddings of MNIST 70k (PCA 50) on the gpu backend in a row: host memory as for
-/// the cpu backend (within 32 MiB: MNIST's host buffers are larger), device memory in use (total − free) at the end within
-/// 64 MiB of that after the first runs, no run slower than 1.2 × the median. The points are
+/// the cpu backend (within 32 MiB: MNIST's host buffers are larger), device memory in use
+/// (total − free) at the end within 64 MiB of that after the first runs, and run times as
+/// for the cpu backend. The points are
 /// read from `SGTSNE_MNIST` (an `.npy`; default `.bench/data/mnist70k_pca50_f32.npy`, as
 /// `scripts/bench/stage.sh` stages it, else `../shared/data/mnist/`); without a GPU it
 /// skips, or fails under `SGTSNE_REQUIRE_GPU=1`.
@@ -84,10 +85,14 @@ fn flat_runs(backend: BackendKind, runs: usize, name: &str, points: impl Fn() ->
             mib(dev[run])
         );
     }
-    let mut sorted = seconds.clone();
+    // The first run is the warm-up (thread pool; on the GPU the context, the kernels'
+    // modules and the FFT plans: 0.71 s against 0.48 s at MNIST on the H100), as in every
+    // benchmark here; the later ones are compared with their median.
+    let mut sorted = seconds[1..].to_vec();
     sorted.sort_by(f64::total_cmp);
-    let median = (sorted[runs / 2 - 1] + sorted[runs / 2]) / 2.0;
-    let slowest = sorted[runs - 1];
+    let warm = sorted.len();
+    let median = (sorted[(warm - 1) / 2] + sorted[warm / 2]) / 2.0;
+    let slowest = sorted[warm - 1];
     eprintln!(
         "median {median:.2} s, slowest {slowest:.2} s ({:.2} × the median)",
         slowest / median

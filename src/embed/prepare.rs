@@ -103,7 +103,10 @@ pub(crate) fn prepare_points(
         neighbors: Some(nb),
         knn: Some(report),
         order: r.order,
-        notes: Vec::new(),
+        notes: match given {
+            None => host_search_note(params, backend),
+            Some(_) => Vec::new(),
+        },
     })
 }
 
@@ -222,6 +225,19 @@ pub(crate) fn reduce(
     })
 }
 
+/// The note of a gpu or hybrid run whose k is more than the GPU kNN's lists hold, so that
+/// [`search`] ran on the host.
+fn host_search_note(params: &EmbedParams, backend: BackendKind) -> Vec<String> {
+    let k = params.k();
+    if backend == BackendKind::Cpu || k <= knn::gpu::MAX_K {
+        return Vec::new();
+    }
+    vec![format!(
+        "k = {k} is more than the GPU kNN keeps ({}): the neighbours were searched on the host",
+        knn::gpu::MAX_K
+    )]
+}
+
 /// Stage 3: the k = ⌈3·perplexity⌉ nearest neighbours of the reduced points by the method
 /// `params.knn` names and the metric's key ([`knn::Key`]), on the device on gpu and hybrid
 /// (on the host for HNSW); `keep_on_device` leaves the
@@ -250,9 +266,10 @@ pub(crate) fn search(
         recall_sample_size: None,
         ivf: None,
     };
-    // HNSW searches on the host; its neighbours go up to the device where the backend
-    // keeps them.
-    let on_device = on_gpu && method != KnnMethod::Hnsw;
+    // HNSW searches on the host, and so does a search for more neighbours than the GPU's
+    // lists hold (multiscale perplexities: k = 900 for 30,300); the neighbours go up to the
+    // device where the backend keeps them.
+    let on_device = on_gpu && method != KnnMethod::Hnsw && k <= knn::gpu::MAX_K;
     let found = if on_device {
         let gpu = Gpu::get()?;
         let (indices, distances) = match method {
