@@ -51,6 +51,11 @@ fn assign(x: &[f32], d: usize, centroids: &[f32]) -> Vec<u32> {
 /// The approximate kNN of `points` by `key` on the CPU (input numbering), and what it
 /// measured; `recall_size` points of a seeded sample are checked against exact scans (0: none).
 /// Progress (`"knn"`): one unit per block of queries.
+///
+/// One long function on purpose: it is the method's steps in order (k-means, cells, the
+/// probed sweep, refinement, recall sample), each timed into the report's `ivf.seconds`,
+/// the GPU twin's sequence step for step; split, each piece would take and return most of
+/// the others' state.
 pub fn approx_cpu(
     points: &Points,
     k: usize,

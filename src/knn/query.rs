@@ -28,7 +28,8 @@ const RB: usize = 1024;
 /// `key` ranks, raised to cover the queries' norms for the inner product).
 ///
 /// Errors: `k == 0` or `k > n`, feature counts that differ, non-finite values.
-/// Progress: stage `"knn"`, one unit per block of queries.
+/// Progress: stage `"knn"`, one unit per block of queries. (About 100 lines: the checks,
+/// then one parallel loop whose body is the tile's GEMM, bound and exact finish.)
 pub fn query(
     reference: &Points,
     queries: &Points,

@@ -119,6 +119,9 @@ impl Approx {
 
 /// The approximate kNN of `points` (host, input order) by `key` (made from `points`): see
 /// the module doc. Progress (`"knn"`): one unit per sweep launch.
+///
+/// Long on purpose, as its host twin `approx_cpu`: the method's steps in order, each timed
+/// into the report, sharing the device buffers one step leaves for the next.
 pub fn approx_device(
     gpu: &Gpu,
     points: &Points,
