@@ -300,6 +300,23 @@ fn npy_header_longer_than_the_file_is_truncated() {
     refused_in_proportion("long_header.npy", &bytes, sgtsne::io::read_labels, want);
 }
 
+/// A header whose brackets nest deeply (libFuzzer's input: 18 open braces in a 160-byte file
+/// kept the header parser busy past its timeout) is refused at once, for points and labels.
+#[test]
+fn npy_header_nested_brackets_are_refused_at_once() {
+    let header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': (1, {}2)}}",
+        "{".repeat(18)
+    );
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 8]);
+    let want = "header nests brackets 20 deep";
+    refused_in_proportion("nested.npy", &bytes, sgtsne::io::read_points, want);
+    refused_in_proportion("nested.npy", &bytes, sgtsne::io::read_labels, want);
+}
+
 /// A sweep configuration whose `iters` has extra digits (the input this pass found) or whose
 /// fixed-grid range asks for 10^12 sizes: refused by key, before either sizes a list.
 #[test]

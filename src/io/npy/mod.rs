@@ -174,10 +174,17 @@ impl Header {
     }
 }
 
-/// Reads the preamble (magic, version, header length) and refuses a header longer than the
-/// file: `npyz` allocates the length the preamble declares before reading the header, so a
-/// few bytes declaring a 4 GiB header would claim 4 GiB. Returns the bytes read, for `npyz`
-/// to parse again; anything that is not a preamble is left to `npyz` to refuse.
+/// Brackets a header may nest: a dict holding a shape tuple is 2 deep, a structured dtype's
+/// list of tuples 3 (refused later, by its dtype, with a message of its own).
+const MAX_NESTING: usize = 4;
+
+/// Reads the preamble (magic, version, header length) and the header, and refuses a header
+/// longer than the file, or with brackets nested deeper than [`MAX_NESTING`]: `npyz`
+/// allocates the length the preamble declares before reading the header, so a few bytes
+/// declaring a 4 GiB header would claim 4 GiB, and its parser of the header's Python literal
+/// backtracks exponentially in the nesting (a 160-byte file with 18 open braces kept it busy
+/// past libFuzzer's timeout). Returns the bytes read, for `npyz` to parse again; anything that
+/// is not a preamble is left to `npyz` to refuse.
 fn check_header_length(r: &mut impl Read, total: u64, path: &Path) -> Result<Vec<u8>, IoError> {
     const MAGIC: &[u8] = b"\x93NUMPY";
     let mut pre = Vec::with_capacity(12);
@@ -204,6 +211,31 @@ fn check_header_length(r: &mut impl Read, total: u64, path: &Path) -> Result<Vec
                  preamble, the file has {total} in all"
             ),
         });
+    }
+    r.by_ref()
+        .take(declared.saturating_sub(pre.len() as u64))
+        .read_to_end(&mut pre)
+        .map_err(|e| IoError::read(path, e))?;
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for &b in &pre[pre.len().min(10)..] {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_NESTING {
+        return Err(IoError::format(
+            path,
+            None,
+            format!(
+                "not a valid .npy file: its header nests brackets {deepest} deep (a NumPy \
+                 header nests at most {MAX_NESTING})"
+            ),
+        ));
     }
     Ok(pre)
 }
