@@ -22,21 +22,13 @@ const QB: usize = 256;
 /// References per tile: a tile is QB × RB f32 (1 MiB).
 const RB: usize = 1024;
 
-/// The `k` nearest reference points of every query, exactly (up to f32 rounding of
-/// distances; survivors of the GEMM's bound are measured directly, ties broken by index).
-/// Row i of the result holds query i's reference indices and squared distances (or keys:
-/// `key` ranks, raised to cover the queries' norms for the inner product).
-///
-/// Errors: `k == 0` or `k > n`, feature counts that differ, non-finite values.
-/// Progress: stage `"knn"`, one unit per block of queries. (About 100 lines: the checks,
-/// then one parallel loop whose body is the tile's GEMM, bound and exact finish.)
-pub fn query(
-    reference: &Points,
-    queries: &Points,
-    k: usize,
-    key: Key,
-    progress: &dyn Progress,
-) -> Result<Neighbors> {
+/// The checks of a search for the `k` nearest `reference` points of `queries`, on the host
+/// ([`query`]) and the device (`knn::gpu::query_gpu`) alike: 1 ≤ k ≤ n, one feature count,
+/// finite values in both sets.
+pub(crate) fn check_query(reference: &Points, queries: &Points, k: usize) -> Result<()> {
+    if k == 0 {
+        return Err(Error::param("k", "must be at least 1"));
+    }
     // `check_args` wants k < n for a self-search; a query is not among the references.
     if reference.n < k {
         return Err(Error::param(
@@ -61,6 +53,24 @@ pub fn query(
             p % queries.d.max(1)
         )));
     }
+    Ok(())
+}
+
+/// The `k` nearest reference points of every query, exactly (up to f32 rounding of
+/// distances; survivors of the GEMM's bound are measured directly, ties broken by index).
+/// Row i of the result holds query i's reference indices and squared distances (or keys:
+/// `key` ranks, raised to cover the queries' norms for the inner product).
+///
+/// Errors: see `check_query`.
+/// Progress: stage `"knn"`, one unit per block of queries.
+pub fn query(
+    reference: &Points,
+    queries: &Points,
+    k: usize,
+    key: Key,
+    progress: &dyn Progress,
+) -> Result<Neighbors> {
+    check_query(reference, queries, k)?;
     let (m, n, d) = (queries.n, reference.n, reference.d);
     let kd = d + 2;
     let key = key.covering(queries);

@@ -13,12 +13,13 @@ use super::{check_params, tiled, Shape};
 use crate::gpu::Gpu;
 use crate::knn::{Key, Neighbors};
 use crate::progress::Progress;
-use crate::{Error, Points, Result};
+use crate::{Points, Result};
 
 /// The `k` nearest reference points of every query by `key` (made from `reference`: keys
 /// ascending, indices into `reference`), as [`crate::knn::query`] finds them on the host.
 ///
-/// Errors: `k == 0` or `k > n`, feature counts that differ, no usable GPU.
+/// Errors: those of the host's search (1 ≤ k ≤ n, one feature count, finite values), and
+/// no usable GPU.
 /// Progress: stage `"knn"`, one unit per tile of queries.
 pub fn query_gpu(
     reference: &Points,
@@ -27,19 +28,8 @@ pub fn query_gpu(
     key: Key,
     progress: &dyn Progress,
 ) -> Result<Neighbors> {
+    crate::knn::query::check_query(reference, queries, k)?;
     let (n, m, d) = (reference.n, queries.n, reference.d);
-    if queries.d != d {
-        return Err(Error::Data(format!(
-            "queries have {} features, the reference points {d}",
-            queries.d
-        )));
-    }
-    if k == 0 || k > n {
-        return Err(Error::param(
-            "k",
-            format!("{k} neighbours among {n} reference points"),
-        ));
-    }
     if m == 0 {
         return Ok(Neighbors {
             n: 0,
