@@ -30,12 +30,17 @@ pub(super) fn descend(
     let fields = s.clone_htod(&problem.fields.values)?;
     let mut y_dev = s.clone_htod(y)?;
     let mut velocity = s.alloc_zeros::<f64>(m * dims)?;
+    let (len, n, geom) = (
+        grid.len(),
+        problem.reference_y.len() / dims,
+        GridGeom::of(grid),
+    );
     progress.begin("transform", params.iters as u64);
     for _ in 0..params.iters {
         TransformStep {
             dims,
-            len: grid.len(),
-            n: problem.reference_y.len() / dims,
+            len,
+            n,
             m,
             k,
             y: &mut y_dev,
@@ -44,7 +49,7 @@ pub(super) fn descend(
             p: &p,
             ref_y: &ref_y,
             fields: &fields,
-            geom: GridGeom::of(grid),
+            geom,
             dof: problem.kernel.dof,
             exaggeration: params.exaggeration,
             learning_rate: params.learning_rate,

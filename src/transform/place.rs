@@ -229,11 +229,14 @@ pub fn transform(
         kernel,
         fields: &fields,
     };
-    match dims {
-        _ if on_device => super::gpu::descend(&problem, &mut y, dims, params, progress)?,
-        1 => problem.descend::<1>(&mut y, params, progress),
-        2 => problem.descend::<2>(&mut y, params, progress),
-        _ => problem.descend::<3>(&mut y, params, progress),
+    if on_device {
+        super::gpu::descend(&problem, &mut y, dims, params, progress)?;
+    } else {
+        match dims {
+            1 => problem.descend::<1>(&mut y, params, progress),
+            2 => problem.descend::<2>(&mut y, params, progress),
+            _ => problem.descend::<3>(&mut y, params, progress),
+        }
     }
     seconds.optimise = t.elapsed().as_secs_f64();
     let mean_shift = y
