@@ -99,6 +99,9 @@ pub fn run(args: KnnArgs) -> Result<()> {
         {
             eprintln!("  recall {recall:.4} on a sample of {size} points");
         }
+        for note in &found.notes {
+            eprintln!("  note: {note}");
+        }
     }
     Ok(())
 }

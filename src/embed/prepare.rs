@@ -62,6 +62,7 @@ pub(crate) fn prepare_points(
     }
     let mut r = reduce(points, params, backend, seconds)?;
     let t = Instant::now();
+    let mut notes = Vec::new();
     let (found, report) = match given {
         Some(nb) => {
             let nb = match &r.order {
@@ -80,7 +81,7 @@ pub(crate) fn prepare_points(
         // The device calibrates one perplexity; multiscale P is made on the host.
         None => {
             let on_device = backend == BackendKind::Gpu && params.multiscale.is_empty();
-            search(&mut r, params, backend, on_device, progress)?
+            search(&mut r, params, backend, on_device, &mut notes, progress)?
         }
     };
     seconds.knn = t.elapsed().as_secs_f64();
@@ -103,10 +104,7 @@ pub(crate) fn prepare_points(
         neighbors: Some(nb),
         knn: Some(report),
         order: r.order,
-        notes: match given {
-            None => host_search_note(params, backend),
-            Some(_) => Vec::new(),
-        },
+        notes,
     })
 }
 
@@ -225,28 +223,17 @@ pub(crate) fn reduce(
     })
 }
 
-/// The note of a gpu or hybrid run whose k is more than the GPU kNN's lists hold, so that
-/// [`search`] ran on the host.
-fn host_search_note(params: &EmbedParams, backend: BackendKind) -> Vec<String> {
-    let k = params.k();
-    if backend == BackendKind::Cpu || k <= knn::gpu::MAX_K {
-        return Vec::new();
-    }
-    vec![format!(
-        "k = {k} is more than the GPU kNN keeps ({}): the neighbours were searched on the host",
-        knn::gpu::MAX_K
-    )]
-}
-
 /// Stage 3: the k = ⌈3·perplexity⌉ nearest neighbours of the reduced points by the method
 /// `params.knn` names and the metric's key ([`knn::Key`]), on the device on gpu and hybrid
-/// (on the host for HNSW); `keep_on_device` leaves the
-/// neighbours on the device. `--order cells` renumbers `r` by the approximate kNN's cells.
+/// (on the host for HNSW, and for more neighbours than the GPU's lists hold, with a note in
+/// `notes`); `keep_on_device` leaves the neighbours on the device. `--order cells`
+/// renumbers `r` by the approximate kNN's cells.
 pub(crate) fn search(
     r: &mut Reduced,
     params: &EmbedParams,
     backend: BackendKind,
     keep_on_device: bool,
+    notes: &mut Vec<String>,
     progress: &dyn Progress,
 ) -> Result<(Found, KnnReport)> {
     let k = params.k();
@@ -270,6 +257,13 @@ pub(crate) fn search(
     // lists hold (multiscale perplexities: k = 900 for 30,300); the neighbours go up to the
     // device where the backend keeps them.
     let on_device = on_gpu && method != KnnMethod::Hnsw && k <= knn::gpu::MAX_K;
+    if on_gpu && method != KnnMethod::Hnsw && !on_device {
+        notes.push(format!(
+            "k = {k} is more than the GPU kNN keeps ({}): the neighbours were searched on the \
+             host",
+            knn::gpu::MAX_K
+        ));
+    }
     let found = if on_device {
         let gpu = Gpu::get()?;
         let (indices, distances) = match method {

@@ -30,6 +30,8 @@ pub struct Searched {
     pub knn: KnnReport,
     /// Where it ran.
     pub backend: Resolved,
+    /// What the search changed of what was asked, one sentence each.
+    pub notes: Vec<String>,
     /// Seconds of PCA (with the metric's transform), ordering and search.
     pub seconds: StageSeconds,
 }
@@ -70,7 +72,15 @@ pub fn search_neighbors(
     let mut reduced = prepare::reduce(points, &params, backend.kind, &mut seconds)?;
     seconds.pca += sparse_seconds;
     let t = Instant::now();
-    let (found, knn) = prepare::search(&mut reduced, &params, backend.kind, false, progress)?;
+    let mut notes = Vec::new();
+    let (found, knn) = prepare::search(
+        &mut reduced,
+        &params,
+        backend.kind,
+        false,
+        &mut notes,
+        progress,
+    )?;
     let nb = match found {
         Found::Host(nb) => nb,
         Found::Device(indices, distances) => {
@@ -88,6 +98,7 @@ pub fn search_neighbors(
         scale_exponent,
         knn,
         backend,
+        notes,
         seconds,
     })
 }
