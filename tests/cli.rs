@@ -4,13 +4,14 @@ use std::process::{Command, Output};
 /// The backends this machine runs: `cpu`, and `gpu` and `hybrid` where a GPU is usable. With
 /// `SGTSNE_REQUIRE_GPU=1` (the device runs) a missing GPU fails the test instead, as the
 /// library's GPU tests do.
-pub(crate) fn backends() -> Vec<&'static str> {
+pub(crate) fn backends() -> Vec<sgtsne::backend::BackendKind> {
+    use sgtsne::backend::BackendKind;
     match sgtsne::gpu::Gpu::get() {
-        Ok(_) => vec!["cpu", "gpu", "hybrid"],
+        Ok(_) => vec![BackendKind::Cpu, BackendKind::Gpu, BackendKind::Hybrid],
         Err(e) => {
             let required = std::env::var_os("SGTSNE_REQUIRE_GPU").is_some_and(|v| v == "1");
             assert!(!required, "SGTSNE_REQUIRE_GPU=1, but {e}");
-            vec!["cpu"]
+            vec![BackendKind::Cpu]
         }
     }
 }

@@ -37,12 +37,8 @@ fn spread(y: &[f32]) -> f64 {
 /// (P's attraction weighs four times the repulsion).
 #[test]
 fn late_exaggeration_changes_the_result_and_one_is_the_default() {
-    for backend in backends() {
-        let kind = match backend {
-            "gpu" => BackendKind::Gpu,
-            "hybrid" => BackendKind::Hybrid,
-            _ => BackendKind::Cpu,
-        };
+    for kind in backends() {
+        let backend = kind.name();
         let default = digits_with_late(kind, None);
         let one = digits_with_late(kind, Some(1.0));
         if kind == BackendKind::Cpu {
@@ -218,7 +214,7 @@ fn read_npy(path: &Path) -> Vec<f32> {
 #[test]
 fn snapshots_and_their_animation() {
     for backend in backends() {
-        snapshots_on(backend);
+        snapshots_on(backend.name());
     }
 }
 

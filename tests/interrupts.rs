@@ -98,7 +98,7 @@ fn nothing_written(out: &Output, dir: &Path, needles: &[&str]) {
 fn sigint_during_the_optimisation_writes_nothing() {
     for backend in backends() {
         let dir = tempfile::tempdir().unwrap();
-        let mut run = endless(dir.path(), backend, &["-q"]);
+        let mut run = endless(dir.path(), backend.name(), &["-q"]);
         wait_for(&dir.path().join("snaps/iter_0000002.npy"), &mut run);
         interrupt(&run);
         let out = finish(run);
@@ -116,7 +116,7 @@ fn sigint_during_the_optimisation_writes_nothing() {
 #[test]
 fn sigint_with_on_interrupt_save_writes_the_embedding_reached() {
     for backend in backends() {
-        interrupted_save_on(backend);
+        interrupted_save_on(backend.name());
     }
 }
 

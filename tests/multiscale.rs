@@ -30,7 +30,7 @@ fn demo_report_on(backend: &str, extra: &[&str]) -> (serde_json::Value, String) 
 /// report, on every backend the machine has; the order given does not matter.
 #[test]
 fn multiscale_perplexity_runs_and_is_reported() {
-    for backend in backends() {
+    for backend in backends().into_iter().map(|b| b.name()) {
         let (r, _) = demo_report_on(backend, &["--perplexity", "40,10"]);
         assert_eq!(r["backend"]["kind"], backend);
         assert_eq!(r["params"]["multiscale"], serde_json::json!([10.0, 40.0]));
