@@ -10,7 +10,8 @@
 //   slot s of row i at i*k + s (64-bit offsets). p2 is the next power of two >= k.
 //   dist, idx: the caller's neighbours (squared distances ascending per row, indices).
 //   cond: n*k floats; sidx: n*k ints; partner: n*k floats.
-//   total, plp: one double each, zeroed before the launch that adds to them.
+//   total, plp: one exact sum each (common.cuh, EXACT_WORDS words: P then does not depend
+//   on the order the blocks add in), zeroed before the launch that adds to them.
 //   error: one int, zeroed before affinity_sort; bit 0 set when an index is outside [0, n).
 //   own_count, extra: n ints, extra zeroed before affinity_count. rank: the sval array
 //   after affinity_count. hist: H + 1 ints, zeroed; nnz: one double, zeroed.
@@ -58,14 +59,15 @@ __device__ inline double entropy(const float* row, int k, double dmin, double be
 
 // One thread per row: bisection on the precision beta (the twin of calibrate_row in
 // src/affinity/perplexity.rs), conditional probabilities written to cond (f32, row-major),
-// and their sum (in f64) added to *total. A block stages its rows' distances in shared
+// and their sum (exact) added to total. A block stages its rows' distances in shared
 // memory (row r at r*stride, stride odd so that the threads of a warp hit distinct banks).
 extern "C" __global__ void affinity_perplexity(int n, int k, int stride, double target,
                                                double tol, int max_steps,
                                                const float* __restrict__ dist,
-                                               float* __restrict__ cond, double* total) {
+                                               float* __restrict__ cond,
+                                               unsigned long long* total) {
     extern __shared__ float tile[];
-    double local_total = 0.0;
+    ExactSum local_total = exact_zero();
     int rows = blockDim.x;
     for (long long row0 = (long long)blockIdx.x * rows; row0 < n;
          row0 += (long long)gridDim.x * rows) {
@@ -85,7 +87,7 @@ extern "C" __global__ void affinity_perplexity(int n, int k, int stride, double 
             if (!(spread > 0.0)) {
                 float u = (float)(1.0 / (double)k);
                 for (int j = 0; j < k; ++j) row[j] = u;
-                local_total += (double)u * k;
+                exact_add(local_total, (double)u * k);
             } else {
                 double lo = 0.0, hi = __longlong_as_double(0x7ff0000000000000ll), beta = 1.0 / spread;
                 double best_gap = hi, best_beta = beta;
@@ -115,7 +117,7 @@ extern "C" __global__ void affinity_perplexity(int n, int k, int stride, double 
                     double dj = __dadd_rn((double)row[j], -dmin);
                     float p = (float)(exp(-beta * dj) / sum);
                     row[j] = p;
-                    local_total += (double)p;
+                    exact_add(local_total, (double)p);
                 }
             }
         }
@@ -124,8 +126,7 @@ extern "C" __global__ void affinity_perplexity(int n, int k, int stride, double 
             cond[base + e] = tile[(e / k) * stride + e % k];
         __syncthreads();
     }
-    double s = block_sum(local_total);
-    if (threadIdx.x == 0) atomicAdd(total, s);
+    exact_block_add(local_total, total);
 }
 
 // One warp per row: sorts the row's (index, probability) pairs by index (bitonic sort of
@@ -240,14 +241,14 @@ extern "C" __global__ void affinity_match(int n, int k, const int* __restrict__ 
 // so the entry must also be appended to row j; then sval's slot is overwritten with the
 // entry's rank among row j's appended entries (int bits). own_count[i] = entries of row i
 // from its own slots; extra[j] counts the appended ones; *plp += sum p ln p over P.
-extern "C" __global__ void affinity_count(int n, int k, const double* total,
+extern "C" __global__ void affinity_count(int n, int k, const unsigned long long* total,
                                           const int* __restrict__ sidx, float* sval,
                                           float* own, int* __restrict__ own_count, int* extra,
-                                          double* plp) {
+                                          unsigned long long* plp) {
     int lane = threadIdx.x & 31;
     int warps = blockDim.x >> 5;
-    double scale = 1.0 / (2.0 * *total);
-    double local = 0.0;
+    double scale = 1.0 / (2.0 * exact_value(total));
+    ExactSum local = exact_zero();
     for (long long i = (long long)blockIdx.x * warps + (threadIdx.x >> 5); i < n;
          i += (long long)gridDim.x * warps) {
         long long base = i * k;
@@ -266,7 +267,7 @@ extern "C" __global__ void affinity_count(int n, int k, const double* total,
                         keep = true;
                         float p = (float)(v * scale);
                         enc = mutual ? p : __uint_as_float(__float_as_uint(p) | 0x80000000u);
-                        if (p > 0.f) local += (mutual ? 1.0 : 2.0) * (double)p * log((double)p);
+                        if (p > 0.f) exact_add(local, (mutual ? 1.0 : 2.0) * (double)p * log((double)p));
                         if (!mutual) sval[base + s] = __int_as_float(atomicAdd(&extra[j], 1));
                     }
                 }
@@ -276,8 +277,7 @@ extern "C" __global__ void affinity_count(int n, int k, const double* total,
         }
         if (lane == 0) own_count[i] = count;
     }
-    double s = block_sum(local);
-    if (threadIdx.x == 0) atomicAdd(plp, s);
+    exact_block_add(local, plp);
 }
 
 // Entry number `slot` of row `row` in HYB: ELL when slot < K, else COO.

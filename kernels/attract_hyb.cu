@@ -8,8 +8,19 @@
 //   k*n + i, padding slots have col = i and val = 0; coo_rows/coo_cols/coo_vals: m entries
 //   sorted by row (the warp reduction in attract_coo relies on it).
 //   inv_dof, dof: 1/dof and dof in float (dof 1: both products exact, the Cauchy results
-//   unchanged bit for bit); kl (may be null): one double receiving sum p ln w, ln w = dof ln e.
+//   unchanged bit for bit); kl (may be null): an exact sum (common.cuh, EXACT_WORDS words)
+//   receiving sum p ln w, ln w = dof ln e.
 // The ELL kernel overwrites force; the COO kernel then adds with atomics.
+//
+// Deterministic forces (`--deterministic`, the *_fixed kernels): float atomics add in
+// whatever order the warps reach them, and a row's entries sit in an order the
+// symmetrisation's atomics chose, so the float sums vary in their last bits from run to
+// run. The fixed kernels round every term p e (y_i - y_j) once to a multiple of 1/scale and
+// sum 64-bit integers (exact, so in any order) into `fixed`; attract_fixed_to_force then
+// writes force = fixed / scale. |F_attr,i| <= sqrt(dof)/2 * sum_j p_ij (e d peaks at
+// d = sqrt(dof)), so with scale = 2^56 / max(1, sqrt(dof)) (src/attract/gpu.rs) the rows of
+// a P that sums to 1 stay far inside the 64 bits, and the rounding (2^-56 sqrt(dof) per
+// term) lies below a float's precision of the forces of 10^8 points.
 
 // Point j's coordinates; in 2-D one 8-byte load (the gathers of y_j are what the
 // attraction waits on: one request per neighbour instead of two).
@@ -25,10 +36,18 @@ __device__ inline void load_point(const float* __restrict__ y, int j, float out[
     }
 }
 
-// Adds p e (y_i - y_j) to acc; returns e = 1 / (1 + |y_i - y_j|^2 / dof).
-template <int D>
+// A force term added to a float sum, or to a fixed-point one (rounded to a multiple of
+// 1/scale).
+__device__ inline void accumulate(float& acc, float term, float) { acc += term; }
+__device__ inline void accumulate(long long& acc, float term, float scale) {
+    acc += __float2ll_rn(term * scale);
+}
+
+// Adds p e (y_i - y_j) to acc (float, or fixed point with `scale`); returns
+// e = 1 / (1 + |y_i - y_j|^2 / dof).
+template <int D, typename Acc>
 __device__ inline float pair_force(const float yi[D], const float yj[D], float p, float inv_dof,
-                                   float acc[D]) {
+                                   float scale, Acc acc[D]) {
     float diff[D], d2 = 0.f;
 #pragma unroll
     for (int k = 0; k < D; ++k) {
@@ -37,35 +56,41 @@ __device__ inline float pair_force(const float yi[D], const float yj[D], float p
     }
     float w = 1.f / (1.f + d2 * inv_dof);
 #pragma unroll
-    for (int k = 0; k < D; ++k) acc[k] += p * w * diff[k];
+    for (int k = 0; k < D; ++k) accumulate(acc[k], p * w * diff[k], scale);
     return w;
 }
 
-template <int D>
+// One ELL row's force: in float into force (FIXED false), or in fixed point into fixed.
+template <int D, bool FIXED>
 __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
                             const float* __restrict__ ell_vals, const float* __restrict__ y,
-                            float inv_dof, float dof, float* __restrict__ force, double* kl) {
-    double local_kl = 0.0;
+                            float inv_dof, float dof, float scale, float* __restrict__ force,
+                            long long* __restrict__ fixed, unsigned long long* kl) {
+    typedef typename pick<FIXED, long long, float>::type acc_t;
+    ExactSum local_kl = exact_zero();
     GRID_STRIDE(i, n) {
-        float acc[D], yi[D];
+        float yi[D];
+        acc_t acc[D];
         load_point<D>(y, (int)i, yi);
 #pragma unroll
-        for (int k = 0; k < D; ++k) acc[k] = 0.f;
+        for (int k = 0; k < D; ++k) acc[k] = 0;
 #pragma unroll 4
         for (int s = 0; s < K; ++s) {
             long long e = (long long)s * n + i;
             float p = ell_vals[e], yj[D];
             load_point<D>(y, ell_cols[e], yj);
-            float w = pair_force<D>(yi, yj, p, inv_dof, acc);
-            if (kl && p > 0.f) local_kl += (double)(p * (dof * logf(w)));
+            float w = pair_force<D>(yi, yj, p, inv_dof, scale, acc);
+            if (kl && p > 0.f) exact_add(local_kl, (double)(p * (dof * logf(w))));
         }
 #pragma unroll
-        for (int k = 0; k < D; ++k) force[i * D + k] = acc[k];
+        for (int k = 0; k < D; ++k) {
+            if constexpr (FIXED)
+                fixed[i * D + k] = acc[k];
+            else
+                force[i * D + k] = acc[k];
+        }
     }
-    if (kl) {
-        double s = block_sum(local_kl);
-        if (threadIdx.x == 0) atomicAdd(kl, s);
-    }
+    if (kl) exact_block_add(local_kl, kl);
 }
 
 // COO entries are sorted by row (a hub's many reverse edges sit together), so each warp
@@ -76,12 +101,15 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
 // device once (src/attract/gpu.rs), not one block per 256 entries. COO_CHUNKS comes from
 // src/gpu/kernels/attract_hyb.rs as a -D option.
 
-template <int D>
+// FIXED: the terms in fixed point, the totals added to `fixed` with integer atomics.
+template <int D, bool FIXED>
 __device__ void attract_coo(long long m, const int* __restrict__ rows,
                             const int* __restrict__ cols, const float* __restrict__ vals,
-                            const float* __restrict__ y, float inv_dof, float dof,
-                            float* __restrict__ force, double* kl) {
-    double local_kl = 0.0;
+                            const float* __restrict__ y, float inv_dof, float dof, float scale,
+                            float* __restrict__ force, long long* __restrict__ fixed,
+                            unsigned long long* kl) {
+    typedef typename pick<FIXED, long long, float>::type acc_t;
+    ExactSum local_kl = exact_zero();
     const int lane = threadIdx.x & 31;
     const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
     const long long step = warps * 32 * COO_CHUNKS;
@@ -104,11 +132,11 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
         }
 #pragma unroll
         for (int c = 0; c < COO_CHUNKS; ++c) {
-            float acc[D];
+            acc_t acc[D];
 #pragma unroll
-            for (int k = 0; k < D; ++k) acc[k] = 0.f;
-            float w = pair_force<D>(yi[c], yj[c], p[c], inv_dof, acc);
-            if (kl && i[c] >= 0) local_kl += (double)(p[c] * (dof * logf(w)));
+            for (int k = 0; k < D; ++k) acc[k] = 0;
+            float w = pair_force<D>(yi[c], yj[c], p[c], inv_dof, scale, acc);
+            if (kl && i[c] >= 0) exact_add(local_kl, (double)(p[c] * (dof * logf(w))));
             // Segmented reduction towards the first lane of each row: rows are sorted, so a
             // lane `off` places further holding the same row means every lane between does.
 #pragma unroll
@@ -117,7 +145,7 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
                 bool same = lane + off < 32 && other == i[c];
 #pragma unroll
                 for (int k = 0; k < D; ++k) {
-                    float v = __shfl_down_sync(FULL_MASK, acc[k], off);
+                    acc_t v = __shfl_down_sync(FULL_MASK, acc[k], off);
                     if (same) acc[k] += v;
                 }
             }
@@ -125,31 +153,54 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
             bool head = i[c] >= 0 && (lane == 0 || prev != i[c]);
             if (head) {
 #pragma unroll
-                for (int k = 0; k < D; ++k) atomicAdd(&force[i[c] * D + k], acc[k]);
+                for (int k = 0; k < D; ++k) {
+                    if constexpr (FIXED)
+                        atomicAdd(reinterpret_cast<unsigned long long*>(&fixed[i[c] * D + k]),
+                                  (unsigned long long)acc[k]);
+                    else
+                        atomicAdd(&force[i[c] * D + k], acc[k]);
+                }
             }
         }
     }
-    if (kl) {
-        double s = block_sum(local_kl);
-        if (threadIdx.x == 0) atomicAdd(kl, s);
-    }
+    if (kl) exact_block_add(local_kl, kl);
+}
+
+// force = fixed / scale, after the fixed kernels.
+extern "C" __global__ void attract_fixed_to_force(long long len, const long long* __restrict__ fixed,
+                                                  double inv_scale, float* __restrict__ force) {
+    GRID_STRIDE(t, len) force[t] = (float)((double)fixed[t] * inv_scale);
 }
 
 // Both kernels wait on gathers: occupancy hides them, so their registers are capped for
 // MIN_BLOCKS blocks of ATTRACT_THREADS (256, from src/gpu/kernels/attract_hyb.rs) threads per
 // SM (8 = the full 2048 threads; 3-D would spill there).
 #define ATTRACT_INSTANCES(D, MIN_BLOCKS)                                                       \
-    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS) attract_ell_##D##d(int n, int K, const int* ell_cols,           \
-                                                  const float* ell_vals, const float* y,       \
-                                                  float inv_dof, float dof,                    \
-                                                  float* force, double* kl) {                  \
-        attract_ell<D>(n, K, ell_cols, ell_vals, y, inv_dof, dof, force, kl);                  \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
+        attract_ell_##D##d(int n, int K, const int* ell_cols, const float* ell_vals,           \
+                           const float* y, float inv_dof, float dof, float* force,             \
+                           unsigned long long* kl) {                                           \
+        attract_ell<D, false>(n, K, ell_cols, ell_vals, y, inv_dof, dof, 0.f, force, nullptr,  \
+                              kl);                                                             \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS) attract_coo_##D##d(long long m, const int* rows, const int* cols, \
-                                                  const float* vals, const float* y,           \
-                                                  float inv_dof, float dof,                    \
-                                                  float* force, double* kl) {                  \
-        attract_coo<D>(m, rows, cols, vals, y, inv_dof, dof, force, kl);                       \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
+        attract_coo_##D##d(long long m, const int* rows, const int* cols, const float* vals,   \
+                           const float* y, float inv_dof, float dof, float* force,             \
+                           unsigned long long* kl) {                                           \
+        attract_coo<D, false>(m, rows, cols, vals, y, inv_dof, dof, 0.f, force, nullptr, kl);  \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
+        attract_ell_fixed_##D##d(int n, int K, const int* ell_cols, const float* ell_vals,     \
+                                 const float* y, float inv_dof, float dof, float scale,        \
+                                 long long* fixed, unsigned long long* kl) {                   \
+        attract_ell<D, true>(n, K, ell_cols, ell_vals, y, inv_dof, dof, scale, nullptr, fixed, \
+                             kl);                                                              \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
+        attract_coo_fixed_##D##d(long long m, const int* rows, const int* cols,                \
+                                 const float* vals, const float* y, float inv_dof, float dof,  \
+                                 float scale, long long* fixed, unsigned long long* kl) {      \
+        attract_coo<D, true>(m, rows, cols, vals, y, inv_dof, dof, scale, nullptr, fixed, kl); \
     }
 ATTRACT_INSTANCES(1, 8)
 ATTRACT_INSTANCES(2, 8)

@@ -5,13 +5,15 @@
 // and w^2).
 //
 // Argument contract (declared in src/gpu/kernels/exact.rs): y n*D floats; force n*D floats; z
-// one double zeroed before exact_sums; launched with one thread per target (grid =
+// an exact sum (common.cuh, EXACT_WORDS words: Z then does not depend on the order the
+// blocks add in) zeroed before exact_sums; launched with one thread per target (grid =
 // ceil(n/block)), dynamic shared memory blockDim.x*D floats, blockDim.x a multiple of 32.
 //
 // exact_targets (the grid-size sweep's reference at large n): m targets, their indices in
 // targets[m]; z_row m doubles and force_z m*D doubles zeroed before the launch; grid
 // (ceil(m/block), ceil(n/chunk)): block column c sums the sources [c*chunk, (c+1)*chunk) and
-// adds its partial sums atomically, so a few thousand targets still fill the device.
+// adds its partial sums atomically, so a few thousand targets still fill the device (in an
+// order that varies: a measurement's reference, not part of a run).
 //
 // exact_z: Z alone over all n^2 pairs, one thread per target as exact_sums; the pair weights in
 // float (correctly rounded reciprocal), summed in float over runs of 32 sources and then in
@@ -48,7 +50,7 @@ __device__ inline void stage(const float* y, int start, int end, float* tile) {
 
 template <int D>
 __device__ void sums(int n, const float* __restrict__ y, double dof, float* __restrict__ force,
-                     double* z) {
+                     unsigned long long* z) {
     extern __shared__ float tile[];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float yi[D];
@@ -69,8 +71,9 @@ __device__ void sums(int n, const float* __restrict__ y, double dof, float* __re
     } else {
         zi = 0.0;
     }
-    double s = block_sum(zi);
-    if (threadIdx.x == 0) atomicAdd(z, s);
+    ExactSum zs = exact_zero();
+    exact_add(zs, zi);
+    exact_block_add(zs, z);
 }
 
 template <int D>
@@ -100,7 +103,8 @@ __device__ void target_sums(int n, int m, const int* __restrict__ targets, const
 }
 
 template <int D>
-__device__ void z_sum(int n, const float* __restrict__ y, float inv_dof, float dof, double* z) {
+__device__ void z_sum(int n, const float* __restrict__ y, float inv_dof, float dof,
+                      unsigned long long* z) {
     extern __shared__ float tile[];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float yi[D];
@@ -130,24 +134,26 @@ __device__ void z_sum(int n, const float* __restrict__ y, float inv_dof, float d
         __syncthreads();
     }
     if (i >= n) zi = 0.0;
-    double s = block_sum(zi);
-    if (threadIdx.x == 0) atomicAdd(z, s);
+    ExactSum zs = exact_zero();
+    exact_add(zs, zi);
+    exact_block_add(zs, z);
 }
 
-extern "C" __global__ void exact_sums_1d(int n, const float* y, double dof, float* force, double* z) { sums<1>(n, y, dof, force, z); }
-extern "C" __global__ void exact_sums_2d(int n, const float* y, double dof, float* force, double* z) { sums<2>(n, y, dof, force, z); }
-extern "C" __global__ void exact_sums_3d(int n, const float* y, double dof, float* force, double* z) { sums<3>(n, y, dof, force, z); }
+extern "C" __global__ void exact_sums_1d(int n, const float* y, double dof, float* force, unsigned long long* z) { sums<1>(n, y, dof, force, z); }
+extern "C" __global__ void exact_sums_2d(int n, const float* y, double dof, float* force, unsigned long long* z) { sums<2>(n, y, dof, force, z); }
+extern "C" __global__ void exact_sums_3d(int n, const float* y, double dof, float* force, unsigned long long* z) { sums<3>(n, y, dof, force, z); }
 
 extern "C" __global__ void exact_targets_1d(int n, int m, const int* targets, const float* y, double dof, int chunk, double* z_row, double* force_z) { target_sums<1>(n, m, targets, y, dof, chunk, z_row, force_z); }
 extern "C" __global__ void exact_targets_2d(int n, int m, const int* targets, const float* y, double dof, int chunk, double* z_row, double* force_z) { target_sums<2>(n, m, targets, y, dof, chunk, z_row, force_z); }
 extern "C" __global__ void exact_targets_3d(int n, int m, const int* targets, const float* y, double dof, int chunk, double* z_row, double* force_z) { target_sums<3>(n, m, targets, y, dof, chunk, z_row, force_z); }
 
-extern "C" __global__ void exact_z_1d(int n, const float* y, float inv_dof, float dof, double* z) { z_sum<1>(n, y, inv_dof, dof, z); }
-extern "C" __global__ void exact_z_2d(int n, const float* y, float inv_dof, float dof, double* z) { z_sum<2>(n, y, inv_dof, dof, z); }
-extern "C" __global__ void exact_z_3d(int n, const float* y, float inv_dof, float dof, double* z) { z_sum<3>(n, y, inv_dof, dof, z); }
+extern "C" __global__ void exact_z_1d(int n, const float* y, float inv_dof, float dof, unsigned long long* z) { z_sum<1>(n, y, inv_dof, dof, z); }
+extern "C" __global__ void exact_z_2d(int n, const float* y, float inv_dof, float dof, unsigned long long* z) { z_sum<2>(n, y, inv_dof, dof, z); }
+extern "C" __global__ void exact_z_3d(int n, const float* y, float inv_dof, float dof, unsigned long long* z) { z_sum<3>(n, y, inv_dof, dof, z); }
 
 // force /= Z.
-extern "C" __global__ void exact_normalise(long long len, float* force, const double* z) {
-    float inv_z = (float)(1.0 / z[0]);
+extern "C" __global__ void exact_normalise(long long len, float* force,
+                                           const unsigned long long* z) {
+    float inv_z = (float)(1.0 / exact_value(z));
     GRID_STRIDE(t, len) force[t] *= inv_z;
 }

@@ -12,17 +12,18 @@
 //
 // Argument contract (declared in src/gpu/kernels/g2s.rs): y n*D floats; order a permutation of [0, n); phi
 // C*len reals channel-major with C = 2 + D channels (psi, phi_0, phi_1..phi_D); out n*C
-// reals point-major; z one double, zeroed before the launch; blockDim.x a multiple of 32.
+// reals point-major; z an exact sum (common.cuh: EXACT_WORDS words, zeroed before the launch),
+// so that Z does not depend on the order points are taken in; blockDim.x a multiple of 32.
 // Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels/mod.rs: NVRTC sees one source).
 
 template <int D>
 __device__ void gather(int n, GridGeom g, const float* __restrict__ y,
                        const int* __restrict__ order, const real* __restrict__ phi,
-                       real* __restrict__ out, double* z) {
+                       real* __restrict__ out, unsigned long long* z) {
     const int C = 2 + D;
     long long len = 1;
     for (int a = 0; a < D; ++a) len *= g.p;
-    double local_z = 0.0;
+    ExactSum local_z = exact_zero();
     GRID_STRIDE(j, n) {
         const long long i = D == 3 ? order[j] : j;
         float w[D][4];
@@ -63,21 +64,20 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y,
         }
         acc[0] -= self_w;
         out[i * C] = acc[0];
-        local_z += (double)acc[0];
+        exact_add(local_z, (double)acc[0]);
     }
-    double s = block_sum(local_z);
-    if (threadIdx.x == 0) atomicAdd(z, s);
+    exact_block_add(local_z, z);
 }
 
 extern "C" __global__ void g2s_gather_1d(int n, GridGeom g, const float* y, const int* order,
-                                          const real* phi, real* out, double* z) {
+                                          const real* phi, real* out, unsigned long long* z) {
     gather<1>(n, g, y, order, phi, out, z);
 }
 extern "C" __global__ void g2s_gather_2d(int n, GridGeom g, const float* y, const int* order,
-                                          const real* phi, real* out, double* z) {
+                                          const real* phi, real* out, unsigned long long* z) {
     gather<2>(n, g, y, order, phi, out, z);
 }
 extern "C" __global__ void g2s_gather_3d(int n, GridGeom g, const float* y, const int* order,
-                                          const real* phi, real* out, double* z) {
+                                          const real* phi, real* out, unsigned long long* z) {
     gather<3>(n, g, y, order, phi, out, z);
 }

@@ -3,16 +3,18 @@
 // y += update, and the column sums of the new y for re-centring.
 //
 // Argument contract (declared in src/gpu/kernels/optim.rs): attr, rep, y, update, gains: n*D
-// floats; sums: D doubles, zeroed before the launch; blockDim.x a multiple of 32.
+// floats; sums: D exact sums (common.cuh: D * EXACT_WORDS words, zeroed before the launch,
+// so that the mean does not depend on the order the blocks add in); blockDim.x a multiple
+// of 32.
 
 template <int D>
 __device__ void step(int n, float alpha, float momentum, float eta, float min_gain,
                      const float* __restrict__ attr, const float* __restrict__ rep,
                      float* __restrict__ y, float* __restrict__ update,
-                     float* __restrict__ gains, double* sums) {
-    double local[D];
+                     float* __restrict__ gains, unsigned long long* sums) {
+    ExactSum local[D];
 #pragma unroll
-    for (int k = 0; k < D; ++k) local[k] = 0.0;
+    for (int k = 0; k < D; ++k) local[k] = exact_zero();
     GRID_STRIDE(i, n) {
 #pragma unroll
         for (int k = 0; k < D; ++k) {
@@ -27,22 +29,19 @@ __device__ void step(int n, float alpha, float momentum, float eta, float min_ga
             update[t] = u;
             float yn = y[t] + u;
             y[t] = yn;
-            local[k] += (double)yn;
+            exact_add(local[k], (double)yn);
         }
     }
 #pragma unroll
-    for (int k = 0; k < D; ++k) {
-        double s = block_sum(local[k]);
-        if (threadIdx.x == 0) atomicAdd(&sums[k], s);
-    }
+    for (int k = 0; k < D; ++k) exact_block_add(local[k], sums + k * EXACT_WORDS);
 }
 
-// Subtracts the mean sums[k] / n from coordinate k.
+// Subtracts the mean (sum k) / n from coordinate k.
 template <int D>
-__device__ void recentre(int n, float* __restrict__ y, const double* __restrict__ sums) {
+__device__ void recentre(int n, float* __restrict__ y, const unsigned long long* __restrict__ sums) {
     float mean[D];
 #pragma unroll
-    for (int k = 0; k < D; ++k) mean[k] = (float)(sums[k] / n);
+    for (int k = 0; k < D; ++k) mean[k] = (float)(exact_value(sums + k * EXACT_WORDS) / n);
     GRID_STRIDE(i, n) {
 #pragma unroll
         for (int k = 0; k < D; ++k) y[i * D + k] -= mean[k];
@@ -53,10 +52,11 @@ __device__ void recentre(int n, float* __restrict__ y, const double* __restrict_
     extern "C" __global__ void optim_step_##D##d(int n, float alpha, float momentum, float eta, \
                                                  float min_gain, const float* attr,           \
                                                  const float* rep, float* y, float* update,   \
-                                                 float* gains, double* sums) {                \
+                                                 float* gains, unsigned long long* sums) {    \
         step<D>(n, alpha, momentum, eta, min_gain, attr, rep, y, update, gains, sums);        \
     }                                                                                         \
-    extern "C" __global__ void optim_recentre_##D##d(int n, float* y, const double* sums) {    \
+    extern "C" __global__ void optim_recentre_##D##d(int n, float* y,                        \
+                                                      const unsigned long long* sums) {       \
         recentre<D>(n, y, sums);                                                              \
     }
 OPTIM_INSTANCES(1)

@@ -14,6 +14,18 @@
 // compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN); a patch pass took 0.7 ms per call at
 // 1.3M points in 2-D and 1.5-2 ms in 3-D.
 //
+// Deterministic S2G (`--deterministic`, the *_fixed kernels): float atomics add in the
+// order warps reach a node, and the points of a cell sit in the order the placing's atomics
+// chose, so float sums vary in their last bits between runs. The fixed kernels round each
+// point's charge once to a multiple of 1/s0 (channel 0, weights |w| <= 1) or 1/sq (the
+// others, sq = s0 / R with |y - c| <= R, the grid's half width), sum integers in a warp's
+// registers (fixed_lane, over a piece of at most PIECE = 512 points) and add them to 64-bit
+// integer nodes (`fixed`): integer sums are exact, so any order gives the same grid, which
+// s2g_fixed_to_grid then writes in reals. Float grids sum 32-bit lanes with s0 = 2^21
+// (|piece sum| <= 2^30; 5e-7 per charge, far below the interpolation's own error), double
+// grids 64-bit lanes with s0 = 2^62 / n (a node's total stays below 2^62; 2^-41 per charge
+// at 10^6 points), s0 chosen in src/repulse/s2g/gpu.rs.
+//
 // Points are sorted in the order of the previous call's sort (`prev`, a permutation of the
 // points; the identity at first): points move little between iterations, so the lanes of a
 // warp mostly share a cell and its counter takes one atomic per warp (__match_any_sync), not
@@ -166,12 +178,13 @@ extern "C" __global__ void s2g_bin_place(int n, const int* __restrict__ prev,
 }
 
 // The points of sparse cells, each spread straight into the grid; taken in cell order, so
-// that a warp's atomics land near each other.
-template <int D>
+// that a warp's atomics land near each other. FIXED: into `fixed` in fixed point.
+template <int D, bool FIXED>
 __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
                                const int* __restrict__ order, const int* __restrict__ bin,
                                const int* __restrict__ counts, int dense_min,
-                               real* __restrict__ grid) {
+                               real* __restrict__ grid, float s0, float sq,
+                               long long* __restrict__ fixed) {
     long long len = 1;
     for (int a = 0; a < D; ++a) len *= g.p;
     GRID_STRIDE(j, n) {
@@ -186,22 +199,48 @@ __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
         for (int k = 0; k < (1 << (2 * D)); ++k) {
             float wt;
             long long idx = stencil_node<D>(k, corner, g.p, w, &wt);
-            atomicAdd(&grid[idx], (real)wt);
+            if constexpr (FIXED) {
+                unsigned long long* f = reinterpret_cast<unsigned long long*>(fixed);
+                atomicAdd(&f[idx], (unsigned long long)__float2ll_rn(wt * s0));
 #pragma unroll
-            for (int a = 0; a < D; ++a) atomicAdd(&grid[(a + 1) * len + idx], (real)(wt * q[a]));
+                for (int a = 0; a < D; ++a)
+                    atomicAdd(&f[(a + 1) * len + idx],
+                              (unsigned long long)__float2ll_rn(wt * q[a] * sq));
+            } else {
+                atomicAdd(&grid[idx], (real)wt);
+#pragma unroll
+                for (int a = 0; a < D; ++a)
+                    atomicAdd(&grid[(a + 1) * len + idx], (real)(wt * q[a]));
+            }
         }
     }
 }
 
+// grid = fixed / s0 (channel 0) or / sq (the others), after the fixed kernels.
+extern "C" __global__ void s2g_fixed_to_grid(long long total, long long len,
+                                             const long long* __restrict__ fixed,
+                                             double inv_s0, double inv_sq,
+                                             real* __restrict__ grid) {
+    GRID_STRIDE(t, total) grid[t] = (real)((double)fixed[t] * (t < len ? inv_s0 : inv_sq));
+}
+
+#ifdef REPULSE_F64
+typedef long long fixed_lane;
+__device__ inline fixed_lane to_fixed(float v) { return __float2ll_rn(v); }
+#else
+typedef int fixed_lane;
+__device__ inline fixed_lane to_fixed(float v) { return __float2int_rn(v); }
+#endif
+
 // One step of warp_reduce_scatter: lanes `off` apart swap halves of their first 2 HALF
 // values; each keeps the sum of its half (the upper one where lane & off).
-template <int HALF>
-__device__ inline void swap_halves(real* v, int off) {
+template <int HALF, typename T>
+__device__ inline void swap_halves(T* v, int off) {
     const bool upper = (threadIdx.x & 31) & off;
 #pragma unroll
     for (int k = 0; k < HALF; ++k) {
-        real send = upper ? v[k] : v[k + HALF];
-        real keep = upper ? v[k + HALF] : v[k];
+        T send = upper ? v[k] : v[k + HALF];
+        T keep = upper ? v[k + HALF] : v[k];
         v[k] = keep + __shfl_xor_sync(FULL_MASK, send, off);
     }
 }
@@ -210,8 +249,8 @@ __device__ inline void swap_halves(real* v, int off) {
 // of values NR/32 * l + k in v[k], k < NR/32 (NR a power of two, at least 32). Each step
 // swaps half of what a lane holds with its partner, so the warp shuffles NR - NR/32 values
 // instead of the 5 NR of a butterfly on every value.
-template <int NR>
-__device__ inline void warp_reduce_scatter(real v[NR]) {
+template <int NR, typename T>
+__device__ inline void warp_reduce_scatter(T v[NR]) {
     swap_halves<NR / 2>(v, 16);
     swap_halves<NR / 4>(v, 8);
     swap_halves<NR / 8>(v, 4);
@@ -223,10 +262,13 @@ __device__ inline void warp_reduce_scatter(real v[NR]) {
 // stencil, so the lanes sum their weighted charges in registers, the warp reduces them and
 // each total meets the grid in one atomic. The 4^D nodes go in SLABS slabs by their offset
 // on the last axis (3-D: four slabs of 16 nodes x 4 channels), the points re-read per slab.
-template <int D>
+// FIXED: the charges summed as integers, into `fixed`.
+template <int D, bool FIXED>
 __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
                               const int* __restrict__ order, const int* __restrict__ pieces,
-                              const int* __restrict__ npieces, real* __restrict__ grid) {
+                              const int* __restrict__ npieces, real* __restrict__ grid,
+                              float s0, float sq, long long* __restrict__ fixed) {
+    typedef typename pick<FIXED, fixed_lane, real>::type acc_t;
     constexpr int K = 1 << (2 * D);         // stencil nodes
     constexpr int SLABS = D == 3 ? 4 : 1;   // slabs of nodes summed at a time
     constexpr int KS = K / SLABS;           // nodes per slab
@@ -247,7 +289,7 @@ __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
         }
 #pragma unroll
         for (int slab = 0; slab < SLABS; ++slab) {
-            real v[NR];
+            acc_t v[NR];
 #pragma unroll
             for (int k = 0; k < NR; ++k) v[k] = 0;
             for (int j = begin + lane; j < end; j += 32) {
@@ -264,12 +306,19 @@ __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
                     float wt = 1.f;
 #pragma unroll
                     for (int a = 0; a < D; ++a) wt *= w[a][(node >> (2 * a)) & 3];
-                    v[k] += (real)wt;
+                    if constexpr (FIXED) {
+                        v[k] += to_fixed(wt * s0);
 #pragma unroll
-                    for (int a = 0; a < D; ++a) v[(a + 1) * KS + k] += (real)(wt * q[a]);
+                        for (int a = 0; a < D; ++a)
+                            v[(a + 1) * KS + k] += to_fixed(wt * q[a] * sq);
+                    } else {
+                        v[k] += (real)wt;
+#pragma unroll
+                        for (int a = 0; a < D; ++a) v[(a + 1) * KS + k] += (real)(wt * q[a]);
+                    }
                 }
             }
-            warp_reduce_scatter<NR>(v);
+            warp_reduce_scatter<NR, acc_t>(v);
 #pragma unroll
             for (int k = 0; k < NR / 32; ++k) {
                 const int idx = NR / 32 * lane + k;
@@ -281,7 +330,11 @@ __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
                     at += ((node >> (2 * a)) & 3) * sa;
                     sa *= g.p;
                 }
-                atomicAdd(&grid[ch * len + at], v[k]);
+                if constexpr (FIXED)
+                    atomicAdd(reinterpret_cast<unsigned long long*>(&fixed[ch * len + at]),
+                              (unsigned long long)(long long)v[k]);
+                else
+                    atomicAdd(&grid[ch * len + at], v[k]);
             }
         }
     }
@@ -296,12 +349,25 @@ __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
                                                          const int* order, const int* bin,    \
                                                          const int* counts, int dense_min,    \
                                                          real* grid) {                        \
-        scatter_sparse<D>(n, g, y, order, bin, counts, dense_min, grid);                      \
+        scatter_sparse<D, false>(n, g, y, order, bin, counts, dense_min, grid, 0.f, 0.f,      \
+                                 nullptr);                                                    \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(S2G_CELL_THREADS)                            \
         s2g_scatter_cells_##D##d(GridGeom g, int nc, const float* y, const int* order,        \
                                  const int* pieces, const int* npieces, real* grid) {         \
-        scatter_cells<D>(g, nc, y, order, pieces, npieces, grid);                             \
+        scatter_cells<D, false>(g, nc, y, order, pieces, npieces, grid, 0.f, 0.f, nullptr);   \
+    }                                                                                         \
+    extern "C" __global__ void s2g_scatter_sparse_fixed_##D##d(                               \
+        int n, GridGeom g, const float* y, const int* order, const int* bin,                  \
+        const int* counts, int dense_min, float s0, float sq, long long* fixed) {             \
+        scatter_sparse<D, true>(n, g, y, order, bin, counts, dense_min, nullptr, s0, sq,      \
+                                fixed);                                                       \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(S2G_CELL_THREADS)                            \
+        s2g_scatter_cells_fixed_##D##d(GridGeom g, int nc, const float* y, const int* order,  \
+                                       const int* pieces, const int* npieces, float s0,       \
+                                       float sq, long long* fixed) {                          \
+        scatter_cells<D, true>(g, nc, y, order, pieces, npieces, nullptr, s0, sq, fixed);     \
     }
 S2G_INSTANCES(1)
 S2G_INSTANCES(2)

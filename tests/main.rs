@@ -7,6 +7,8 @@ mod cli;
 /// The optimisation's controls: exaggeration phases and momentum (their old flag names
 /// too), snapshots and their animation.
 mod controls;
+/// `--deterministic`: runs that repeat bit for bit on every backend.
+mod deterministic;
 /// Whole embeddings of real data (the embedded digits) and of graphs.
 mod e2e;
 /// Exact t-SNE: affinities over every pair (`--affinities exact`).

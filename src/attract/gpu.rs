@@ -1,30 +1,78 @@
 //! Attraction on the GPU over P in HYB (`kernels/attract_hyb.cu`): the ELL part overwrites
-//! the forces, the COO part (long rows) adds to them.
+//! the forces, the COO part (long rows) adds to them. Deterministic runs sum in fixed point
+//! instead (the kernels' `_fixed` variants): the COO part's float atomics, and the order a
+//! row's entries took in the symmetrisation, would otherwise change the forces' last bits
+//! from run to run.
 
 use cudarc::driver::CudaSlice;
 
 use super::{check_shapes, Attract};
-use crate::gpu::kernels::attract_hyb::{AttractCoo, AttractEll, COO_BLOCKS_PER_SM, COO_CHUNKS};
+use crate::gpu::kernels::attract_hyb::{
+    AttractCoo, AttractCooFixed, AttractEll, AttractEllFixed, AttractFixedToForce,
+    COO_BLOCKS_PER_SM, COO_CHUNKS,
+};
 use crate::gpu::GpuError;
 use crate::kernel::Kernel;
 use crate::sparse::HybGpu;
 use crate::Result;
 
+/// The fixed point of the deterministic attraction: terms are rounded to multiples of
+/// 1 / scale, a power of two (so that scaling a float is exact). |F_attr,i| ≤ √α/2 · Σ_j p_ij
+/// (the edge weight times the distance peaks at d = √α), so 2⁵⁴/√α leaves room for rows of
+/// P summing to 2⁸ (a normalised P's rows sum to far less than 1) and rounds each term to
+/// about 5.5·10⁻¹⁷ √α, below a float's precision of the forces at 10⁷ points (about 10⁻⁸).
+fn fixed_scale(kernel: Kernel) -> f32 {
+    let root = kernel.dof.sqrt().max(1.0);
+    (54.0 - root.log2().ceil()).exp2() as f32
+}
+
 impl HybGpu {
     /// F_attr of the device-resident `y` into `force`, each edge weighed by the `kernel`'s
-    /// $w^{1/α}$ ([`Kernel::edge`]); with `kl`, adds Σ p ln w to `kl[0]` (the caller zeroes
-    /// it). Everything stays on the device.
+    /// $w^{1/α}$ ([`Kernel::edge`]); with `kl`, adds Σ p ln w to that exact sum
+    /// ([`crate::gpu::sum`]; the caller zeroes it). With `fixed` (n × dims words), the sums
+    /// are taken in fixed point there, the same in any order, and then written to `force`:
+    /// a deterministic run's attraction. Everything stays on the device.
     pub fn attract_device(
         &self,
         kernel: Kernel,
         y: &CudaSlice<f32>,
         dims: usize,
         force: &mut CudaSlice<f32>,
-        mut kl: Option<&mut CudaSlice<f64>>,
+        kl: Option<&mut CudaSlice<u64>>,
+        fixed: Option<&mut CudaSlice<i64>>,
     ) -> std::result::Result<(), GpuError> {
-        let gpu = self.gpu;
-        let s = &gpu.stream;
-        let edge = kernel.edge_f32();
+        match fixed {
+            None => self.attract_float(kernel, y, dims, force, kl),
+            Some(fixed) => {
+                self.attract_fixed(kernel, y, dims, fixed, kl)?;
+                let scale = fixed_scale(kernel);
+                AttractFixedToForce {
+                    len: self.n * dims,
+                    fixed,
+                    inv_scale: 1.0 / scale as f64,
+                    force,
+                }
+                .launch(self.gpu, &self.gpu.stream, self.gpu.config(self.n * dims))
+            }
+        }
+    }
+
+    /// The COO kernels' grid: one wave, every SM full (the kernel's launch bounds), each
+    /// warp looping over runs of COO_CHUNKS × 32 entries.
+    fn coo_config(&self) -> cudarc::driver::LaunchConfig {
+        self.gpu
+            .config_waves(self.coo_len.div_ceil(COO_CHUNKS), COO_BLOCKS_PER_SM)
+    }
+
+    fn attract_float(
+        &self,
+        kernel: Kernel,
+        y: &CudaSlice<f32>,
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+        mut kl: Option<&mut CudaSlice<u64>>,
+    ) -> std::result::Result<(), GpuError> {
+        let (gpu, edge) = (self.gpu, kernel.edge_f32());
         AttractEll {
             dims,
             n: self.n,
@@ -37,11 +85,8 @@ impl HybGpu {
             force: &mut *force,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
-        .launch(gpu, s, gpu.config(self.n))?;
+        .launch(gpu, &gpu.stream, gpu.config(self.n))?;
         if self.coo_len > 0 {
-            // One wave: every SM full (the kernel's launch bounds), each warp looping over
-            // runs of COO_CHUNKS × 32 entries.
-            let cfg = gpu.config_waves(self.coo_len.div_ceil(COO_CHUNKS), COO_BLOCKS_PER_SM);
             AttractCoo {
                 dims,
                 n: self.n,
@@ -55,9 +100,88 @@ impl HybGpu {
                 force,
                 kl: kl.map(|k| k as _),
             }
-            .launch(gpu, s, cfg)?;
+            .launch(gpu, &gpu.stream, self.coo_config())?;
         }
         Ok(())
+    }
+
+    fn attract_fixed(
+        &self,
+        kernel: Kernel,
+        y: &CudaSlice<f32>,
+        dims: usize,
+        fixed: &mut CudaSlice<i64>,
+        mut kl: Option<&mut CudaSlice<u64>>,
+    ) -> std::result::Result<(), GpuError> {
+        let (gpu, edge, scale) = (self.gpu, kernel.edge_f32(), fixed_scale(kernel));
+        AttractEllFixed {
+            dims,
+            n: self.n,
+            width: self.width,
+            ell_cols: &self.ell_cols,
+            ell_vals: &self.ell_vals,
+            y,
+            inv_dof: edge.inv_dof,
+            dof: edge.dof,
+            scale,
+            fixed: &mut *fixed,
+            kl: kl.as_deref_mut().map(|k| k as _),
+        }
+        .launch(gpu, &gpu.stream, gpu.config(self.n))?;
+        if self.coo_len > 0 {
+            AttractCooFixed {
+                dims,
+                n: self.n,
+                m: self.coo_len,
+                rows: &self.coo_rows,
+                cols: &self.coo_cols,
+                vals: &self.coo_vals,
+                y,
+                inv_dof: edge.inv_dof,
+                dof: edge.dof,
+                scale,
+                fixed,
+                kl: kl.map(|k| k as _),
+            }
+            .launch(gpu, &gpu.stream, self.coo_config())?;
+        }
+        Ok(())
+    }
+}
+
+impl HybGpu {
+    /// Host-to-host form of [`HybGpu::attract_device`] (deterministic or not), for tests
+    /// against the CPU path.
+    fn attract_host(
+        &self,
+        kernel: Kernel,
+        y: &[f32],
+        dims: usize,
+        force: &mut [f32],
+        with_kl: bool,
+        deterministic: bool,
+    ) -> Result<Option<f64>> {
+        check_shapes(self.n, y, dims, force)?;
+        let s = &self.gpu.stream;
+        let y_dev = s.clone_htod(y)?;
+        // Upload the caller's buffer as is, so that poisoned entries the kernels miss show.
+        let mut f_dev = s.clone_htod(force)?;
+        let mut kl_dev = s.alloc_zeros::<u64>(crate::gpu::sum::WORDS)?;
+        let mut fixed = match deterministic {
+            true => Some(s.alloc_zeros::<i64>(self.n * dims)?),
+            false => None,
+        };
+        self.attract_device(
+            kernel,
+            &y_dev,
+            dims,
+            &mut f_dev,
+            with_kl.then_some(&mut kl_dev),
+            fixed.as_mut(),
+        )?;
+        s.memcpy_dtoh(&f_dev, force)?;
+        let kl = crate::gpu::sum::read(&self.gpu.stream, &kl_dev)?;
+        Ok(with_kl.then_some(kl[0]))
     }
 }
 
@@ -71,22 +195,7 @@ impl Attract for HybGpu {
         force: &mut [f32],
         with_kl: bool,
     ) -> Result<Option<f64>> {
-        check_shapes(self.n, y, dims, force)?;
-        let s = &self.gpu.stream;
-        let y_dev = s.clone_htod(y)?;
-        // Upload the caller's buffer as is, so that poisoned entries the kernels miss show.
-        let mut f_dev = s.clone_htod(force)?;
-        let mut kl_dev = s.alloc_zeros::<f64>(1)?;
-        self.attract_device(
-            kernel,
-            &y_dev,
-            dims,
-            &mut f_dev,
-            with_kl.then_some(&mut kl_dev),
-        )?;
-        s.memcpy_dtoh(&f_dev, force)?;
-        let kl = s.clone_dtoh(&kl_dev)?;
-        Ok(with_kl.then_some(kl[0]))
+        self.attract_host(kernel, y, dims, force, with_kl, false)
     }
 }
 
@@ -102,7 +211,8 @@ mod tests {
         /// Student's t of 0.5 and 3 degrees of freedom, in 1-D, 2-D and 3-D, with
         /// rows both shorter and longer than the ELL width (so the COO part is exercised), and
         /// with a width of 2 that sends most entries to COO: 2.5M of them at 200k rows, enough
-        /// for every warp of the COO kernel's one-wave grid to loop several times.
+        /// for every warp of the COO kernel's one-wave grid to loop several times. The
+        /// deterministic (fixed-point) sums too, which repeat bit for bit.
         fn hyb_gpu_equals_csr(gpu) {
             let mut rng = StdRng::seed_from_u64(rand::random());
             for (n, dims, width) in [
@@ -135,21 +245,36 @@ mod tests {
                 let y: Vec<f32> = (0..n * dims)
                     .map(|_| rng.random_range(-20.0..20.0))
                     .collect();
-                for dof in [1.0, 0.5, 3.0] {
+                for (dof, deterministic) in [(1.0, false), (0.5, false), (3.0, false), (1.0, true), (3.0, true)] {
                     let kernel = Kernel::new(dof).unwrap();
                     let mut want = vec![0f32; n * dims];
                     let mut got = vec![f32::NAN; n * dims];
                     let kl_want = p.attract_with(kernel, &y, dims, &mut want, true).unwrap().unwrap();
-                    let kl_got = dev.attract_with(kernel, &y, dims, &mut got, true).unwrap().unwrap();
+                    let kl_got = dev
+                        .attract_host(kernel, &y, dims, &mut got, true, deterministic)
+                        .unwrap()
+                        .unwrap();
                     let rel = crate::repulse::relative_error(&want, &got);
                     assert!(
                         rel < 1e-5,
-                        "n={n} dims={dims} width={width:?} dof {dof}: rel err {rel}"
+                        "n={n} dims={dims} width={width:?} dof {dof} det {deterministic}: rel err {rel}"
                     );
                     assert!(
                         (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
                         "dof {dof}: {kl_got} vs {kl_want}"
                     );
+                    if deterministic {
+                        let mut again = vec![f32::NAN; n * dims];
+                        let kl_again = dev
+                            .attract_host(kernel, &y, dims, &mut again, true, true)
+                            .unwrap()
+                            .unwrap();
+                        assert!(
+                            got.iter().zip(&again).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "n={n} dims={dims}: deterministic forces differ between calls"
+                        );
+                        assert_eq!(kl_got.to_bits(), kl_again.to_bits());
+                    }
                 }
             }
         }

@@ -19,7 +19,10 @@ use crate::Result;
 struct Buffers {
     attr: CudaSlice<f32>,
     rep: CudaSlice<f32>,
-    kl: CudaSlice<f64>,
+    /// Σ p ln w, an exact sum ([`crate::gpu::sum`]).
+    kl: CudaSlice<u64>,
+    /// The attraction's fixed-point sums of a deterministic run ([`HybGpu::attract_device`]).
+    fixed: Option<CudaSlice<i64>>,
     /// Per iteration parity: around the attraction and around the update, for timing.
     events: [[CudaEvent; 4]; 2],
 }
@@ -88,7 +91,11 @@ pub fn optimize_device_observed(
         Ok(Buffers {
             attr: s.alloc_zeros(n * dims)?,
             rep: s.alloc_zeros(n * dims)?,
-            kl: s.alloc_zeros(1)?,
+            kl: s.alloc_zeros(crate::gpu::sum::WORDS)?,
+            fixed: match params.deterministic {
+                true => Some(s.alloc_zeros(n * dims)?),
+                false => None,
+            },
             events: [[ev()?, ev()?, ev()?, ev()?], [ev()?, ev()?, ev()?, ev()?]],
         })
     };
@@ -198,18 +205,14 @@ fn evaluate(
     e[0].record(s)?;
     if with_kl {
         s.memset_zeros(&mut buf.kl)?;
-        attract.attract_device(kernel, y, dims, &mut buf.attr, Some(&mut buf.kl))?;
-    } else {
-        attract.attract_device(kernel, y, dims, &mut buf.attr, None)?;
     }
+    let kl = with_kl.then_some(&mut buf.kl);
+    attract.attract_device(kernel, y, dims, &mut buf.attr, kl, buf.fixed.as_mut())?;
     e[1].record(s)?;
     let rep = repulse.enqueue(y, n, dims, &mut buf.rep)?;
-    let kl = if with_kl {
-        let mut v = [0f64];
-        s.memcpy_dtoh(&buf.kl, &mut v)?;
-        Some(v[0])
-    } else {
-        None
+    let kl = match with_kl {
+        true => Some(crate::gpu::sum::read(&gpu.stream, &buf.kl)?[0]),
+        false => None,
     };
     Ok((rep, kl))
 }

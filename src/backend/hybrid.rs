@@ -238,11 +238,14 @@ mod tests {
             for dims in 1..=3 {
                 let spec = GridSpec::default_for(dims, false);
                 for precision in [Precision::F32, Precision::F64] {
+                    // The f64 grids spread in fixed point, so that the deterministic S2G
+                    // meets the host's too.
                     let method = RepulsionSpec {
                         method: RepulsionMethod::Fft,
                         grid: spec,
                         precision,
                         kernel: crate::kernel::Kernel::CAUCHY,
+                        deterministic: precision == Precision::F64,
                     };
                     let mut cpu = CpuGradient::new(&p, method.host()).unwrap();
                     let stream = gpu.device.context.new_stream().unwrap();
@@ -386,6 +389,7 @@ mod tests {
                     grid: spec,
                     precision,
                     kernel: crate::kernel::Kernel::CAUCHY,
+                    deterministic: false,
                 };
                 let rep = method.device(gpu, stream.clone()).unwrap();
                 let mut side = DeviceSide::new(gpu, stream.clone(), rep, y.data.len()).unwrap();

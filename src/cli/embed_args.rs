@@ -211,9 +211,16 @@ pub struct EmbedArgs {
     /// Worker threads for the CPU stages (default: all cores).
     #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
-    /// Seed for every random choice; equal seeds give equal results.
+    /// Seed for every random choice; equal seeds give equal results on the cpu backend, and
+    /// on gpu and hybrid with --deterministic.
     #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub seed: u64,
+    /// Repeat gpu and hybrid runs bit for bit: the device sums its forces in fixed point
+    /// instead of float atomics, whose order varies (cpu runs always repeat). Without it, two
+    /// runs with one seed on one GPU part in their last bits at the first iteration, and the
+    /// descent carries the difference on: same picture, points moved, KL within about 1e-3.
+    #[arg(long)]
+    pub deterministic: bool,
     /// λ of SG-t-SNE's graph rescaling (--graph; with --affinities, asks for the rescaling)
     /// [default: 1].
     #[arg(long, allow_negative_numbers = true)]

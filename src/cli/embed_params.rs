@@ -120,6 +120,7 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
             momentum_early: a.early_momentum,
             momentum_late: a.momentum,
+            deterministic: a.deterministic,
             ..defaults.optim
         },
         ..defaults

@@ -251,6 +251,7 @@ impl EmbedParams {
                 .grid
                 .unwrap_or_else(|| GridSpec::default_for(self.dims, self.backend.on_device())),
             precision: self.precision,
+            deterministic: self.optim.deterministic,
         }
     }
 

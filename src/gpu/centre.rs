@@ -1,19 +1,20 @@
 //! Centring n × d points on the device (`kernels/centre.cu`), shared by the exact kNN (whose
-//! GEMM form loses fewer digits on centred points) and the PCA: the column sums in double,
-//! so that the mean stays exact at n = 10⁶+, then the centred copy and its rows' squared
-//! norms.
+//! GEMM form loses fewer digits on centred points) and the PCA: the column means from exact
+//! sums ([`super::sum`]: exact at n = 10⁶+, and the same whatever order the blocks add in,
+//! so the distances after them repeat bit for bit), each column first scaled below 1 by a
+//! power of two; then the centred copy and its rows' squared norms.
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
-use super::kernels::centre::{CentreColumnSums, CentreRows};
+use super::kernels::centre::{CentreColumnMax, CentreColumnSums, CentreMeans, CentreRows};
 use super::{Gpu, GpuError};
 
 /// The centred points and what centring computed on the way.
 pub struct Centred {
     /// x − mean, n × d.
     pub xc: CudaSlice<f32>,
-    /// Column sums, d doubles.
-    pub sums: CudaSlice<f64>,
+    /// Column means, d doubles.
+    pub mean: CudaSlice<f64>,
     /// Squared norms of the centred rows, zero-padded to the requested length.
     pub norms: CudaSlice<f32>,
 }
@@ -28,7 +29,9 @@ pub fn centre_on_device(
     norms_len: usize,
 ) -> Result<Centred, GpuError> {
     let s = &gpu.stream;
-    let mut sums = s.alloc_zeros::<f64>(d)?;
+    let mut maxbits = s.alloc_zeros::<u32>(d)?;
+    let mut sums = s.alloc_zeros::<u64>(d * super::sum::WORDS)?;
+    let mut mean = s.alloc_zeros::<f64>(d)?;
     let mut xc = s.alloc_zeros::<f32>(n * d)?;
     let mut norms = s.alloc_zeros::<f32>(norms_len.max(n))?;
     // Blocks of 64 rows each, at most 1024 blocks: their atomics on the d sums stay few.
@@ -37,21 +40,37 @@ pub fn centre_on_device(
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
+    CentreColumnMax {
+        x,
+        n,
+        d,
+        maxbits: &mut maxbits,
+    }
+    .launch(gpu, s, blocks)?;
     CentreColumnSums {
         x,
         n,
         d,
+        maxbits: &maxbits,
         sums: &mut sums,
     }
     .launch(gpu, s, blocks)?;
+    CentreMeans {
+        n,
+        d,
+        maxbits: &maxbits,
+        sums: &sums,
+        mean: &mut mean,
+    }
+    .launch(gpu, s, gpu.config(d))?;
     CentreRows {
         x,
         n,
         d,
-        sums: &sums,
+        mean: &mean,
         xc: &mut xc,
         norms: &mut norms,
     }
     .launch(gpu, s, gpu.config(n * 32))?;
-    Ok(Centred { xc, sums, norms })
+    Ok(Centred { xc, mean, norms })
 }

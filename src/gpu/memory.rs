@@ -30,6 +30,7 @@ pub trait AnyBits: DeviceRepr + cudarc::driver::ValidAsZeroBits {}
 impl AnyBits for i32 {}
 impl AnyBits for u32 {}
 impl AnyBits for i64 {}
+impl AnyBits for u64 {}
 impl AnyBits for f32 {}
 impl AnyBits for f64 {}
 

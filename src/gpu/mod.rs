@@ -10,7 +10,8 @@
 //! - Device helpers shared by stages: [`centre`] (centring n × d points, for the kNN and
 //!   the PCA), [`blas`] (checked cuBLAS products), [`memory`] (free-memory checks,
 //!   uninitialised and pinned buffers), [`progress`] (progress over queued work), [`fft`]
-//!   (batched cuFFT plans), [`real`] (the repulsion's grid precision).
+//!   (batched cuFFT plans), [`real`] (the repulsion's grid precision), [`sum`] (sums that
+//!   do not depend on the order of their terms).
 //! - [`GpuError`], convertible into [`crate::Error`] with `?` from every cudarc error.
 //!
 //! Outside this module `unsafe` appears only where the CPU needs it (SIMD in the kNN scan,
@@ -34,6 +35,7 @@ pub mod launch;
 pub mod memory;
 pub mod progress;
 pub mod real;
+pub mod sum;
 
 pub use context::Gpu;
 pub use error::GpuError;

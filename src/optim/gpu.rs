@@ -10,13 +10,14 @@ use crate::gpu::kernels::optim::{OptimRecentre, OptimStep};
 use crate::gpu::{Gpu, GpuError};
 
 /// Device state of the descent: update and gains per coordinate, and the column sums
-/// used for re-centring.
+/// used for re-centring (exact sums, [`crate::gpu::sum`], so that the mean does not depend
+/// on the order the blocks add in).
 pub struct OptimizerGpu {
     n: usize,
     dims: usize,
     update: CudaSlice<f32>,
     gains: CudaSlice<f32>,
-    sums: CudaSlice<f64>,
+    sums: CudaSlice<u64>,
 }
 
 impl OptimizerGpu {
@@ -27,7 +28,7 @@ impl OptimizerGpu {
             dims,
             update: gpu.stream.alloc_zeros(n * dims)?,
             gains: gpu.stream.clone_htod(&vec![1f32; n * dims])?,
-            sums: gpu.stream.alloc_zeros(dims)?,
+            sums: gpu.stream.alloc_zeros(dims * crate::gpu::sum::WORDS)?,
         })
     }
 

@@ -33,6 +33,12 @@ pub struct OptimParams {
     pub min_gain: f32,
     /// Report KL every this many iterations (default 50; 0 = only at the end).
     pub kl_every: usize,
+    /// Sum the device's forces in fixed point (`--deterministic`): the attraction and the
+    /// repulsion's grid then come out the same bit for bit in every run, at some cost
+    /// (default off; the host's sums always run in a fixed order, so cpu runs repeat
+    /// without it). The device's scalar sums (Z, KL, means) are always exact
+    /// ([`crate::gpu::sum`]).
+    pub deterministic: bool,
 }
 
 impl Default for OptimParams {
@@ -47,6 +53,7 @@ impl Default for OptimParams {
             momentum_late: 0.8,
             min_gain: 0.01,
             kl_every: 50,
+            deterministic: false,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! PCA on the GPU: centring on the device (column sums in f64), the d × d scatter matrix by
+//! PCA on the GPU: centring on the device (exact column sums), the d × d scatter matrix by
 //! one cuBLAS SGEMM, the small symmetric eigenproblem on the host (the same
 //! [`Pca::from_covariance`] as the CPU path, so axes and signs follow one rule), and the
 //! projection by a second SGEMM. The n × d data cross PCIe once, the n × m scores once back.
@@ -18,7 +18,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     let (n, d) = (points.n, points.d);
     let s = &gpu.stream;
     let x = s.clone_htod(&points.data)?;
-    let Centred { xc, sums, .. } = centre_on_device(gpu, &x, n, d, n)?;
+    let Centred { xc, mean, .. } = centre_on_device(gpu, &x, n, d, n)?;
     drop(x);
     let blas = CudaBlas::new(s.clone())?;
 
@@ -40,8 +40,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     };
     sgemm(&blas, cfg, &xc, &xc, &mut cov)?;
     let cov_host = s.clone_dtoh(&cov)?;
-    let sums_host = s.clone_dtoh(&sums)?;
-    let mean: Vec<f64> = sums_host.iter().map(|v| v / n as f64).collect();
+    let mean: Vec<f64> = s.clone_dtoh(&mean)?;
     let cov64 = Mat::<f64>::from_fn(d, d, |r, c| cov_host[r * d + c] as f64);
     let pca = Pca::from_covariance(cov64, mean, n, m)?;
 

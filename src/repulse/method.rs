@@ -46,6 +46,9 @@ pub struct RepulsionSpec {
     pub precision: Precision,
     /// The embedding's kernel (Student's t of any α, on either device).
     pub kernel: Kernel,
+    /// On the device, spread the charges in fixed point, so that runs repeat bit for bit
+    /// (`--deterministic`; the host's repulsion always does).
+    pub deterministic: bool,
 }
 
 impl RepulsionSpec {
@@ -70,10 +73,14 @@ impl RepulsionSpec {
     ) -> Result<Box<dyn RepulseGpu>> {
         Ok(match (self.method, self.precision) {
             (RepulsionMethod::Fft, Precision::F32) => Box::new(
-                FftRepulsionGpu::<f32>::on_stream(gpu, stream, self.grid)?.with_kernel(self.kernel),
+                FftRepulsionGpu::<f32>::on_stream(gpu, stream, self.grid)?
+                    .with_kernel(self.kernel)
+                    .with_deterministic(self.deterministic),
             ),
             (RepulsionMethod::Fft, Precision::F64) => Box::new(
-                FftRepulsionGpu::<f64>::on_stream(gpu, stream, self.grid)?.with_kernel(self.kernel),
+                FftRepulsionGpu::<f64>::on_stream(gpu, stream, self.grid)?
+                    .with_kernel(self.kernel)
+                    .with_deterministic(self.deterministic),
             ),
             (RepulsionMethod::Exact, _) => {
                 Box::new(ExactRepulsionGpu::on_stream(gpu, stream)?.with_kernel(self.kernel))

@@ -21,7 +21,7 @@ pub(crate) struct Conditional {
     /// n × k, row-major, laid out like the neighbours.
     pub(crate) cond: CudaSlice<f32>,
     /// One double: Σ C (= n up to rounding).
-    pub(crate) total: CudaSlice<f64>,
+    pub(crate) total: CudaSlice<u64>,
 }
 
 /// The conditionals p_{j|i} of the squared `distances` (n × k, ascending per row) at
@@ -38,7 +38,7 @@ pub(crate) fn calibrate(
         ensure_fits(gpu, "conditional probabilities", n * k * 4)?;
         let s = &gpu.stream;
         let mut cond = alloc_uninit::<f32>(gpu, n * k)?;
-        let mut total = s.alloc_zeros::<f64>(1)?;
+        let mut total = s.alloc_zeros::<u64>(crate::gpu::sum::WORDS)?;
         lap(gpu, "perplexity: alloc");
         // Odd row stride: the threads of a warp read distinct shared-memory banks.
         let stride = k | 1;

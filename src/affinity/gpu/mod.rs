@@ -11,7 +11,8 @@
 //!    fallback to the best β after 200 steps, uniform rows when all distances are equal,
 //!    sums in the CPU's order without fused multiply-adds — so that both sides stop at the
 //!    same β and $p_{j|i}$ agree to rounding. The row-stochastic C (f32) goes to `cond`;
-//!    its total Σ C (f64) to the device.
+//!    its total Σ C to the device, an exact sum ([`crate::gpu::sum`]: P is then the same
+//!    whatever order the blocks add in).
 //! 2. **Sort** (`affinity_sort`, one warp per row): each row's (index, c) pairs are sorted
 //!    by index (bitonic sort of 64-bit keys in shared memory, k ≤ 256), repeated indices
 //!    merged; the row is written back in place, closed by `i32::MAX` sentinels.

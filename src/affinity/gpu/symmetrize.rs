@@ -54,8 +54,11 @@ pub(crate) fn count(
     let rows = count_rows(gpu, &total, &sidx, partner, cond, n, k)?;
     let (hist, nnz) = row_lengths(gpu, &rows.own_count, &rows.extra, n)?;
     let s = &gpu.stream;
-    let total = s.clone_dtoh(&total)?[0];
-    let (plp, error) = (s.clone_dtoh(&rows.plp)?[0], s.clone_dtoh(&error)?[0]);
+    let total = crate::gpu::sum::read(&gpu.stream, &total)?[0];
+    let (plp, error) = (
+        crate::gpu::sum::read(&gpu.stream, &rows.plp)?[0],
+        s.clone_dtoh(&error)?[0],
+    );
     lap(gpu, "sym: lengths, download");
     if error != 0 {
         return Err(SparseError::Invariant {
@@ -158,13 +161,13 @@ struct Rows {
     rank: CudaSlice<f32>,
     own_count: CudaSlice<i32>,
     extra: CudaSlice<i32>,
-    plp: CudaSlice<f64>,
+    plp: CudaSlice<u64>,
 }
 
 /// Step 4: symmetric values, row counts, ranks of the appended entries, Σ p ln p.
 fn count_rows(
     gpu: &Gpu,
-    total: &CudaSlice<f64>,
+    total: &CudaSlice<u64>,
     sidx: &CudaSlice<i32>,
     mut own: CudaSlice<f32>,
     mut sval: CudaSlice<f32>,
@@ -174,7 +177,7 @@ fn count_rows(
     let s = &gpu.stream;
     let mut own_count = alloc_uninit::<i32>(gpu, n)?;
     let mut extra = s.alloc_zeros::<i32>(n)?;
-    let mut plp = s.alloc_zeros::<f64>(1)?;
+    let mut plp = s.alloc_zeros::<u64>(crate::gpu::sum::WORDS)?;
     AffinityCount {
         n,
         k,

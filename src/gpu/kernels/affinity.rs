@@ -3,6 +3,7 @@
 //! array is row-major, slot s of row i at i · k + s.
 
 use crate::gpu::launch::kernels;
+use crate::gpu::sum::WORDS;
 
 /// Largest k the per-row sort handles (the bitonic sort keeps a row in shared memory; the
 /// kernels take rows in chunks of 32).
@@ -20,7 +21,7 @@ kernels! {
     /// Step 1: per row, the bisection on the Gaussian precision that gives the row's
     /// distances `dist` entropy `target` (= ln perplexity) within `tol`, at most `max_steps`
     /// steps; the row-stochastic conditionals into `cond`, their sum added to `total`
-    /// (zeroed). One thread per row, blocks of a multiple of 32 rows with rows · `stride`
+    /// (zeroed; an exact sum, `crate::gpu::sum`). One thread per row, blocks of a multiple of 32 rows with rows · `stride`
     /// floats of dynamic shared memory (`stride` ≥ k, odd).
     pub struct AffinityPerplexity = "affinity_perplexity" {
         n: usize as i32,
@@ -31,7 +32,7 @@ kernels! {
         max_steps: i32,
         dist: in f32 [n * k],
         cond: out f32 [n * k],
-        total: out f64 [1],
+        total: out u64 [WORDS],
     }
 
     /// Step 2: each row's (index, conditional) pairs sorted by index and repeated indices
@@ -65,13 +66,13 @@ kernels! {
     pub struct AffinityCount = "affinity_count" {
         n: usize as i32,
         k: usize as i32,
-        total: in f64 [1],
+        total: in u64 [WORDS],
         sidx: in i32 [n * k],
         sval: out f32 [n * k],
         own: out f32 [n * k],
         own_count: out i32 [n],
         extra: out i32 [n],
-        plp: out f64 [1],
+        plp: out u64 [WORDS],
     }
 
     /// Step 5: the histogram of the row lengths into `hist` (h + 1 bins, zeroed; the last

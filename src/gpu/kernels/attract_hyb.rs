@@ -3,6 +3,7 @@
 
 use crate::gpu::context::BLOCK;
 use crate::gpu::launch::kernels;
+use crate::gpu::sum::WORDS;
 
 /// Threads per block both kernels are compiled for (`ATTRACT_THREADS` in their
 /// `__launch_bounds__`, with 8 blocks per SM in 1-D and 2-D, 6 in 3-D).
@@ -23,7 +24,8 @@ kernels! {
 
     /// F_attr of the ELL part into `force` (overwritten): slot s of row i at s · n + i,
     /// padding slots (i, 0), each edge weighed by 1 / (1 + d² · `inv_dof`) (Student's t of
-    /// `dof` degrees of freedom); with `kl`, Σ p ln w added to it. Blocks of [`THREADS`].
+    /// `dof` degrees of freedom); with `kl` (an exact sum, `crate::gpu::sum`), Σ p ln w
+    /// added to it. Blocks of [`THREADS`].
     pub struct AttractEll = "attract_ell_{dims}d" {
         dims: host,
         n: usize as i32,
@@ -34,7 +36,7 @@ kernels! {
         inv_dof: f32,
         dof: f32,
         force: out f32 [n * dims],
-        kl: opt f64 [1],
+        kl: opt u64 [WORDS],
     }
 
     /// F_attr of the `m` COO entries (sorted by row: each warp sums its runs per row before
@@ -51,6 +53,47 @@ kernels! {
         inv_dof: f32,
         dof: f32,
         force: out f32 [n * dims],
-        kl: opt f64 [1],
+        kl: opt u64 [WORDS],
+    }
+
+    /// [`AttractEll`] with every term rounded to a multiple of 1 / `scale` and the rows'
+    /// forces summed as integers into `fixed` (overwritten): the same in any order.
+    pub struct AttractEllFixed = "attract_ell_fixed_{dims}d" {
+        dims: host,
+        n: usize as i32,
+        width: usize as i32,
+        ell_cols: in i32 [n * width],
+        ell_vals: in f32 [n * width],
+        y: in f32 [n * dims],
+        inv_dof: f32,
+        dof: f32,
+        scale: f32,
+        fixed: out i64 [n * dims],
+        kl: opt u64 [WORDS],
+    }
+
+    /// [`AttractCoo`] in the fixed point of [`AttractEllFixed`], added to `fixed` with
+    /// integer atomics.
+    pub struct AttractCooFixed = "attract_coo_fixed_{dims}d" {
+        dims: host,
+        n: host,
+        m: usize as i64,
+        rows: in i32 [m],
+        cols: in i32 [m],
+        vals: in f32 [m],
+        y: in f32 [n * dims],
+        inv_dof: f32,
+        dof: f32,
+        scale: f32,
+        fixed: out i64 [n * dims],
+        kl: opt u64 [WORDS],
+    }
+
+    /// `force` = `fixed` · `inv_scale`, after the fixed kernels.
+    pub struct AttractFixedToForce = "attract_fixed_to_force" {
+        len: usize as i64,
+        fixed: in i64 [len],
+        inv_scale: f64,
+        force: out f32 [len],
     }
 }

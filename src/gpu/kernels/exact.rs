@@ -2,6 +2,7 @@
 //! and the sums for target subsets and for Z alone that the grid-size sweep measures against.
 
 use crate::gpu::launch::kernels;
+use crate::gpu::sum::WORDS;
 
 /// Constants the file is compiled with (`-DNAME=VALUE`).
 pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
@@ -9,7 +10,7 @@ pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
 kernels! {
     file: Exact;
 
-    /// For every target i, Σ_j G1(d_ij) (added to `z`, zeroed) and the unnormalised force
+    /// For every target i, Σ_j G1(d_ij) (added to `z`, zeroed; an exact sum, `crate::gpu::sum`) and the unnormalised force
     /// Σ_j G2(d_ij) (y_i − y_j) into `force`, in double, for Student's t kernel of `dof`
     /// degrees of freedom (dof 1: w and w²). One thread per target, sources staged through
     /// blockDim · dims floats of dynamic shared memory.
@@ -19,7 +20,7 @@ kernels! {
         y: in f32 [n * dims],
         dof: f64,
         force: out f32 [n * dims],
-        z: out f64 [1],
+        z: out u64 [WORDS],
     }
 
     /// Per-target sums over all n sources for the `m` targets `targets` (indices < n):
@@ -45,13 +46,13 @@ kernels! {
         y: in f32 [n * dims],
         inv_dof: f32,
         dof: f32,
-        z: out f64 [1],
+        z: out u64 [WORDS],
     }
 
     /// `force` /= Z.
     pub struct ExactNormalise = "exact_normalise" {
         len: usize as i64,
         force: out f32 [len],
-        z: in f64 [1],
+        z: in u64 [WORDS],
     }
 }

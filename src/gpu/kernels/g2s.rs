@@ -3,6 +3,7 @@
 
 use super::repulse::GridGeom;
 use crate::gpu::launch::kernels;
+use crate::gpu::sum::WORDS;
 
 /// Constants the file is compiled with (`-DNAME=VALUE`).
 pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
@@ -23,6 +24,6 @@ kernels! {
         order: in i32 [n],
         phi: in T [(2 + dims) * len],
         out: out T [n * (2 + dims)],
-        z: out f64 [1],
+        z: out u64 [WORDS],
     }
 }

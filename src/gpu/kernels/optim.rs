@@ -1,6 +1,7 @@
 //! `kernels/optim.cu`: the fused optimiser step and the re-centring (`crate::optim::gpu`).
 
 use crate::gpu::launch::kernels;
+use crate::gpu::sum::WORDS;
 
 /// Constants the file is compiled with (`-DNAME=VALUE`).
 pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
@@ -10,7 +11,7 @@ kernels! {
 
     /// One step from g = `alpha` · `attr` − `rep`: gains (delta-bar-delta, floor
     /// `min_gain`), momentum `momentum`, learning rate `eta`, y += update; the column sums
-    /// of the new y added to `sums` (zeroed). Blocks of a multiple of 32 threads.
+    /// of the new y added to `sums` (zeroed; exact sums, `crate::gpu::sum`). Blocks of a multiple of 32 threads.
     pub struct OptimStep = "optim_step_{dims}d" {
         dims: host,
         n: usize as i32,
@@ -23,14 +24,14 @@ kernels! {
         y: out f32 [n * dims],
         update: out f32 [n * dims],
         gains: out f32 [n * dims],
-        sums: out f64 [dims],
+        sums: out u64 [dims * WORDS],
     }
 
-    /// y −= `sums` / n, the sums [`OptimStep`] left.
+    /// y −= the mean, from the sums [`OptimStep`] left.
     pub struct OptimRecentre = "optim_recentre_{dims}d" {
         dims: host,
         n: usize as i32,
         y: out f32 [n * dims],
-        sums: in f64 [dims],
+        sums: in u64 [dims * WORDS],
     }
 }

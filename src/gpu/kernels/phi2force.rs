@@ -1,6 +1,7 @@
 //! `kernels/phi2force.cu`: potentials to repulsive forces (`crate::repulse::phi2force::gpu`).
 
 use crate::gpu::launch::kernels;
+use crate::gpu::sum::WORDS;
 
 /// Constants the file is compiled with (`-DNAME=VALUE`).
 pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
@@ -18,7 +19,7 @@ kernels! {
         c2: f32,
         y: in f32 [n * dims],
         pot: in T [n * (2 + dims)],
-        z: in f64 [1],
+        z: in u64 [WORDS],
         force: out f32 [n * dims],
     }
 }

@@ -126,4 +126,53 @@ kernels! {
         npieces: in i32 [1],
         grid: out T [(1 + dims) * len],
     }
+
+    /// [`S2gScatterSparse`] in fixed point: each charge rounded to a multiple of 1 / `s0`
+    /// (channel 0) or 1 / `sq` (the others) and added to `fixed` with integer atomics.
+    pub struct S2gScatterSparseFixed = "s2g_scatter_sparse_fixed_{dims}d" {
+        real: defines,
+        dims: host,
+        ncells: host,
+        len: host,
+        n: usize as i32,
+        geom: GridGeom,
+        y: in f32 [n * dims],
+        order: in i32 [n],
+        bin: in i32 [n],
+        counts: in i32 [ncells],
+        dense_min: usize as i32,
+        s0: f32,
+        sq: f32,
+        fixed: out i64 [(1 + dims) * len],
+    }
+
+    /// [`S2gScatterCells`] in the fixed point of [`S2gScatterSparseFixed`], the warps'
+    /// sums in integers.
+    pub struct S2gScatterCellsFixed = "s2g_scatter_cells_fixed_{dims}d" {
+        real: defines,
+        dims: host,
+        n: host,
+        len: host,
+        max_pieces: host,
+        geom: GridGeom,
+        nc: usize as i32,
+        y: in f32 [n * dims],
+        order: in i32 [n],
+        pieces: in i32 [3 * max_pieces],
+        npieces: in i32 [1],
+        s0: f32,
+        sq: f32,
+        fixed: out i64 [(1 + dims) * len],
+    }
+
+    /// `grid` = `fixed` / s0 on the first `len` nodes (channel 0), / sq on the rest, given
+    /// as `inv_s0` and `inv_sq`.
+    pub struct S2gFixedToGrid<T> = "s2g_fixed_to_grid" {
+        total: usize as i64,
+        len: usize as i64,
+        fixed: in i64 [total],
+        inv_s0: f64,
+        inv_sq: f64,
+        grid: out T [total],
+    }
 }

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use super::cpu::ExactTargets;
 use crate::gpu::context::BLOCK;
 use crate::gpu::kernels::exact::{ExactNormalise, ExactSums, ExactTargets as TargetSums, ExactZ};
-use crate::gpu::{Gpu, GpuError};
+use crate::gpu::{sum, Gpu, GpuError};
 use crate::kernel::Kernel;
 use crate::repulse::{check_device_args, Pending, RepulseGpu, RepulseTimes, Repulsion};
 use crate::{Error, Result};
@@ -93,7 +93,7 @@ pub fn exact_z_gpu(
 ) -> Result<f64> {
     check_device_args(n, dims, y.len(), y.len())?;
     let s = &gpu.stream;
-    let mut z = s.alloc_zeros::<f64>(1)?;
+    let mut z = s.alloc_zeros::<u64>(sum::WORDS)?;
     ExactZ {
         dims,
         n,
@@ -103,7 +103,7 @@ pub fn exact_z_gpu(
         z: &mut z,
     }
     .launch(gpu, s, tiles(n, dims))?;
-    Ok(s.clone_dtoh(&z)?[0])
+    Ok(sum::read(s, &z)?[0])
 }
 
 /// One thread per target, sources staged a block-sized tile at a time through shared
@@ -121,7 +121,8 @@ pub struct ExactRepulsionGpu {
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
     kernel: Kernel,
-    z: CudaSlice<f64>,
+    /// Z, an exact sum ([`sum`]).
+    z: CudaSlice<u64>,
 }
 
 impl ExactRepulsionGpu {
@@ -132,7 +133,7 @@ impl ExactRepulsionGpu {
 
     /// Exact repulsion whose work goes to `stream` (of `gpu`'s context).
     pub fn on_stream(gpu: &'static Gpu, stream: Arc<CudaStream>) -> Result<Self> {
-        let z = stream.alloc_zeros(1)?;
+        let z = stream.alloc_zeros(sum::WORDS)?;
         Ok(ExactRepulsionGpu {
             gpu,
             stream,
@@ -172,7 +173,7 @@ impl ExactRepulsionGpu {
             z: &self.z,
         }
         .launch(gpu, s, gpu.config(n * dims))?;
-        let z = s.clone_dtoh(&self.z)?[0];
+        let z = sum::read(s, &self.z)?[0];
         Ok(Repulsion {
             z,
             grid: None,

@@ -39,7 +39,8 @@ pub struct FftRepulsionGpu<T: DeviceReal = f32> {
     convolver: ConvolverGpu<T>,
     /// The gathered potentials, n × (2 + dims), grown on demand.
     pot: Option<CudaSlice<T>>,
-    z: CudaSlice<f64>,
+    /// Z, an exact sum ([`crate::gpu::sum`]).
+    z: CudaSlice<u64>,
     /// Two calls in flight at most: each has its events, Z on the host and grid size.
     slots: [Slot; 2],
     next: usize,
@@ -48,7 +49,7 @@ pub struct FftRepulsionGpu<T: DeviceReal = f32> {
 /// One call's timing events (around S2G, G2G, G2S, Phi2Force), Z and grid.
 struct Slot {
     events: [CudaEvent; 5],
-    z_host: PinnedHostSlice<f64>,
+    z_host: PinnedHostSlice<u64>,
     /// Recorded after the copy into `z_host`.
     z_ready: CudaEvent,
     grid: usize,
@@ -65,7 +66,7 @@ impl Slot {
         };
         Ok(Slot {
             events: [ev()?, ev()?, ev()?, ev()?, ev()?],
-            z_host: pinned(gpu, 1, 0)?,
+            z_host: pinned(gpu, crate::gpu::sum::WORDS, 0)?,
             z_ready: ev()?,
             grid: 0,
             replan: 0.0,
@@ -90,7 +91,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             scatter: ScatterGpu::new(&stream)?,
             convolver: ConvolverGpu::new(stream.clone())?,
             pot: None,
-            z: stream.alloc_zeros::<f64>(1)?,
+            z: stream.alloc_zeros::<u64>(crate::gpu::sum::WORDS)?,
             slots: [Slot::new(gpu)?, Slot::new(gpu)?],
             next: 0,
             stream,
@@ -103,6 +104,14 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
     pub fn with_kernel(mut self, kernel: Kernel) -> Self {
         self.spec = self.spec.for_kernel(kernel);
         self.convolver.kernel = kernel;
+        self
+    }
+
+    /// The same with S2G in fixed point when `deterministic` (`--deterministic`): the grid,
+    /// and so the forces, then repeat bit for bit from run to run
+    /// (see `kernels/s2g.cu`).
+    pub fn with_deterministic(mut self, deterministic: bool) -> Self {
+        self.scatter.set_deterministic(deterministic);
         self
     }
 
@@ -171,7 +180,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
     fn collect_slot(&self, slot: usize) -> std::result::Result<Repulsion, GpuError> {
         let slot = &self.slots[slot];
         slot.z_ready.synchronize()?;
-        let z = slot.z_host.as_slice()?[0];
+        let z = crate::gpu::sum::value(slot.z_host.as_slice()?);
         let e = &slot.events;
         let ms = |a: usize, b: usize| -> std::result::Result<f64, GpuError> {
             Ok(e[a].elapsed_ms(&e[b])? as f64 / 1e3)

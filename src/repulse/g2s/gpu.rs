@@ -13,7 +13,7 @@ use crate::gpu::{Gpu, GpuError};
 
 /// The potentials of the n points `y` (`order`: the points sorted by cell, which the 3-D
 /// kernel walks) from the grids `phi` of `geom` into `pot` (n × (2 + dims), point-major),
-/// Σ ψ − Σ w̃_ii into `z`, which it zeroes first.
+/// Σ ψ − Σ w̃_ii into the exact sum `z` ([`crate::gpu::sum`]), which it zeroes first.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gather_device<T: DeviceReal>(
     gpu: &Gpu,
@@ -23,7 +23,7 @@ pub(crate) fn gather_device<T: DeviceReal>(
     order: &CudaSlice<i32>,
     phi: &CudaSlice<T>,
     pot: &mut CudaSlice<T>,
-    z: &mut CudaSlice<f64>,
+    z: &mut CudaSlice<u64>,
 ) -> Result<(), GpuError> {
     s.memset_zeros(z)?;
     G2sGather::<T> {

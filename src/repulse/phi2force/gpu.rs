@@ -18,7 +18,7 @@ pub(crate) fn phi2force_device<T: DeviceReal>(
     (y, n, dims): (&CudaSlice<f32>, usize, usize),
     geom: GridGeom,
     pot: &CudaSlice<T>,
-    z: &CudaSlice<f64>,
+    z: &CudaSlice<u64>,
     force: &mut CudaSlice<f32>,
 ) -> Result<(), GpuError> {
     let [c0, c1, c2] = geom.centre;

@@ -11,6 +11,11 @@
 //! last call's sorted order so that a warp's points share their cell. An earlier version
 //! summed tiles of cells in shared-memory patches, whose float atomics are compare-and-swap
 //! loops on sm_90: 0.7 ms per call in 2-D at 1.3M points, against 0.13 ms now.
+//!
+//! A deterministic run (`--deterministic`) spreads in fixed point instead: each charge
+//! rounded to a multiple of 1/s0 (`fixed_scale`; relative to the grid's half width for
+//! the coordinate channels), summed as integers, which any order of the atomics and of the
+//! points in a cell sums alike, then written to the grid in `T` (`s2g_fixed_to_grid`).
 
 use std::sync::Arc;
 
@@ -19,15 +24,29 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, LaunchConfig, PinnedHostS
 
 use crate::gpu::kernels::repulse::GridGeom;
 use crate::gpu::kernels::s2g::{
-    S2gBinCount, S2gBinPlace, S2gBinPlan, S2gBounds, S2gPlanSums, S2gScatterCells,
-    S2gScatterSparse, PLAN_CHUNK, PLAN_THREADS,
+    S2gBinCount, S2gBinPlace, S2gBinPlan, S2gBounds, S2gFixedToGrid, S2gPlanSums, S2gScatterCells,
+    S2gScatterCellsFixed, S2gScatterSparse, S2gScatterSparseFixed, PLAN_CHUNK, PLAN_THREADS,
 };
 use crate::gpu::memory::pinned;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
 
-/// Points of one cell per piece (one warp's work).
+/// Points of one cell per piece (one warp's work; [`fixed_scale`] bounds its sums).
 const PIECE: usize = 512;
+
+/// Units per charge (a weight |w| ≤ 1, or a weight times a coordinate over the grid's half
+/// width) of the fixed-point S2G of n points on grids of `T`, a power of two. Float grids
+/// sum a piece in 32-bit integers: 2²¹, so that PIECE charges stay within 2³⁰ (5·10⁻⁷ per
+/// charge, below the float weights' own rounding of their sums). Double grids sum in 64-bit
+/// integers: 2⁶²/n (n at least PIECE), so that a node's total over every point stays within
+/// 2⁶² (2⁻⁴¹ per charge at a million points).
+fn fixed_scale<T>(n: usize) -> f64 {
+    if std::mem::size_of::<T>() == 4 {
+        21f64.exp2()
+    } else {
+        (62.0 - (n.max(PIECE) as f64).log2().ceil()).exp2()
+    }
+}
 /// A cell with at least this many points is dense: below, the fixed cost of a warp's
 /// reduction exceeds the atomics it saves.
 const DENSE_MIN: usize = 8;
@@ -144,6 +163,10 @@ pub(crate) struct ScatterGpu {
     cursor: CudaSlice<i32>,
     pieces: CudaSlice<i32>,
     npieces: CudaSlice<i32>,
+    /// Spread in fixed point (a deterministic run).
+    deterministic: bool,
+    /// The fixed-point grid of a deterministic run, made and grown on demand.
+    fixed: Option<CudaSlice<i64>>,
 }
 
 /// What [`ScatterGpu::sort`] planned: cells per axis and in all, the dense-cell threshold,
@@ -153,6 +176,11 @@ struct Plan {
     ncells: usize,
     dense_min: usize,
     max_pieces: usize,
+}
+
+/// The cells pass's grid: a warp per piece, [`CELL_BLOCKS_PER_SM`] blocks per SM.
+fn cells_config(gpu: &Gpu, plan: &Plan) -> LaunchConfig {
+    gpu.config_waves(32 * plan.max_pieces, CELL_BLOCKS_PER_SM)
 }
 
 /// `buf` with room for at least `len` entries (its contents are not kept).
@@ -179,7 +207,14 @@ impl ScatterGpu {
             cursor: one()?,
             pieces: one()?,
             npieces: one()?,
+            deterministic: false,
+            fixed: None,
         })
+    }
+
+    /// Spreads in fixed point (the same grid in every run) when `deterministic`.
+    pub(crate) fn set_deterministic(&mut self, deterministic: bool) {
+        self.deterministic = deterministic;
     }
 
     /// The points sorted by cell in the last call (a permutation of its `0..n`).
@@ -210,6 +245,27 @@ impl ScatterGpu {
     ) -> Result<(), GpuError> {
         let geom = *geom;
         let plan = self.sort::<T>(gpu, s, y, n, dims, geom)?;
+        if self.deterministic {
+            self.spread_fixed(gpu, s, y, (n, dims), geom, &plan, grid)?;
+        } else {
+            self.spread(gpu, s, y, (n, dims), geom, &plan, grid)?;
+        }
+        std::mem::swap(&mut self.prev, &mut self.order);
+        Ok(())
+    }
+
+    /// The sorted points' charges added to `grid` with float atomics.
+    #[allow(clippy::too_many_arguments)]
+    fn spread<T: DeviceReal>(
+        &self,
+        gpu: &Gpu,
+        s: &Arc<CudaStream>,
+        y: &CudaSlice<f32>,
+        (n, dims): (usize, usize),
+        geom: GridGeom,
+        plan: &Plan,
+        grid: &mut CudaSlice<T>,
+    ) -> Result<(), GpuError> {
         let len = (geom.p as usize).pow(dims as u32);
         S2gScatterSparse {
             dims,
@@ -238,13 +294,78 @@ impl ScatterGpu {
             npieces: &self.npieces,
             grid,
         }
-        .launch(
-            gpu,
-            s,
-            gpu.config_waves(32 * plan.max_pieces, CELL_BLOCKS_PER_SM),
-        )?;
-        std::mem::swap(&mut self.prev, &mut self.order);
-        Ok(())
+        .launch(gpu, s, cells_config(gpu, plan))
+    }
+
+    /// The sorted points' charges summed in fixed point, then written to `grid`: the
+    /// coordinate channels in units of the grid's half width R = (p − 1) h / 2, which
+    /// bounds |y − c| for every point inside the grid.
+    #[allow(clippy::too_many_arguments)]
+    fn spread_fixed<T: DeviceReal>(
+        &mut self,
+        gpu: &Gpu,
+        s: &Arc<CudaStream>,
+        y: &CudaSlice<f32>,
+        (n, dims): (usize, usize),
+        geom: GridGeom,
+        plan: &Plan,
+        grid: &mut CudaSlice<T>,
+    ) -> Result<(), GpuError> {
+        let real = T::DEFINES;
+        let len = (geom.p as usize).pow(dims as u32);
+        let total = (1 + dims) * len;
+        if self.fixed.as_ref().is_none_or(|f| f.len() < total) {
+            self.fixed = Some(s.alloc_zeros(total)?);
+        }
+        let fixed = self.fixed.as_mut().expect("just made");
+        s.memset_zeros(&mut fixed.slice_mut(0..total))?;
+        let half_width = (geom.p as f64 - 1.0) * geom.h as f64 / 2.0;
+        let s0 = fixed_scale::<T>(n);
+        let sq = s0 / half_width;
+        S2gScatterSparseFixed {
+            real,
+            dims,
+            ncells: plan.ncells,
+            len,
+            n,
+            geom,
+            y,
+            order: &self.order,
+            bin: &self.bin,
+            counts: &self.counts,
+            dense_min: plan.dense_min,
+            s0: s0 as f32,
+            sq: sq as f32,
+            fixed: &mut *fixed,
+        }
+        .launch(gpu, s, gpu.config(n))?;
+        S2gScatterCellsFixed {
+            real,
+            dims,
+            n,
+            len,
+            max_pieces: plan.max_pieces,
+            geom,
+            nc: plan.nc,
+            y,
+            order: &self.order,
+            pieces: &self.pieces,
+            npieces: &self.npieces,
+            s0: s0 as f32,
+            sq: sq as f32,
+            fixed: &mut *fixed,
+        }
+        .launch(gpu, s, cells_config(gpu, plan))?;
+        S2gFixedToGrid::<T> {
+            total,
+            len,
+            fixed: &*fixed,
+            // The factors the kernels scaled by, as floats.
+            inv_s0: 1.0 / (s0 as f32) as f64,
+            inv_sq: 1.0 / (sq as f32) as f64,
+            grid,
+        }
+        .launch(gpu, s, gpu.config(total))
     }
 
     /// The points counted per cell, the cells' slots and pieces planned, and the points

@@ -44,12 +44,17 @@ crate::gpu::gpu_test! {
             ] {
                 let mut cpu = vec![0f32; n * dims];
                 let rc = FftRepulsion::new(spec).repulse(&y, dims, &mut cpu).unwrap();
-                // S2G with the default binning, every cell dense, every cell sparse; each
-                // twice, the second call binning in the order the first one sorted.
+                // S2G with the default binning, every cell dense, every cell sparse, and in
+                // fixed point; each twice, the second call binning in the order the first
+                // one sorted.
                 let mut dev = vec![f32::NAN; n * dims];
                 let mut rg = Repulsion::default();
-                for dense_min in [None, Some(1), Some(usize::MAX)] {
-                    let mut r = FftRepulsionGpu::new(gpu, spec).unwrap();
+                for (dense_min, deterministic) in
+                    [(None, false), (Some(1), false), (Some(usize::MAX), false), (None, true)]
+                {
+                    let mut r = FftRepulsionGpu::new(gpu, spec)
+                        .unwrap()
+                        .with_deterministic(deterministic);
                     if let Some(m) = dense_min {
                         r.scatter.set_dense_min(m);
                     }
@@ -59,8 +64,8 @@ crate::gpu::gpu_test! {
                         let e = relative_error(&cpu, &dev);
                         assert!(
                             e < 1e-4,
-                            "seed {seed} {dims}-D {spec:?} dense_min {dense_min:?} call {call}: \
-                             GPU vs CPU {e}"
+                            "seed {seed} {dims}-D {spec:?} dense_min {dense_min:?} \
+                             deterministic {deterministic} call {call}: GPU vs CPU {e}"
                         );
                     }
                 }
@@ -132,7 +137,9 @@ crate::gpu::gpu_test! {
 crate::gpu::gpu_test! {
     /// At scale, where most cells hold many points (the warps' sums) and some few (straight
     /// atomics), the GPU FFT repulsion still equals the CPU's on the same grid, in 1-D, 2-D
-    /// and 3-D; again on a second call, which sorts in the order the first one left.
+    /// and 3-D; again on a second call, which sorts in the order the first one left. In
+    /// fixed point (`--deterministic`) the second call, whose points sit in another order
+    /// within their cells, gives the same forces and Z bit for bit.
     fn gpu_fft_equals_cpu_fft_with_crowded_cells(gpu) {
         let seed = rand::random();
         let mut rng = StdRng::seed_from_u64(seed);
@@ -142,18 +149,31 @@ crate::gpu::gpu_test! {
             let spec = GridSpec::Fixed(p);
             let mut cpu = vec![0f32; n * dims];
             let rc = FftRepulsion::new(spec).repulse(&y, dims, &mut cpu).unwrap();
-            let mut r = FftRepulsionGpu::new(gpu, spec).unwrap();
-            let mut dev = vec![f32::NAN; n * dims];
-            for call in 0..2 {
-                let rg = r.repulse(&y, dims, &mut dev).unwrap();
-                let e = relative_error(&cpu, &dev);
-                assert!(e < 1e-4, "seed {seed} {dims}-D call {call}: GPU vs CPU {e}");
-                assert!(
-                    (rc.z - rg.z).abs() < 1e-4 * rc.z,
-                    "seed {seed} {dims}-D call {call}: Z {} vs {}",
-                    rg.z,
-                    rc.z
-                );
+            for deterministic in [false, true] {
+                let mut r = FftRepulsionGpu::new(gpu, spec)
+                    .unwrap()
+                    .with_deterministic(deterministic);
+                let mut calls = Vec::new();
+                for call in 0..2 {
+                    let mut dev = vec![f32::NAN; n * dims];
+                    let rg = r.repulse(&y, dims, &mut dev).unwrap();
+                    let e = relative_error(&cpu, &dev);
+                    assert!(
+                        e < 1e-4,
+                        "seed {seed} {dims}-D det {deterministic} call {call}: GPU vs CPU {e}"
+                    );
+                    assert!(
+                        (rc.z - rg.z).abs() < 1e-4 * rc.z,
+                        "seed {seed} {dims}-D call {call}: Z {} vs {}",
+                        rg.z,
+                        rc.z
+                    );
+                    calls.push((dev, rg.z));
+                }
+                if deterministic {
+                    let same = calls[0].0.iter().zip(&calls[1].0).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same && calls[0].1 == calls[1].1, "{dims}-D: fixed-point calls differ");
+                }
             }
         }
     }
