@@ -4,8 +4,8 @@
 //! ends the process at once. No temporary file is ever left.
 #![cfg(unix)]
 
-use std::path::{Path, PathBuf};
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -203,7 +203,10 @@ fn a_second_sigint_ends_at_once() {
     interrupt(&run);
     let start = Instant::now();
     while !String::from_utf8_lossy(&err.lock().unwrap()).contains("stopping after") {
-        assert!(start.elapsed() < Duration::from_secs(60), "no word of the first SIGINT");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no word of the first SIGINT"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     interrupt(&run);

@@ -2,11 +2,20 @@
 //! one cuBLAS SGEMM, the small symmetric eigenproblem on the host (the same
 //! [`Pca::from_covariance`] as the CPU path, so axes and signs follow one rule), and the
 //! projection by a second SGEMM. The n × d data cross PCIe once, the n × m scores once back.
+//!
+//! Wide data (more than `EXACT_MAX_D` features, as the host's [`super::pca`]) takes the
+//! randomised method instead ([`wide_pca_gpu`]): a d × d scatter matrix of 30,000 genes
+//! would be 3.6 GB on the device and 7.2 GB in doubles on the host. There the centred data
+//! stay on the device and only their products with thin matrices (l = m + 10 columns) are
+//! taken, by SGEMM; the small dense steps run on the host, as the host's path runs them.
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, GemmConfig};
+use cudarc::driver::CudaSlice;
 use faer::Mat;
 
 use super::pca::{validate, Pca};
+use super::randomised::{randomised_pca, row_major, Side};
+use super::wide_pca::{EXACT_MAX_D, SEED};
 use crate::gpu::blas::sgemm;
 use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::Gpu;
@@ -15,6 +24,9 @@ use crate::{Points, Result};
 /// The scores of `points` on their top `m` principal axes (n × m), like [`super::pca`].
 pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     validate(points, m)?;
+    if points.d > EXACT_MAX_D {
+        return wide_pca_gpu(gpu, points, m);
+    }
     let (n, d) = (points.n, points.d);
     let s = &gpu.stream;
     let x = s.clone_htod(&points.data)?;
@@ -66,17 +78,79 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     Ok(Points::new(n, m, data))
 }
 
+/// The top `m` principal-component scores of wide `points` by the randomised method
+/// (`prep/randomised.rs`, the host's `wide_pca` with the same Ω), the products with the
+/// centred data by SGEMM on the device. Device memory: the data and its centred copy
+/// (the first freed once centred) and O((n + d)·l) for the products.
+pub fn wide_pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
+    validate(points, m)?;
+    let (n, d) = (points.n, points.d);
+    let s = &gpu.stream;
+    let x = s.clone_htod(&points.data)?;
+    let Centred { xc, .. } = centre_on_device(gpu, &x, n, d, n)?;
+    drop(x);
+    let blas = CudaBlas::new(s.clone())?;
+    randomised_pca(n, d, m, SEED, |side, thin| {
+        let l = thin.ncols();
+        let thin_dev = s.clone_htod(
+            &row_major(thin)
+                .iter()
+                .map(|&v| v as f32)
+                .collect::<Vec<f32>>(),
+        )?;
+        let rows = if side == Side::A { n } else { d };
+        let mut out = s.alloc_zeros::<f32>(rows * l)?;
+        product(&blas, side, (n, d, l), &xc, &thin_dev, &mut out)?;
+        let host = s.clone_dtoh(&out)?;
+        Ok(Mat::from_fn(rows, l, |i, c| host[i * l + c] as f64))
+    })
+}
+
+/// One product of the randomised PCA with the centred n × d data `xc` (row-major, that is
+/// column-major d × n): A_c X (`thin` d × l, `out` n × l) or A_cᵀ Y (`thin` n × l, `out`
+/// d × l), all row-major, so column-major transposed: out_cmᵀ = thin_cmᵀ · xc_cm or
+/// thin_cm · xc_cmᵀ.
+fn product(
+    blas: &CudaBlas,
+    side: Side,
+    (n, d, l): (usize, usize, usize),
+    xc: &CudaSlice<f32>,
+    thin: &CudaSlice<f32>,
+    out: &mut CudaSlice<f32>,
+) -> Result<()> {
+    let (n32, d32, l32) = (n as i32, d as i32, l as i32);
+    let (transb, cols, inner) = match side {
+        Side::A => (cublasOperation_t::CUBLAS_OP_N, n32, d32),
+        Side::At => (cublasOperation_t::CUBLAS_OP_T, d32, n32),
+    };
+    let cfg = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb,
+        m: l32,
+        n: cols,
+        k: inner,
+        alpha: 1.0f32,
+        lda: l32,
+        ldb: d32,
+        beta: 0.0f32,
+        ldc: l32,
+    };
+    sgemm(blas, cfg, thin, xc, out)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     crate::gpu::gpu_test! {
-        /// GPU scores equal the CPU's (same axes and signs) on anisotropic data, d = 784 and 60.
+        /// GPU scores equal the CPU's (same axes and signs) on anisotropic data, d = 784 and
+        /// 60, and d = 2,500 (past `EXACT_MAX_D`: the randomised method on both sides).
         fn gpu_pca_equals_cpu_pca(gpu) {
             let seed = rand::random();
             let mut rng = StdRng::seed_from_u64(seed);
-            for (n, d, m) in [(20_000, 784, 50), (5000, 60, 3)] {
+            for (n, d, m) in [(20_000, 784, 50), (5000, 60, 3), (3000, 2500, 10)] {
                 // Feature j has spread ∝ 1/(j+1) plus an offset, so the axes are well separated.
                 let data: Vec<f32> = (0..n * d)
                     .map(|t| {

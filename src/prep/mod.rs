@@ -19,6 +19,7 @@ pub use metric::Metric;
 pub use pca::{pca, Pca};
 pub use screen::{duplicate_rows, fit_f32_range};
 pub use sparse_pca::{gpu::sparse_pca_gpu, sparse_pca};
+pub(crate) use wide_pca::EXACT_MAX_D;
 
 /// Clears the upper halves of the vector registers (`vzeroupper`) on this thread and on every
 /// worker of the current rayon pool. The matrix products of the PCA (faer), which the PCA

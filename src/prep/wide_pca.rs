@@ -26,7 +26,7 @@ pub(crate) const EXACT_MAX_D: usize = 2048;
 const BLOCK_BYTES: usize = 16 << 20;
 
 /// The seed of Ω: fixed, so that the PCA of given data is one result, as the exact one is.
-const SEED: u64 = 0x5eed;
+pub(crate) const SEED: u64 = 0x5eed;
 
 /// The top `m` principal-component scores of `points` (n × m, columns by decreasing
 /// variance, axes signed as [`super::pca::Pca`]'s), by the randomised method. The same
