@@ -161,7 +161,40 @@ pub fn embed_observed(
 ) -> Result<Embedding> {
     let start = Instant::now();
     let mut seconds = StageSeconds::default();
-    let mut setup = setup::set_up(&mut input, name, labels, params, progress)?;
+    let setup = setup::set_up(&mut input, name, labels, params, progress)?;
+    let estimated = setup.memory.estimated_device_bytes;
+    let free = setup.watch.as_ref().map_or(0, |w| w.start_free());
+    run_stages(
+        input,
+        labels,
+        setup,
+        &mut seconds,
+        start,
+        progress,
+        observer,
+    )
+    .map_err(|e| match e {
+        Error::Gpu(error) if error.is_out_of_memory() => Error::DeviceMemory {
+            stage: seconds.stage.to_string(),
+            estimated,
+            free,
+            error,
+        },
+        e => e,
+    })
+}
+
+/// The stages of [`embed_observed`] after the set-up, each marking its start in `seconds`
+/// (so that an error can name the stage).
+fn run_stages(
+    input: Input,
+    labels: Option<&Labels>,
+    mut setup: setup::Setup,
+    seconds: &mut StageSeconds,
+    start: Instant,
+    progress: &dyn Progress,
+    observer: Option<&mut dyn Observer<[f32]>>,
+) -> Result<Embedding> {
     let params = &mut setup.params;
     let kind = setup.backend.kind;
     let (n, d_in) = (input.n(), input.d());
@@ -170,11 +203,11 @@ pub fn embed_observed(
     let _precompile = kernels::precompile(&input, params, kind)?;
 
     // Stages 2–4: prepare, kNN, affinities.
-    let prepared = prepare(input, params, kind, &mut seconds, progress)?;
+    let prepared = prepare(input, params, kind, seconds, progress)?;
     setup.notes.extend(prepared.notes.iter().cloned());
 
     // Stage 6: initialise.
-    let t = Instant::now();
+    let t = seconds.start("init");
     let mut y = initialise(&prepared, params, n)?;
     prep::clear_vector_upper_state();
     seconds.init = t.elapsed().as_secs_f64();
@@ -205,17 +238,17 @@ pub fn embed_observed(
         dims,
     });
     let observer = in_order.as_mut().map(|o| o as &mut dyn Observer<[f32]>);
-    let optimise = optimise::optimise(p, &mut y, params, kind, &mut seconds, progress, observer)?;
+    let optimise = optimise::optimise(p, &mut y, params, kind, seconds, progress, observer)?;
 
     // Quality measures, in the internal numbering; then Y back in input order.
-    let t = Instant::now();
+    let t = seconds.start("quality");
     let quality = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref());
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);
     }
     seconds.quality = t.elapsed().as_secs_f64();
     seconds.total = start.elapsed().as_secs_f64();
-    let report = setup.into_report(knn, p_nnz, seconds, optimise, quality);
+    let report = setup.into_report(knn, p_nnz, *seconds, optimise, quality);
     Ok(Embedding {
         y,
         dims,

@@ -39,6 +39,23 @@ pub enum Error {
         available: u64,
         hints: String,
     },
+    /// The device ran out of memory during a run whose estimate had fitted (another
+    /// process took memory, or the estimate fell short): the stage it happened in, the
+    /// estimate, and the way round.
+    #[error(
+        "out of GPU memory during {stage} ({error}); the run was estimated to need about \
+         {:.1} GiB of device memory and {:.1} GiB was free when it started. Free the GPU \
+         (another process may hold memory), lower the need with --perplexity, --pca or \
+         --knn approx, or run with --backend cpu",
+        gib(*estimated),
+        gib(*free)
+    )]
+    DeviceMemory {
+        stage: String,
+        estimated: u64,
+        free: u64,
+        error: Box<crate::gpu::GpuError>,
+    },
     /// An observer aborted the optimisation ([`crate::optim::Stop::Abort`]), e.g. on an
     /// interrupt: nothing of the run is kept.
     #[error("interrupted at iteration {iter} of {iters}")]

@@ -113,6 +113,17 @@ pub struct StageSeconds {
     pub quality: f64,
     pub write: f64,
     pub total: f64,
+    /// The stage under way ([`StageSeconds::start`]), for an error to name.
+    #[serde(skip)]
+    pub stage: &'static str,
+}
+
+impl StageSeconds {
+    /// Marks the start of `stage` (named as the fields are) and returns its clock.
+    pub fn start(&mut self, stage: &'static str) -> std::time::Instant {
+        self.stage = stage;
+        std::time::Instant::now()
+    }
 }
 
 /// Quality of the embedding (DESIGN §5).

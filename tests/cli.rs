@@ -58,7 +58,12 @@ pub(crate) fn fails_cleanly_with(args: &[&str], out_path: &Path, needles: &[&str
 }
 
 /// [`fails_cleanly_with`] with the environment variables `env` set.
-fn fails_cleanly_env(args: &[&str], env: &[(&str, &str)], out_path: &Path, needles: &[&str]) {
+pub(crate) fn fails_cleanly_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+    out_path: &Path,
+    needles: &[&str],
+) {
     let out = sgtsne_env(args, env);
     let err = stderr(&out);
     assert!(!out.status.success(), "expected failure for {args:?}");

@@ -2,8 +2,6 @@
 //! as SG-t-SNE does, or P given as it is. Neither has coordinates, so there is no PCA, no
 //! kNN and no PCA initialisation: what the point stages would leave stays empty.
 
-use std::time::Instant;
-
 use super::{EmbedParams, Prepared};
 use crate::affinity::{self, GraphParams};
 use crate::init::InitKind;
@@ -18,7 +16,7 @@ pub(super) fn prepare_graph(
     params: &mut EmbedParams,
     seconds: &mut StageSeconds,
 ) -> Result<Prepared> {
-    let t = Instant::now();
+    let t = seconds.start("affinities");
     let gp = GraphParams {
         lambda: params.lambda,
         ..Default::default()
@@ -35,7 +33,7 @@ pub(super) fn prepare_affinities(
     params: &mut EmbedParams,
     seconds: &mut StageSeconds,
 ) -> Result<Prepared> {
-    let t = Instant::now();
+    let t = seconds.start("affinities");
     let (p, notes) = affinity::given(given)?;
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok(without_points(p, params, notes))

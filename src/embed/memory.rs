@@ -90,9 +90,20 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
         + n * k * 2;
     let affinities = n * k * 8 + n * k * 4 + n * k * 8 + p * 5 / 4;
     let optimise = p * 5 / 4 + n * dims * 4 * 8;
+    // The PCA of dense points wider than the components kept (`prep::gpu`): the points and
+    // their centred copy, the scores, and the d_in × d_in scatter matrix up to
+    // EXACT_MAX_D features, the randomised method's thin products (64 columns) beyond.
+    // (20k × 30,000 on the H100: 4.6 GiB at the peak, against 5.5 estimated.)
+    let pca = match d_in > d {
+        false => 0,
+        true if d_in <= crate::prep::EXACT_MAX_D as u64 => {
+            n * d_in * 8 + n * d * 4 + d_in * d_in * 4
+        }
+        true => n * d_in * 8 + n * d * 4 + (n + d_in) * 64 * 4,
+    };
     MemoryReport {
         estimated_host_bytes: host,
-        estimated_device_bytes: DEVICE_FIXED + knn.max(affinities).max(optimise),
+        estimated_device_bytes: DEVICE_FIXED + knn.max(affinities).max(optimise).max(pca),
         peak_device_bytes: None,
     }
 }
@@ -110,9 +121,11 @@ pub fn host_available(held: u64) -> Option<u64> {
     Some(kib * 1024 + held)
 }
 
-/// Device bytes the run may plan on: the free memory, capped by `SGTSNE_MAX_DEVICE_BYTES`.
+/// Device bytes the run may plan on: the free memory, capped by `SGTSNE_MAX_DEVICE_BYTES`
+/// (and counting what `SGTSNE_GPU_MEMORY_LIMIT` holds back as free: that limit is met by
+/// the allocations, [`crate::gpu::context::MEMORY_LIMIT_VAR`]).
 pub fn device_available(gpu: &Gpu) -> Result<u64> {
-    let free = gpu.free_memory().map_err(Error::from)? as u64;
+    let free = (gpu.free_memory().map_err(Error::from)? + gpu.withheld_bytes()) as u64;
     Ok(env_bytes("SGTSNE_MAX_DEVICE_BYTES").map_or(free, |cap| cap.min(free)))
 }
 
@@ -256,6 +269,11 @@ impl DeviceWatch {
             stop,
             thread: Some(thread),
         })
+    }
+
+    /// Free device bytes when the watch started (the run's start).
+    pub fn start_free(&self) -> u64 {
+        self.start_free as u64
     }
 
     /// Stops sampling; the peak in bytes.

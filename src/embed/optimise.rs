@@ -2,8 +2,6 @@
 //! reads it, then gradient descent on the host, on the device, or on both at once, with an
 //! observer that sees Y in input order whichever numbering the run uses inside.
 
-use std::time::Instant;
-
 use super::EmbedParams;
 use crate::backend::gpu::{optimize_device_observed, Downloaded};
 use crate::backend::{cpu::CpuGradient, hybrid::optimize_hybrid, BackendKind};
@@ -62,7 +60,7 @@ pub(super) fn optimise(
         .unwrap_or_else(|| OptimParams::auto_learning_rate(p.n(), params.optim.early_exaggeration));
     params.learning_rate = Some(lr);
     params.optim.learning_rate = lr;
-    let t = Instant::now();
+    let t = seconds.start("layout");
     let p = match backend {
         BackendKind::Gpu => p.into_hyb(Gpu::get()?)?,
         _ => {
@@ -71,7 +69,7 @@ pub(super) fn optimise(
         }
     };
     seconds.layout = t.elapsed().as_secs_f64();
-    let t = Instant::now();
+    let t = seconds.start("optimise");
     let (dims, repulsion) = (params.dims, params.repulsion_spec());
     let report = match backend {
         BackendKind::Gpu => {

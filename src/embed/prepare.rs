@@ -1,8 +1,6 @@
 //! Stages 2–4 in point mode (DESIGN §1.2–1.4): PCA, kNN, perplexity calibration and
 //! symmetrisation, each placed on the host or the device by the backend.
 
-use std::time::Instant;
-
 use cudarc::driver::CudaSlice;
 
 use super::{AffinityMethod, EmbedParams, KnnMethod, PointOrder, Prepared};
@@ -61,7 +59,7 @@ pub(crate) fn prepare_points(
         check_enough(points.n, params)?;
     }
     let mut r = reduce(points, params, backend, seconds)?;
-    let t = Instant::now();
+    let t = seconds.start("knn");
     let mut notes = Vec::new();
     let (found, report) = match given {
         Some(nb) => {
@@ -85,7 +83,7 @@ pub(crate) fn prepare_points(
         }
     };
     seconds.knn = t.elapsed().as_secs_f64();
-    let t = Instant::now();
+    let t = seconds.start("affinities");
     let (p, nb) = match found {
         Found::Device(indices, distances) => {
             gpu_affinities(&indices, &distances, r.points.n, report.k, params, seconds)?
@@ -146,7 +144,7 @@ fn prepare_exact(
         }
     }
     let r = reduce(points, params, backend, seconds)?;
-    let t = Instant::now();
+    let t = seconds.start("affinities");
     let p = P::from_csr(affinity::exact_affinities(&r.points, params.perplexity)?);
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok(Prepared {
@@ -185,7 +183,7 @@ pub(crate) fn reduce(
     seconds: &mut StageSeconds,
 ) -> Result<Reduced> {
     let on_gpu = backend != BackendKind::Cpu;
-    let t = Instant::now();
+    let t = seconds.start("pca");
     params.metric.apply(&mut points)?;
     let reduced = params.pca.is_some_and(|m| points.d > m);
     let inner = params.metric == prep::Metric::InnerProduct;
@@ -206,7 +204,7 @@ pub(crate) fn reduce(
         _ => (points, None),
     };
     seconds.pca = t.elapsed().as_secs_f64();
-    let t = Instant::now();
+    let t = seconds.start("order");
     let (points, order) = match params.order {
         Some(PointOrder::Locality) => {
             let order = knn::pca_tree_order(&points.data, points.n, points.d);
@@ -359,7 +357,7 @@ fn gpu_affinities(
     seconds: &mut StageSeconds,
 ) -> Result<(P, Neighbors)> {
     let gpu = Gpu::get()?;
-    let t = Instant::now();
+    let t = seconds.start("affinities");
     let (hyb, stats) =
         affinity::gpu::affinities_device(gpu, indices, distances, n, k, params.perplexity)?;
     gpu.stream.synchronize()?;

@@ -71,7 +71,7 @@ pub fn search_neighbors(
     prepare::check_enough(points.n, &params)?;
     let mut reduced = prepare::reduce(points, &params, backend.kind, &mut seconds)?;
     seconds.pca += sparse_seconds;
-    let t = Instant::now();
+    let t = seconds.start("knn");
     let mut notes = Vec::new();
     let (found, knn) = prepare::search(
         &mut reduced,

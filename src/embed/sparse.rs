@@ -1,8 +1,6 @@
 //! Stage 2 for sparse points: the metric's row transform and PCA on the sparse rows, then
 //! the point pipeline on the dense n × m scores.
 
-use std::time::Instant;
-
 use super::{prepare_points, EmbedParams, Prepared};
 use crate::backend::BackendKind;
 use crate::gpu::Gpu;
@@ -20,7 +18,7 @@ pub(crate) fn prepare_sparse(
     seconds: &mut StageSeconds,
     progress: &dyn Progress,
 ) -> Result<Prepared> {
-    let t = Instant::now();
+    let t = seconds.start("pca");
     let (points, reduced) = reduce_sparse(rows, params, backend)?;
     let sparse_seconds = t.elapsed().as_secs_f64();
     let mut prepared = prepare_points(points, &dense_params(params), backend, seconds, progress)?;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cufft::sys::cufftType;
 use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
 use super::compile::{arch_name, Cubins, Precompile, Variant};
@@ -29,6 +29,42 @@ pub struct Gpu {
     cubins: Arc<Cubins>,
     modules: Mutex<HashMap<Variant, Arc<CudaModule>>>,
     fft_plans: PlanCache,
+    /// Device memory held back by `SGTSNE_GPU_MEMORY_LIMIT` ([`Gpu::withheld_bytes`]).
+    withheld: Option<CudaSlice<u8>>,
+}
+
+/// The environment variable that limits the device memory this process can allocate, a
+/// fault injection for tests and for rehearsing a smaller card: at start-up all free
+/// memory beyond this many bytes is taken and held, so that the stages' allocations meet
+/// the driver's own out-of-memory errors. A run's plan before the work does not see it
+/// (as when another process takes memory after the check), so the failure comes where the
+/// memory runs out, and the run reports that stage ([`crate::Error::DeviceMemory`]).
+pub const MEMORY_LIMIT_VAR: &str = "SGTSNE_GPU_MEMORY_LIMIT";
+
+/// Takes the free device memory beyond [`MEMORY_LIMIT_VAR`] bytes, if it is set.
+fn withhold(stream: &Arc<CudaStream>) -> std::result::Result<Option<CudaSlice<u8>>, String> {
+    let Ok(text) = std::env::var(MEMORY_LIMIT_VAR) else {
+        return Ok(None);
+    };
+    let limit: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{MEMORY_LIMIT_VAR} must be a number of bytes, got `{text}`"))?;
+    let free = stream
+        .context()
+        .mem_get_info()
+        .map_err(|e| e.to_string())?
+        .0;
+    // The driver keeps a little of what it reports free: hold back less, 32 MiB at a time,
+    // until it gives the buffer.
+    let mut bytes = free.saturating_sub(limit);
+    while bytes > 0 {
+        if let Ok(held) = stream.alloc_zeros::<u8>(bytes) {
+            return Ok(Some(held));
+        }
+        bytes = bytes.saturating_sub(32 << 20);
+    }
+    Ok(None)
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -45,6 +81,7 @@ impl Gpu {
                 .context
                 .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(|e| e.to_string())? as usize;
+            let withheld = withhold(&stream)?;
             Ok(Gpu {
                 device,
                 stream,
@@ -52,6 +89,7 @@ impl Gpu {
                 cubins: Arc::new(Cubins::new(arch)),
                 modules: Mutex::new(HashMap::new()),
                 fft_plans: PlanCache::default(),
+                withheld,
             })
         })
         .as_ref()
@@ -155,5 +193,11 @@ impl Gpu {
     /// Free device memory in bytes.
     pub fn free_memory(&self) -> std::result::Result<usize, GpuError> {
         Ok(self.device.context.mem_get_info()?.0)
+    }
+
+    /// Device bytes held back by [`MEMORY_LIMIT_VAR`] (0 when it is not set): free to a
+    /// run's plan, not to its allocations.
+    pub fn withheld_bytes(&self) -> usize {
+        self.withheld.as_ref().map_or(0, |w| w.len())
     }
 }

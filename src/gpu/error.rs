@@ -45,6 +45,28 @@ pub enum GpuError {
     },
 }
 
+impl GpuError {
+    /// Whether the device ran out of memory: an allocation the driver refused, a kernel
+    /// launch it could not find room for, cuBLAS's or cuFFT's workspace, or a phase that
+    /// checked first ([`GpuError::OutOfMemory`]).
+    pub fn is_out_of_memory(&self) -> bool {
+        use cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY;
+        match self {
+            GpuError::Driver(e) => e.0 == CUDA_ERROR_OUT_OF_MEMORY,
+            GpuError::Kernel {
+                error: KernelError::Driver(e),
+                ..
+            } => e.0 == CUDA_ERROR_OUT_OF_MEMORY,
+            GpuError::Cublas(e) => {
+                e.0 == cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED
+            }
+            GpuError::Cufft(e) => e.0 == cudarc::cufft::sys::cufftResult::CUFFT_ALLOC_FAILED,
+            GpuError::OutOfMemory { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 impl From<GpuError> for crate::Error {
     fn from(e: GpuError) -> Self {
         crate::Error::Gpu(Box::new(e))
