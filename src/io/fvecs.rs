@@ -30,7 +30,11 @@ pub(crate) fn read_points_fvecs(path: &Path) -> Result<Points, IoError> {
     read_fvecs_from(BufReader::with_capacity(1 << 20, file), total, path)
 }
 
-fn read_fvecs_from(mut r: impl Read, total: u64, path: &Path) -> Result<Points, IoError> {
+pub(crate) fn read_fvecs_from(
+    mut r: impl Read,
+    total: u64,
+    path: &Path,
+) -> Result<Points, IoError> {
     let rd = |e| IoError::read(path, e);
     let mut head = [0u8; 4];
     let got = read_full(&mut r, &mut head).map_err(rd)?;

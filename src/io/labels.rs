@@ -102,6 +102,20 @@ pub fn read_labels_npy_bytes(bytes: &[u8], name: &str) -> Result<Labels, IoError
     Ok(npy::read_labels_from(bytes, Path::new(name))?.into_labels())
 }
 
+/// Reads labels from the bytes of a file named `name` (`.npy`, `.csv`, `.tsv` or `.txt`, as
+/// [`read_labels`]; `name` stands for the path in errors), without touching the file system.
+pub fn read_labels_bytes(bytes: &[u8], name: &str) -> Result<Labels, IoError> {
+    let path = Path::new(name);
+    let raw = match extension(path).as_str() {
+        "npy" => npy::read_labels_from(bytes, path)?,
+        "csv" | "tsv" | "txt" => {
+            parse_label_column(text::read_label_fields_from(bytes, path)?, path)?
+        }
+        _ => return Err(unknown_extension(path, "labels", ".npy, .csv, .tsv, .txt")),
+    };
+    Ok(raw.into_labels())
+}
+
 /// Turns a text column (line number, text) into numbers or strings.
 ///
 /// Numbers (whole numbers, also written `3.0`) when every row but possibly the first is one.

@@ -31,15 +31,15 @@ mod write;
 
 pub use error::{IoError, Place};
 pub use images::{image_side, read_images};
-pub use labels::{read_labels, read_labels_npy_bytes, Labels};
+pub use labels::{read_labels, read_labels_bytes, read_labels_npy_bytes, Labels};
 pub use mixture::write_mixture;
-pub use mtx::read_graph;
+pub use mtx::{read_graph, read_graph_bytes};
 pub use neighbors::{read_neighbors, write_neighbors, IndexType, NeighborLists};
 pub use npy::read_points_npy_bytes;
 #[cfg(test)]
 pub(crate) use npy::tests::npy_file as npy_test_file;
 pub use npz::write_matrix;
-pub use read::read_points;
+pub use read::{read_points, read_points_bytes};
 pub(crate) use write::temp_prefix;
 pub use write::{
     check_output_path, remove_temp_files, write_atomic, write_embedding, write_embedding_text,

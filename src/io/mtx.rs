@@ -33,6 +33,11 @@ pub fn read_graph(path: &Path) -> Result<CsMat<f64>, IoError> {
     read_mtx_from(BufReader::new(file), total, path)
 }
 
+/// [`read_graph`] of the bytes of a `.mtx` file; `name` stands for the path in errors.
+pub fn read_graph_bytes(bytes: &[u8], name: &str) -> Result<CsMat<f64>, IoError> {
+    read_mtx_from(bytes, bytes.len() as u64, Path::new(name))
+}
+
 /// Parses Matrix Market coordinate text: header, size line, then one entry a line, each
 /// checked where it stands so that the error names its line; `total` is the input's length in
 /// bytes. One function, long: a line-by-line parser with its checks in order.

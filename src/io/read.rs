@@ -56,12 +56,71 @@ pub fn read_points(path: &Path) -> Result<Points, IoError> {
     }
 }
 
+/// Reads points from the bytes of a file named `name` (whose extension picks the format, as
+/// [`read_points`]'s; `name` stands for the path in errors), without touching the file
+/// system: `.npy`, `.csv`, `.tsv`, `.txt` and `.fvecs` (an `.h5ad` needs a file).
+pub fn read_points_bytes(bytes: &[u8], name: &str) -> Result<Points, IoError> {
+    let path = Path::new(name);
+    match extension(path).as_str() {
+        "npy" => npy::read_points_npy_bytes(bytes, name),
+        "csv" => text::read_points_delimited_from(bytes, path, b','),
+        "tsv" => text::read_points_delimited_from(bytes, path, b'\t'),
+        "txt" => text::read_points_whitespace_from(bytes, path),
+        "fvecs" => fvecs::read_fvecs_from(bytes, bytes.len() as u64, path),
+        _ => Err(unknown_extension(
+            path,
+            "points from bytes",
+            ".npy, .csv, .tsv, .txt, .fvecs",
+        )),
+    }
+}
+
 /// The largest dense copy of a sparse input [`read_points`] makes.
 const DENSIFY_MAX_BYTES: u64 = 4 << 30;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte readers give what the file readers give for the same contents, graphs and
+    /// labels included, and name the given name in their errors.
+    #[test]
+    fn bytes_read_as_files_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fvecs = Vec::new();
+        for row in [[1f32, 2.0], [3.0, -4.5]] {
+            fvecs.extend(2i32.to_le_bytes());
+            row.iter().for_each(|v| fvecs.extend(v.to_le_bytes()));
+        }
+        let cases: [(&str, &[u8]); 4] = [
+            ("a.csv", b"x,y\n1,2\n3,-4.5\n"),
+            ("a.tsv", b"1\t2\n3\t-4.5\n"),
+            ("a.txt", b"# two points\n1 2\n\n3 -4.5\n"),
+            ("a.fvecs", &fvecs),
+        ];
+        for (name, bytes) in cases {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let want = read_points(&path).unwrap();
+            let got = read_points_bytes(bytes, name).unwrap();
+            assert_eq!(
+                (got.n, got.d, &got.data),
+                (want.n, want.d, &want.data),
+                "{name}"
+            );
+            assert_eq!(got.data, [1.0, 2.0, 3.0, -4.5]);
+        }
+        let e = read_points_bytes(b"1,2\n3\n", "bad.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.csv") && e.contains("line 2"), "{e}");
+        let labels = crate::io::read_labels_bytes(b"cell\nB\nT\nB\n", "l.csv").unwrap();
+        assert_eq!(labels.len(), 3);
+        let graph = b"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 0.5\n";
+        let g = crate::io::read_graph_bytes(graph, "g.mtx").unwrap();
+        assert_eq!((g.rows(), g.nnz()), (2, 1));
+        assert!(read_points_bytes(b"", "a.h5ad").is_err());
+    }
 
     #[test]
     fn unknown_extension_and_missing_file() {

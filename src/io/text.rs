@@ -90,15 +90,16 @@ fn open(path: &Path) -> Result<BufReader<File>, IoError> {
     Ok(BufReader::with_capacity(1 << 20, file))
 }
 
-/// Calls `f(line_number, text)` for each line of `path` (1-based, without the line end).
+/// Calls `f(line_number, text)` for each line of `r`, the contents of `path` (1-based,
+/// without the line end).
 ///
 /// Lines are read here rather than by the `csv` reader because `csv` does not count the
 /// blank lines it skips, and errors must name the line an editor shows.
 fn for_each_line(
+    mut r: impl BufRead,
     path: &Path,
     mut f: impl FnMut(u64, &str) -> Result<(), IoError>,
 ) -> Result<(), IoError> {
-    let mut r = open(path)?;
     let mut buf = String::new();
     let mut line = 0;
     loop {
@@ -154,8 +155,17 @@ fn split<T>(
 
 /// Reads points from `.csv` (`delimiter = b','`) or `.tsv` (`b'\t'`).
 pub(crate) fn read_points_delimited(path: &Path, delimiter: u8) -> Result<Points, IoError> {
+    read_points_delimited_from(open(path)?, path, delimiter)
+}
+
+/// [`read_points_delimited`] of the contents `r` of `path`.
+pub(crate) fn read_points_delimited_from(
+    r: impl BufRead,
+    path: &Path,
+    delimiter: u8,
+) -> Result<Points, IoError> {
     let mut table = Table::new(path);
-    for_each_line(path, |line, text| {
+    for_each_line(r, path, |line, text| {
         if text.trim_start().starts_with('#') {
             return Ok(());
         }
@@ -168,8 +178,13 @@ pub(crate) fn read_points_delimited(path: &Path, delimiter: u8) -> Result<Points
 
 /// Reads points from whitespace-separated `.txt`.
 pub(crate) fn read_points_whitespace(path: &Path) -> Result<Points, IoError> {
+    read_points_whitespace_from(open(path)?, path)
+}
+
+/// [`read_points_whitespace`] of the contents `r` of `path`.
+pub(crate) fn read_points_whitespace_from(r: impl BufRead, path: &Path) -> Result<Points, IoError> {
     let mut table = Table::new(path);
-    for_each_line(path, |line, text| {
+    for_each_line(r, path, |line, text| {
         if text.trim_start().starts_with('#') {
             return Ok(());
         }
@@ -183,13 +198,21 @@ pub(crate) fn read_points_whitespace(path: &Path) -> Result<Points, IoError> {
 /// In `.csv`/`.tsv` a label may be quoted (and then hold the delimiter); `.txt` takes each
 /// trimmed line whole.
 pub(crate) fn read_label_fields(path: &Path) -> Result<Vec<(u64, String)>, IoError> {
+    read_label_fields_from(open(path)?, path)
+}
+
+/// [`read_label_fields`] of the contents `r` of `path` (whose extension picks the format).
+pub(crate) fn read_label_fields_from(
+    r: impl BufRead,
+    path: &Path,
+) -> Result<Vec<(u64, String)>, IoError> {
     let delimiter = match super::error::extension(path).as_str() {
         "csv" => Some(b','),
         "tsv" => Some(b'\t'),
         _ => None,
     };
     let mut out = Vec::new();
-    for_each_line(path, |line, text| {
+    for_each_line(r, path, |line, text| {
         if text.trim().is_empty() {
             return Ok(());
         }

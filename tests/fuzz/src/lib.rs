@@ -3,8 +3,9 @@
 //! includes this file), so both exercise the same calls.
 //!
 //! Each function hands one input to a reader the way the tool would and ignores the result:
-//! any input may be refused, none may panic or allocate far beyond its size. Readers that
-//! take a path get the input as a file.
+//! any input may be refused, none may panic or allocate far beyond its size. The readers
+//! take the bytes as they would a file's contents (the file-based entry points wrap the
+//! same parsers in a buffered reader); the `.h5ad` reader, which needs a file, gets one.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -42,25 +43,25 @@ pub fn npy_labels(data: &[u8]) {
 /// Points from `.csv`, `.tsv` or `.txt` text; the first byte picks which.
 pub fn text_points(data: &[u8]) {
     if let Some((ext, text)) = text_extension(data) {
-        let _ = with_file(text, ext, sgtsne::io::read_points);
+        let _ = sgtsne::io::read_points_bytes(text, &format!("input.{ext}"));
     }
 }
 
 /// Labels from a one-column `.csv`, `.tsv` or `.txt` file; the first byte picks which.
 pub fn text_labels(data: &[u8]) {
     if let Some((ext, text)) = text_extension(data) {
-        let _ = with_file(text, ext, sgtsne::io::read_labels);
+        let _ = sgtsne::io::read_labels_bytes(text, &format!("input.{ext}"));
     }
 }
 
 /// Points from an `.fvecs` file (an `i32` dimension and `f32` values per vector).
 pub fn fvecs(data: &[u8]) {
-    let _ = with_file(data, "fvecs", sgtsne::io::read_points);
+    let _ = sgtsne::io::read_points_bytes(data, "input.fvecs");
 }
 
 /// A graph from a Matrix Market `.mtx` file (`--graph`).
 pub fn mtx(data: &[u8]) {
-    let _ = with_file(data, "mtx", sgtsne::io::read_graph);
+    let _ = sgtsne::io::read_graph_bytes(data, "input.mtx");
 }
 
 /// A grid-size sweep configuration (`sgtsne sweep --config`), then the iterations it samples,
