@@ -40,6 +40,7 @@ pub mod io;
 pub mod kernel;
 pub mod knn;
 pub mod optim;
+pub mod ordered;
 pub mod points;
 pub mod prep;
 pub mod progress;

@@ -120,23 +120,20 @@ pub fn kl_divergence_with(kernel: Kernel, p: &Affinities, y: &[f32], dims: usize
             y.len()
         )));
     }
-    let p_log_w: f64 = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            let yi = &y[i * dims..(i + 1) * dims];
-            let row = p.outer_view(i).expect("row of a square CSR");
-            row.iter()
-                .map(|(j, &pij)| {
-                    let d2: f64 = yi
-                        .iter()
-                        .zip(&y[j * dims..(j + 1) * dims])
-                        .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-                        .sum();
-                    -(pij as f64) * kernel.dof * (1.0 + d2 / kernel.dof).ln()
-                })
-                .sum::<f64>()
-        })
-        .sum();
+    let p_log_w = crate::ordered::sum_in_order((0..n).into_par_iter().map(|i| {
+        let yi = &y[i * dims..(i + 1) * dims];
+        let row = p.outer_view(i).expect("row of a square CSR");
+        row.iter()
+            .map(|(j, &pij)| {
+                let d2: f64 = yi
+                    .iter()
+                    .zip(&y[j * dims..(j + 1) * dims])
+                    .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+                    .sum();
+                -(pij as f64) * kernel.dof * (1.0 + d2 / kernel.dof).ln()
+            })
+            .sum::<f64>()
+    }));
     Ok(affinity::p_log_p(p) - p_log_w + exact_z_with(kernel, y, dims)?.ln())
 }
 

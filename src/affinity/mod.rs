@@ -78,11 +78,12 @@ pub fn from_neighbors_multiscale(nb: &Neighbors, scales: &[f64]) -> crate::Resul
 
 /// $\sum_{ij} p_{ij} \ln p_{ij}$, the constant part of KL(P‖Q).
 pub fn p_log_p(p: &Affinities) -> f64 {
-    p.data()
-        .par_iter()
-        .filter(|&&v| v > 0.0)
-        .map(|&v| v as f64 * v.ln() as f64)
-        .sum()
+    crate::ordered::sum_in_order(p.data().par_chunks(4096).map(|part| {
+        part.iter()
+            .filter(|&&v| v > 0.0)
+            .map(|&v| v as f64 * v.ln() as f64)
+            .sum::<f64>()
+    }))
 }
 
 #[cfg(test)]

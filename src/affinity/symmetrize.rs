@@ -73,10 +73,11 @@ pub fn symmetrize(
             .zip(row_len.par_iter_mut())
             .for_each(|((c, v), len)| *len = merge_row(c, v));
     }
-    let sum: f64 = (0..n)
-        .into_par_iter()
-        .map(|i| vals[counts[i]..counts[i] + row_len[i]].iter().sum::<f64>())
-        .sum();
+    let sum = crate::ordered::sum_in_order(
+        (0..n)
+            .into_par_iter()
+            .map(|i| vals[counts[i]..counts[i] + row_len[i]].iter().sum::<f64>()),
+    );
     if sum <= 0.0 || !sum.is_finite() {
         return Err(SparseError::Invariant {
             what: format!("affinities sum to {sum}; the graph has no positive weight"),

@@ -37,22 +37,19 @@ const LANES: usize = 4;
 /// Monomorphised over the dimension D and whether Σ p ln w is accumulated.
 fn run<const D: usize, const KL: bool>(csb: &Csb, y: &[f32], force: &mut [f32], k: EdgeF32) -> f64 {
     let beta = csb.beta();
-    force
-        .par_chunks_mut(beta * D)
-        .enumerate()
-        .map(|(b, out)| {
-            let rows = csb.block_rows(b);
-            let y_rows = &y[rows.start * D..rows.end * D];
-            out.fill(0.0);
-            let mut kl = 0f64;
-            for blk in csb.blocks(b) {
-                let c0 = blk.col * beta;
-                let y_cols = &y[c0 * D..(c0 + beta).min(csb.n()) * D];
-                kl += block::<D, KL>(blk.coords, blk.values, y_rows, y_cols, out, k) as f64;
-            }
-            kl
-        })
-        .sum()
+    let kl = force.par_chunks_mut(beta * D).enumerate().map(|(b, out)| {
+        let rows = csb.block_rows(b);
+        let y_rows = &y[rows.start * D..rows.end * D];
+        out.fill(0.0);
+        let mut kl = 0f64;
+        for blk in csb.blocks(b) {
+            let c0 = blk.col * beta;
+            let y_cols = &y[c0 * D..(c0 + beta).min(csb.n()) * D];
+            kl += block::<D, KL>(blk.coords, blk.values, y_rows, y_cols, out, k) as f64;
+        }
+        kl
+    });
+    crate::ordered::sum_in_order(kl)
 }
 
 /// One block's entries (sorted by local row), taken in runs of one row: the row's force is

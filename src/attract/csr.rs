@@ -28,23 +28,20 @@ impl Attract for Affinities {
 }
 
 fn run<const D: usize>(p: &Affinities, y: &[f32], force: &mut [f32], k: EdgeF32) -> f64 {
-    force
-        .par_chunks_mut(D)
-        .enumerate()
-        .map(|(i, out)| {
-            let yi: &[f32; D] = y[i * D..i * D + D].try_into().unwrap();
-            let mut acc = [0f32; D];
-            let mut kl = 0f64;
-            if let Some(row) = p.outer_view(i) {
-                for (j, &pij) in row.iter() {
-                    let lw = pair::<D, true>(pij, yi, &y[j * D..j * D + D], &mut acc, k);
-                    kl += (pij * lw) as f64;
-                }
+    let kl = force.par_chunks_mut(D).enumerate().map(|(i, out)| {
+        let yi: &[f32; D] = y[i * D..i * D + D].try_into().unwrap();
+        let mut acc = [0f32; D];
+        let mut kl = 0f64;
+        if let Some(row) = p.outer_view(i) {
+            for (j, &pij) in row.iter() {
+                let lw = pair::<D, true>(pij, yi, &y[j * D..j * D + D], &mut acc, k);
+                kl += (pij * lw) as f64;
             }
-            out.copy_from_slice(&acc);
-            kl
-        })
-        .sum()
+        }
+        out.copy_from_slice(&acc);
+        kl
+    });
+    crate::ordered::sum_in_order(kl)
 }
 
 #[cfg(test)]

@@ -65,13 +65,13 @@ fn split(data: &[f32], d: usize, idx: &mut [u32]) {
             a
         };
         let next = if len >= PAR_MIN {
-            idx.par_chunks(4096).map(acc).reduce(
-                || vec![0f32; d],
-                |mut a, b| {
-                    a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-                    a
-                },
-            )
+            // The parts add in their order, so the split (and the order) repeats bit for
+            // bit (`crate::ordered`).
+            let parts: Vec<Vec<f32>> = idx.par_chunks(4096).map(acc).collect();
+            parts.into_iter().fold(vec![0f32; d], |mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                a
+            })
         } else {
             acc(idx)
         };

@@ -166,18 +166,15 @@ pub fn step(
 /// centred keeps the repulsion grid's box small and the float precision high).
 pub fn recentre(y: &mut [f32], dims: usize) {
     let n = (y.len() / dims).max(1);
-    let sums = y
-        .par_chunks(dims * 1024)
-        .map(|c| {
-            let mut s = [0f64; 3];
-            for p in c.chunks(dims) {
-                for (k, v) in p.iter().enumerate() {
-                    s[k] += *v as f64;
-                }
+    let sums = crate::ordered::sums_in_order(y.par_chunks(dims * 1024).map(|c| {
+        let mut s = [0f64; 3];
+        for p in c.chunks(dims) {
+            for (k, v) in p.iter().enumerate() {
+                s[k] += *v as f64;
             }
-            s
-        })
-        .reduce(|| [0f64; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]);
+        }
+        s
+    }));
     let mean: Vec<f32> = sums[..dims].iter().map(|s| (s / n as f64) as f32).collect();
     y.par_chunks_mut(dims).for_each(|p| {
         for (v, m) in p.iter_mut().zip(&mean) {

@@ -126,10 +126,11 @@ fn z_pairs<const D: usize>(kernel: Kernel, y: &[f32], n: usize) -> f64 {
             })
             .sum()
     };
-    let upper: f64 = (0..half)
-        .into_par_iter()
-        .map(|i| row(i) + if n - 1 - i > i { row(n - 1 - i) } else { 0.0 })
-        .sum();
+    let upper = crate::ordered::sum_in_order(
+        (0..half)
+            .into_par_iter()
+            .map(|i| row(i) + if n - 1 - i > i { row(n - 1 - i) } else { 0.0 }),
+    );
     2.0 * upper
 }
 

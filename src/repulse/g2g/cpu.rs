@@ -24,6 +24,10 @@ use rustfft::num_complex::Complex;
 use crate::kernel::Kernel;
 use crate::repulse::fftnd::{PaddedFft, Planners, Real};
 
+/// Spectrum entries per part of the energy Σ G1^ |ĉ|², whose parts add in a fixed order
+/// ([`crate::ordered`]).
+const ENERGY_CHUNK: usize = 4096;
+
 /// Number of channels per node, in (the charges `1, y¹ … yˢ`) as out (`φ₀, φ₁ … φ_s`).
 pub fn channels(dims: usize) -> usize {
     1 + dims
@@ -102,12 +106,17 @@ impl<T: Real> Convolver<T> {
         for c in 0..nin {
             self.fft.forward((charges, nin, c), p, &mut self.spec);
             if c == 0 {
-                energy = self
-                    .spec
-                    .par_iter()
-                    .zip(self.g1_weight.par_iter())
-                    .map(|(z, &g)| g.as_f64() * z.norm_sqr().as_f64())
-                    .sum();
+                energy = crate::ordered::sum_in_order(
+                    self.spec
+                        .par_chunks(ENERGY_CHUNK)
+                        .zip(self.g1_weight.par_chunks(ENERGY_CHUNK))
+                        .map(|(zs, gs)| {
+                            zs.iter()
+                                .zip(gs)
+                                .map(|(z, &g)| g.as_f64() * z.norm_sqr().as_f64())
+                                .sum::<f64>()
+                        }),
+                );
             }
             self.spec
                 .par_iter_mut()

@@ -38,7 +38,7 @@ pub fn gather<T: Real, const D: usize>(
     let strides = strides::<D>(grid.p);
     let inv_h = 1.0 / grid.h;
     let kernel = self_kernel::<D>(grid.h);
-    values
+    let own = values
         .par_chunks_mut(CHUNK * nch)
         .zip(y.par_chunks(CHUNK * D))
         .map(|(vals, ys)| {
@@ -56,8 +56,8 @@ pub fn gather<T: Real, const D: usize>(
                 own += self_weight::<T, D>(&w, &kernel);
             }
             own
-        })
-        .sum()
+        });
+    crate::ordered::sum_in_order(own)
 }
 
 /// `G₁(h·|δ|)` for the `4^D` offsets `δ ∈ {0..3}^D` (base-4 digit `a` is `|δ_a|`).
