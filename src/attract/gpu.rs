@@ -43,17 +43,7 @@ impl HybGpu {
     ) -> std::result::Result<(), GpuError> {
         match fixed {
             None => self.attract_float(kernel, y, dims, force, kl),
-            Some(fixed) => {
-                self.attract_fixed(kernel, y, dims, fixed, kl)?;
-                let scale = fixed_scale(kernel);
-                AttractFixedToForce {
-                    len: self.n * dims,
-                    fixed,
-                    inv_scale: 1.0 / scale as f64,
-                    force,
-                }
-                .launch(self.gpu, &self.gpu.stream, self.gpu.config(self.n * dims))
-            }
+            Some(fixed) => self.attract_fixed(kernel, y, dims, fixed, force, kl),
         }
     }
 
@@ -105,12 +95,14 @@ impl HybGpu {
         Ok(())
     }
 
+    /// The sums in fixed point into `fixed`, then converted into `force`.
     fn attract_fixed(
         &self,
         kernel: Kernel,
         y: &CudaSlice<f32>,
         dims: usize,
         fixed: &mut CudaSlice<i64>,
+        force: &mut CudaSlice<f32>,
         mut kl: Option<&mut CudaSlice<u64>>,
     ) -> std::result::Result<(), GpuError> {
         let (gpu, edge, scale) = (self.gpu, kernel.edge_f32(), fixed_scale(kernel));
@@ -140,12 +132,18 @@ impl HybGpu {
                 inv_dof: edge.inv_dof,
                 dof: edge.dof,
                 scale,
-                fixed,
+                fixed: &mut *fixed,
                 kl: kl.map(|k| k as _),
             }
             .launch(gpu, &gpu.stream, self.coo_config())?;
         }
-        Ok(())
+        AttractFixedToForce {
+            len: self.n * dims,
+            fixed,
+            inv_scale: 1.0 / scale as f64,
+            force,
+        }
+        .launch(gpu, &gpu.stream, gpu.config(self.n * dims))
     }
 }
 
