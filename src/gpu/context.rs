@@ -1,4 +1,4 @@
-//! One CUDA context per process, its stream, and the kernel modules compiled for it.
+//! One CUDA context per device, its stream, and the kernel modules compiled for it.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -12,14 +12,16 @@ use cudarc::nvrtc::Ptx;
 use super::compile::{arch_name, Cubins, Precompile, Variant};
 use super::fft::PlanCache;
 use super::kernels::KernelId;
-use super::{probe, Device, GpuError};
+use super::{probe_device, Device, GpuError};
 use crate::{Error, Result};
 
 /// Threads per block of the element-wise and reduction kernels (a multiple of 32; the
 /// block reductions in `kernels/common.cuh` assume at most 1024).
 pub const BLOCK: u32 = 256;
 
-/// The process's GPU: device, stream and compiled modules.
+/// One of the process's GPUs: device, stream and compiled modules. Device 0 ([`Gpu::get`])
+/// runs every single-GPU stage; the others join it in a run over several GPUs
+/// ([`Gpu::device`], [`crate::backend::multi`]).
 pub struct Gpu {
     /// The device and its context.
     pub device: Device,
@@ -36,20 +38,30 @@ pub struct Gpu {
 /// The environment variable that limits the device memory this process can allocate, a
 /// fault injection for tests and for rehearsing a smaller card: at start-up all free
 /// memory beyond this many bytes is taken and held, so that the stages' allocations meet
-/// the driver's own out-of-memory errors. A run's plan before the work does not see it
+/// the driver's own out-of-memory errors. `BYTES` limits every GPU, `DEVICE:BYTES` only GPU
+/// `DEVICE` (one GPU of a run over several short of memory). A run's plan before the work does not see it
 /// (as when another process takes memory after the check), so the failure comes where the
 /// memory runs out, and the run reports that stage ([`crate::Error::DeviceMemory`]).
 pub const MEMORY_LIMIT_VAR: &str = "SGTSNE_GPU_MEMORY_LIMIT";
 
-/// Takes the free device memory beyond [`MEMORY_LIMIT_VAR`] bytes, if it is set.
-fn withhold(stream: &Arc<CudaStream>) -> std::result::Result<Option<CudaSlice<u8>>, String> {
+/// Takes the free memory of device `ordinal` beyond [`MEMORY_LIMIT_VAR`] bytes, if it is
+/// set for that device.
+fn withhold(
+    stream: &Arc<CudaStream>,
+    ordinal: usize,
+) -> std::result::Result<Option<CudaSlice<u8>>, String> {
     let Ok(text) = std::env::var(MEMORY_LIMIT_VAR) else {
         return Ok(None);
     };
-    let limit: usize = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{MEMORY_LIMIT_VAR} must be a number of bytes, got `{text}`"))?;
+    let bad = || format!("{MEMORY_LIMIT_VAR} must be BYTES or DEVICE:BYTES, got `{text}`");
+    let (device, bytes) = match text.trim().split_once(':') {
+        Some((d, b)) => (Some(d.trim().parse::<usize>().map_err(|_| bad())?), b),
+        None => (None, text.trim()),
+    };
+    let limit: usize = bytes.trim().parse().map_err(|_| bad())?;
+    if device.is_some_and(|d| d != ordinal) {
+        return Ok(None);
+    }
     let free = stream
         .context()
         .mem_get_info()
@@ -67,26 +79,55 @@ fn withhold(stream: &Arc<CudaStream>) -> std::result::Result<Option<CudaSlice<u8
     Ok(None)
 }
 
-static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+/// Devices a process can set up (far more than one host holds).
+pub const MAX_DEVICES: usize = 64;
+
+static GPUS: [OnceLock<std::result::Result<Gpu, String>>; MAX_DEVICES] =
+    [const { OnceLock::new() }; MAX_DEVICES];
+
+/// The kernels compiled per architecture, shared by the devices of one kind, so that a
+/// second GPU loads what the first compiled instead of compiling it again.
+fn cubins_for(arch: &'static str) -> Arc<Cubins> {
+    static BY_ARCH: Mutex<Vec<(&'static str, Arc<Cubins>)>> = Mutex::new(Vec::new());
+    let mut known = BY_ARCH
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, c)) = known.iter().find(|(a, _)| *a == arch) {
+        return c.clone();
+    }
+    let made = Arc::new(Cubins::new(arch));
+    known.push((arch, made.clone()));
+    made
+}
 
 impl Gpu {
-    /// The process's GPU, probed and set up on first use; [`Error::GpuUnavailable`] with
-    /// the probe's reason when there is none.
+    /// The process's first GPU (device 0), the one every single-GPU stage runs on, probed
+    /// and set up on first use; [`Error::GpuUnavailable`] with the probe's reason when there
+    /// is none.
     pub fn get() -> Result<&'static Gpu> {
-        GPU.get_or_init(|| {
-            let device = probe()?;
+        Self::device(0)
+    }
+
+    /// GPU `ordinal` of those the process sees, set up on first use as [`Gpu::get`] sets up
+    /// device 0.
+    pub fn device(ordinal: usize) -> Result<&'static Gpu> {
+        let slot = GPUS.get(ordinal).ok_or_else(|| Error::GpuUnavailable {
+            reason: format!("GPU {ordinal} is beyond the {MAX_DEVICES} a process can use"),
+        })?;
+        slot.get_or_init(|| {
+            let device = probe_device(ordinal)?;
             let stream = device.context.default_stream();
             let arch = arch_name(device.compute_capability);
             let multiprocessors = device
                 .context
                 .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(|e| e.to_string())? as usize;
-            let withheld = withhold(&stream)?;
+            let withheld = withhold(&stream, ordinal)?;
             Ok(Gpu {
                 device,
                 stream,
                 multiprocessors,
-                cubins: Arc::new(Cubins::new(arch)),
+                cubins: cubins_for(arch),
                 modules: Mutex::new(HashMap::new()),
                 fft_plans: PlanCache::default(),
                 withheld,

@@ -36,6 +36,9 @@ pub enum GpuError {
     /// cuFFT failed.
     #[error("cuFFT: {0:?}")]
     Cufft(#[from] cudarc::cufft::result::CufftError),
+    /// NCCL failed (a collective between the GPUs of a run over several).
+    #[error("NCCL: {0}")]
+    Nccl(String),
     /// The problem does not fit in the device's memory.
     #[error("out of GPU memory: {what} needs {needed_mib} MiB, {free_mib} MiB free")]
     OutOfMemory {
@@ -67,6 +70,12 @@ impl GpuError {
     }
 }
 
+impl From<cudarc::nccl::result::NcclError> for GpuError {
+    fn from(e: cudarc::nccl::result::NcclError) -> Self {
+        GpuError::Nccl(format!("{e:?}"))
+    }
+}
+
 impl From<GpuError> for crate::Error {
     fn from(e: GpuError) -> Self {
         crate::Error::Gpu(Box::new(e))
@@ -89,5 +98,6 @@ macro_rules! into_error {
 into_error!(
     cudarc::driver::DriverError,
     cudarc::cublas::result::CublasError,
-    cudarc::cufft::result::CufftError
+    cudarc::cufft::result::CufftError,
+    cudarc::nccl::result::NcclError
 );

@@ -26,6 +26,7 @@
 
 pub mod blas;
 pub mod centre;
+pub mod comm;
 pub mod compile;
 pub mod context;
 pub mod error;
@@ -46,7 +47,7 @@ use cudarc::driver::CudaContext;
 
 /// A usable device: its context and what `sgtsne info` shows of it.
 pub struct Device {
-    /// The primary context of device 0.
+    /// The primary context of the device.
     pub context: Arc<CudaContext>,
     /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
     pub name: String,
@@ -58,6 +59,22 @@ pub struct Device {
 
 /// Finds device 0 or explains, in one line, why there is no usable GPU.
 pub fn probe() -> Result<Device, String> {
+    probe_device(0)
+}
+
+/// The CUDA devices the process sees (`CUDA_VISIBLE_DEVICES` applied by the driver), or
+/// why there are none usable, as [`probe`] says it.
+pub fn device_count() -> Result<usize, String> {
+    libraries_present()?;
+    let count = CudaContext::device_count().map_err(|e| format!("CUDA driver: {e}"))?;
+    if count < 1 {
+        return Err("the CUDA driver reports no device".into());
+    }
+    Ok(count as usize)
+}
+
+/// The CUDA libraries every backend touches, each probed before cudarc may load it.
+fn libraries_present() -> Result<(), String> {
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
     let libraries = [
         ("CUDA driver (libcuda)", unsafe {
@@ -81,11 +98,19 @@ pub fn probe() -> Result<Device, String> {
     if !missing.is_empty() {
         return Err(format!("library not found: {}", missing.join(", ")));
     }
-    let count = CudaContext::device_count().map_err(|e| format!("CUDA driver: {e}"))?;
-    if count < 1 {
-        return Err("the CUDA driver reports no device".into());
+    Ok(())
+}
+
+/// Finds device `ordinal` (of the devices the process sees) or explains why it is unusable.
+pub fn probe_device(ordinal: usize) -> Result<Device, String> {
+    let count = device_count()?;
+    if ordinal >= count {
+        return Err(format!(
+            "there is no GPU {ordinal}: the CUDA driver reports {count} (CUDA_VISIBLE_DEVICES \
+             chooses which)"
+        ));
     }
-    let context = CudaContext::new(0).map_err(|e| format!("cannot create a context: {e}"))?;
+    let context = CudaContext::new(ordinal).map_err(|e| format!("cannot create a context: {e}"))?;
     let name = context.name().map_err(|e| e.to_string())?;
     let compute_capability = context.compute_capability().map_err(|e| e.to_string())?;
     let total_memory = context.total_mem().map_err(|e| e.to_string())?;

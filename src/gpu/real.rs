@@ -13,9 +13,13 @@ use cudarc::cufft::sys::{cufftHandle, cufftType, double2, float2};
 use cudarc::cufft::{result, FftDirection};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use cudarc::nccl::NcclType;
 
-/// A grid element type the repulsion kernels are compiled for.
-pub trait DeviceReal: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Unpin + 'static {
+/// A grid element type the repulsion kernels are compiled for (and NCCL sums, for the grids
+/// of a run over several GPUs).
+pub trait DeviceReal:
+    DeviceRepr + ValidAsZeroBits + NcclType + Copy + Send + Sync + Unpin + 'static
+{
     /// The complex type of the FFTs (`float2` / `double2`).
     type Complex: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Unpin + 'static;
     /// NVRTC options that compile `kernels/repulse.cuh`'s `real` as this type.

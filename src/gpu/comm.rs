@@ -1,0 +1,102 @@
+//! Collectives between the GPUs of one host, for a run over several of them
+//! ([`crate::backend::multi`]): NCCL through cudarc's `nccl` feature, one communicator per
+//! GPU, each used by the one thread that drives its GPU. Every collective is queued on the
+//! GPU's stream in order with the kernels around it, so the host never waits for one
+//! ([`Ranks::sum`], [`Ranks::all_gather`]). A run on one GPU has no communicator: its
+//! collectives are copies or nothing, and NCCL is never loaded.
+
+use cudarc::driver::{CudaSlice, CudaView, DevicePtrMut};
+use cudarc::nccl::{Comm, Id, NcclType, ReduceOp};
+
+use super::{Gpu, GpuError};
+
+/// One GPU's place among those of a run: its rank, their number, and the communicator that
+/// joins them (none for one GPU).
+pub struct Ranks {
+    rank: usize,
+    world: usize,
+    comm: Option<Comm>,
+}
+
+/// The communicator's identity, made once ([`Ranks::new_id`]) and handed to every rank's
+/// thread, which joins with it ([`Ranks::join`]).
+#[derive(Clone, Copy)]
+pub struct RanksId(Id);
+
+/// Whether NCCL's library can be loaded (probed without letting cudarc panic).
+pub fn nccl_present() -> bool {
+    // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
+    unsafe { cudarc::nccl::sys::is_culib_present() }
+}
+
+impl Ranks {
+    /// The one rank of a run on one GPU.
+    pub fn single() -> Self {
+        Ranks {
+            rank: 0,
+            world: 1,
+            comm: None,
+        }
+    }
+
+    /// A new communicator identity for `world` ranks; the library must be present
+    /// ([`nccl_present`]).
+    pub fn new_id() -> Result<RanksId, GpuError> {
+        Ok(RanksId(Id::new()?))
+    }
+
+    /// Rank `rank` of `world` on `gpu`, joining the others (each on its own thread, all at
+    /// once: NCCL's initialisation waits for every rank). The thread is bound to `gpu`'s
+    /// context first, as NCCL takes the current device.
+    pub fn join(gpu: &Gpu, rank: usize, world: usize, id: RanksId) -> Result<Self, GpuError> {
+        if world == 1 {
+            return Ok(Self::single());
+        }
+        gpu.device.context.bind_to_thread()?;
+        let comm = Comm::from_rank(gpu.stream.clone(), rank, world, id.0)?;
+        Ok(Ranks {
+            rank,
+            world,
+            comm: Some(comm),
+        })
+    }
+
+    /// This GPU's rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of GPUs.
+    pub fn world(&self) -> usize {
+        self.world
+    }
+
+    /// Replaces `buf` on every rank by the element-wise sum of every rank's `buf`
+    /// (nothing on one GPU). Integer sums wrap, as the exact sums' words expect
+    /// ([`super::sum`]): their totals are then the same whatever the number of GPUs.
+    pub fn sum<T: NcclType, B: DevicePtrMut<T>>(&self, buf: &mut B) -> Result<(), GpuError> {
+        if let Some(comm) = &self.comm {
+            comm.all_reduce_in_place(buf, &ReduceOp::Sum)?;
+        }
+        Ok(())
+    }
+
+    /// Rank r's `own` (each rank's of the same length) into block r of `all`
+    /// (`world` · `own.len()` long); on one GPU a copy.
+    pub fn all_gather(
+        &self,
+        own: &CudaView<'_, f32>,
+        all: &mut CudaSlice<f32>,
+        gpu: &Gpu,
+    ) -> Result<(), GpuError> {
+        match &self.comm {
+            Some(comm) => {
+                comm.all_gather(own, all)?;
+            }
+            None => gpu
+                .stream
+                .memcpy_dtod(own, &mut all.slice_mut(..own.len()))?,
+        }
+        Ok(())
+    }
+}
