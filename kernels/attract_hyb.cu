@@ -4,8 +4,11 @@
 // 32 consecutive rows coalesced) and a COO part for the entries of rows longer than K.
 //
 // Argument contract (declared in src/gpu/kernels/attract_hyb.rs):
-//   y, force: n*D floats, row-major; ell_cols/ell_vals: K*n entries, slot k of row i at
-//   k*n + i, padding slots have col = i and val = 0; coo_rows/coo_cols/coo_vals: m entries
+//   P's rows are rows row0 .. row0+n of the whole P (a GPU's row block in a run over several
+//   GPUs, src/backend/multi.rs; row0 = 0 otherwise): row i is point row0 + i, columns are
+//   whole-P point numbers.
+//   y: (row0+n)*D floats or more, row-major, every point; force: n*D floats, the rows'; ell_cols/ell_vals: K*n entries, slot k of row i at
+//   k*n + i, padding slots have col = row0 + i and val = 0; coo_rows/coo_cols/coo_vals: m entries
 //   sorted by row (the warp reduction in attract_coo relies on it).
 //   inv_dof, dof: 1/dof and dof in float (dof 1: both products exact, the Cauchy results
 //   unchanged bit for bit); kl (may be null): an exact sum (common.cuh, EXACT_WORDS words)
@@ -62,7 +65,7 @@ __device__ inline float pair_force(const float yi[D], const float yj[D], float p
 
 // One ELL row's force: in float into force (FIXED false), or in fixed point into fixed.
 template <int D, bool FIXED>
-__device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
+__device__ void attract_ell(int n, int row0, int K, const int* __restrict__ ell_cols,
                             const float* __restrict__ ell_vals, const float* __restrict__ y,
                             float inv_dof, float dof, float scale, float* __restrict__ force,
                             long long* __restrict__ fixed, unsigned long long* kl) {
@@ -71,7 +74,7 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
     GRID_STRIDE(i, n) {
         float yi[D];
         acc_t acc[D];
-        load_point<D>(y, (int)i, yi);
+        load_point<D>(y, row0 + (int)i, yi);
 #pragma unroll
         for (int k = 0; k < D; ++k) acc[k] = 0;
 #pragma unroll 4
@@ -103,7 +106,7 @@ __device__ void attract_ell(int n, int K, const int* __restrict__ ell_cols,
 
 // FIXED: the terms in fixed point, the totals added to `fixed` with integer atomics.
 template <int D, bool FIXED>
-__device__ void attract_coo(long long m, const int* __restrict__ rows,
+__device__ void attract_coo(long long m, int row0, const int* __restrict__ rows,
                             const int* __restrict__ cols, const float* __restrict__ vals,
                             const float* __restrict__ y, float inv_dof, float dof, float scale,
                             float* __restrict__ force, long long* __restrict__ fixed,
@@ -127,7 +130,7 @@ __device__ void attract_coo(long long m, const int* __restrict__ rows,
         }
 #pragma unroll
         for (int c = 0; c < COO_CHUNKS; ++c) {
-            load_point<D>(y, max(i[c], 0), yi[c]);
+            load_point<D>(y, row0 + max(i[c], 0), yi[c]);
             load_point<D>(y, j[c], yj[c]);
         }
 #pragma unroll
@@ -175,32 +178,35 @@ extern "C" __global__ void attract_fixed_to_force(long long len, const long long
 // Both kernels wait on gathers: occupancy hides them, so their registers are capped for
 // MIN_BLOCKS blocks of ATTRACT_THREADS (256, from src/gpu/kernels/attract_hyb.rs) threads per
 // SM (8 = the full 2048 threads; 3-D would spill there).
-#define ATTRACT_INSTANCES(D, MIN_BLOCKS)                                                       \
-    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
-        attract_ell_##D##d(int n, int K, const int* ell_cols, const float* ell_vals,           \
-                           const float* y, float inv_dof, float dof, float* force,             \
-                           unsigned long long* kl) {                                           \
-        attract_ell<D, false>(n, K, ell_cols, ell_vals, y, inv_dof, dof, 0.f, force, nullptr,  \
-                              kl);                                                             \
-    }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
-        attract_coo_##D##d(long long m, const int* rows, const int* cols, const float* vals,   \
-                           const float* y, float inv_dof, float dof, float* force,             \
-                           unsigned long long* kl) {                                           \
-        attract_coo<D, false>(m, rows, cols, vals, y, inv_dof, dof, 0.f, force, nullptr, kl);  \
-    }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
-        attract_ell_fixed_##D##d(int n, int K, const int* ell_cols, const float* ell_vals,     \
-                                 const float* y, float inv_dof, float dof, float scale,        \
-                                 long long* fixed, unsigned long long* kl) {                   \
-        attract_ell<D, true>(n, K, ell_cols, ell_vals, y, inv_dof, dof, scale, nullptr, fixed, \
-                             kl);                                                              \
-    }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                  \
-        attract_coo_fixed_##D##d(long long m, const int* rows, const int* cols,                \
-                                 const float* vals, const float* y, float inv_dof, float dof,  \
-                                 float scale, long long* fixed, unsigned long long* kl) {      \
-        attract_coo<D, true>(m, rows, cols, vals, y, inv_dof, dof, scale, nullptr, fixed, kl); \
+#define ATTRACT_INSTANCES(D, MIN_BLOCKS)                                                      \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                 \
+        attract_ell_##D##d(int n, int row0, int K, const int* ell_cols,                       \
+                           const float* ell_vals, const float* y, float inv_dof, float dof,   \
+                           float* force, unsigned long long* kl) {                            \
+        attract_ell<D, false>(n, row0, K, ell_cols, ell_vals, y, inv_dof, dof, 0.f, force,    \
+                              nullptr, kl);                                                   \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                 \
+        attract_coo_##D##d(long long m, int row0, const int* rows, const int* cols,           \
+                           const float* vals, const float* y, float inv_dof, float dof,       \
+                           float* force, unsigned long long* kl) {                            \
+        attract_coo<D, false>(m, row0, rows, cols, vals, y, inv_dof, dof, 0.f, force,         \
+                              nullptr, kl);                                                   \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                 \
+        attract_ell_fixed_##D##d(int n, int row0, int K, const int* ell_cols,                 \
+                                 const float* ell_vals, const float* y, float inv_dof,        \
+                                 float dof, float scale, long long* fixed,                    \
+                                 unsigned long long* kl) {                                    \
+        attract_ell<D, true>(n, row0, K, ell_cols, ell_vals, y, inv_dof, dof, scale, nullptr, \
+                             fixed, kl);                                                      \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(ATTRACT_THREADS, MIN_BLOCKS)                 \
+        attract_coo_fixed_##D##d(long long m, int row0, const int* rows, const int* cols,     \
+                                 const float* vals, const float* y, float inv_dof, float dof, \
+                                 float scale, long long* fixed, unsigned long long* kl) {     \
+        attract_coo<D, true>(m, row0, rows, cols, vals, y, inv_dof, dof, scale, nullptr,      \
+                             fixed, kl);                                                      \
     }
 ATTRACT_INSTANCES(1, 8)
 ATTRACT_INSTANCES(2, 8)

@@ -36,12 +36,15 @@ __device__ void step(int n, float alpha, float momentum, float eta, float min_ga
     for (int k = 0; k < D; ++k) exact_block_add(local[k], sums + k * EXACT_WORDS);
 }
 
-// Subtracts the mean (sum k) / n from coordinate k.
+// Subtracts the mean (sum k) / total from coordinate k of the n rows (total: the points of
+// every GPU's block when the sums were added up over several, n otherwise).
 template <int D>
-__device__ void recentre(int n, float* __restrict__ y, const unsigned long long* __restrict__ sums) {
+__device__ void recentre(int n, long long total, float* __restrict__ y,
+                         const unsigned long long* __restrict__ sums) {
     float mean[D];
 #pragma unroll
-    for (int k = 0; k < D; ++k) mean[k] = (float)(exact_value(sums + k * EXACT_WORDS) / n);
+    for (int k = 0; k < D; ++k)
+        mean[k] = (float)(exact_value(sums + k * EXACT_WORDS) / (double)total);
     GRID_STRIDE(i, n) {
 #pragma unroll
         for (int k = 0; k < D; ++k) y[i * D + k] -= mean[k];
@@ -55,9 +58,9 @@ __device__ void recentre(int n, float* __restrict__ y, const unsigned long long*
                                                  float* gains, unsigned long long* sums) {    \
         step<D>(n, alpha, momentum, eta, min_gain, attr, rep, y, update, gains, sums);        \
     }                                                                                         \
-    extern "C" __global__ void optim_recentre_##D##d(int n, float* y,                        \
+    extern "C" __global__ void optim_recentre_##D##d(int n, long long total, float* y,        \
                                                       const unsigned long long* sums) {       \
-        recentre<D>(n, y, sums);                                                              \
+        recentre<D>(n, total, y, sums);                                                       \
     }
 OPTIM_INSTANCES(1)
 OPTIM_INSTANCES(2)

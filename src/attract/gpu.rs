@@ -27,8 +27,9 @@ fn fixed_scale(kernel: Kernel) -> f32 {
 }
 
 impl HybGpu {
-    /// F_attr of the device-resident `y` into `force`, each edge weighed by the `kernel`'s
-    /// $w^{1/α}$ ([`Kernel::edge`]); with `kl`, adds Σ p ln w to that exact sum
+    /// F_attr of the device-resident `y` (every point: for a row block of P,
+    /// [`HybGpu::row0`], the whole embedding) into `force` (the rows held), each edge
+    /// weighed by the `kernel`'s $w^{1/α}$ ([`Kernel::edge`]); with `kl`, adds Σ p ln w to that exact sum
     /// ([`crate::gpu::sum`]; the caller zeroes it). With `fixed` (n × dims words), the sums
     /// are taken in fixed point there, the same in any order, and then written to `force`:
     /// a deterministic run's attraction. Everything stays on the device.
@@ -66,6 +67,7 @@ impl HybGpu {
         AttractEll {
             dims,
             n: self.n,
+            row0: self.row0,
             width: self.width,
             ell_cols: &self.ell_cols,
             ell_vals: &self.ell_vals,
@@ -81,6 +83,7 @@ impl HybGpu {
                 dims,
                 n: self.n,
                 m: self.coo_len,
+                row0: self.row0,
                 rows: &self.coo_rows,
                 cols: &self.coo_cols,
                 vals: &self.coo_vals,
@@ -109,6 +112,7 @@ impl HybGpu {
         AttractEllFixed {
             dims,
             n: self.n,
+            row0: self.row0,
             width: self.width,
             ell_cols: &self.ell_cols,
             ell_vals: &self.ell_vals,
@@ -125,6 +129,7 @@ impl HybGpu {
                 dims,
                 n: self.n,
                 m: self.coo_len,
+                row0: self.row0,
                 rows: &self.coo_rows,
                 cols: &self.coo_cols,
                 vals: &self.coo_vals,

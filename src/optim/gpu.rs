@@ -6,6 +6,7 @@ use cudarc::driver::CudaSlice;
 
 use super::schedule::Phase;
 use super::OptimParams;
+use crate::gpu::comm::Ranks;
 use crate::gpu::kernels::optim::{OptimRecentre, OptimStep};
 use crate::gpu::{Gpu, GpuError};
 
@@ -42,6 +43,28 @@ impl OptimizerGpu {
         phase: Phase,
         params: &OptimParams,
     ) -> Result<(), GpuError> {
+        self.step_ranks(
+            gpu,
+            y,
+            (attr, rep),
+            phase,
+            params,
+            (&Ranks::single(), self.n),
+        )
+    }
+
+    /// [`OptimizerGpu::step`] of one GPU's rows in a run over several: the column sums of
+    /// every rank's rows are added up (`ranks`, exact sums, so the mean is the same on
+    /// every GPU and for any number of them) and the mean taken over the `total` points.
+    pub fn step_ranks(
+        &mut self,
+        gpu: &Gpu,
+        y: &mut CudaSlice<f32>,
+        (attr, rep): (&CudaSlice<f32>, &CudaSlice<f32>),
+        phase: Phase,
+        params: &OptimParams,
+        (ranks, total): (&Ranks, usize),
+    ) -> Result<(), GpuError> {
         let (n, dims) = (self.n, self.dims);
         let s = &gpu.stream;
         s.memset_zeros(&mut self.sums)?;
@@ -60,9 +83,11 @@ impl OptimizerGpu {
             sums: &mut self.sums,
         }
         .launch(gpu, s, gpu.config(n))?;
+        ranks.sum(&mut self.sums)?;
         OptimRecentre {
             dims,
             n,
+            total,
             y,
             sums: &self.sums,
         }

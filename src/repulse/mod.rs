@@ -269,6 +269,25 @@ pub trait RepulseGpu: Send {
         }
     }
 
+    /// [`RepulseGpu::enqueue`] of one GPU's rows in a run over several
+    /// ([`crate::backend::multi`]): F_rep of the `n_own` points `own` into `force`, the field
+    /// of all `n_all` points `y_all` (every GPU holds them; the box comes from them, see
+    /// [`RepulseGpu::prefetch`]), its sums shared through `ranks`. The FFT repulsion does
+    /// this; the exact one, for small inputs, runs on one GPU only.
+    fn enqueue_rows(
+        &mut self,
+        _all: (&CudaSlice<f32>, usize),
+        _own: (&CudaSlice<f32>, usize),
+        _dims: usize,
+        _force: &mut CudaSlice<f32>,
+        _ranks: &crate::gpu::comm::Ranks,
+    ) -> Result<Pending> {
+        Err(Error::param(
+            "repulsion",
+            "only the FFT repulsion runs over several GPUs (use --gpus 1 with --repulsion exact)",
+        ))
+    }
+
     /// Starts what [`RepulseGpu::enqueue`] of the same `y` will need on the host (the FFT
     /// repulsion's bounding box), so that it travels while the caller queues other work.
     fn prefetch(&mut self, _y: &CudaSlice<f32>, _n: usize, _dims: usize) -> Result<()> {

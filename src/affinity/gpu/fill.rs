@@ -74,6 +74,7 @@ pub(crate) fn fill(gpu: &'static Gpu, counted: Counted) -> Result<HybGpu, GpuErr
     let mut hyb = HybGpu {
         gpu,
         n,
+        row0: 0,
         width,
         coo_len,
         ell_cols: alloc_uninit(gpu, n * width)?,

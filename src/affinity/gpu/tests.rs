@@ -88,6 +88,7 @@ fn cpu_affinities(nb: &Neighbors, perplexity: f64) -> Affinities {
 fn download_rows(hyb: &HybGpu) -> Vec<Vec<(u32, f32)>> {
     let Hyb {
         n,
+        row0: _,
         k: w,
         ell_cols,
         ell_vals,

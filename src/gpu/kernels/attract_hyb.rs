@@ -22,17 +22,18 @@ pub(crate) const CONSTANTS: &[(&str, usize)] =
 kernels! {
     file: AttractHyb;
 
-    /// F_attr of the ELL part into `force` (overwritten): slot s of row i at s · n + i,
-    /// padding slots (i, 0), each edge weighed by 1 / (1 + d² · `inv_dof`) (Student's t of
+    /// F_attr of the ELL part into `force` (overwritten): slot s of row i (point row0 + i
+    /// of `y`) at s · n + i, padding slots (row0 + i, 0), each edge weighed by 1 / (1 + d² · `inv_dof`) (Student's t of
     /// `dof` degrees of freedom); with `kl` (an exact sum, `crate::gpu::sum`), Σ p ln w
     /// added to it. Blocks of [`THREADS`].
     pub struct AttractEll = "attract_ell_{dims}d" {
         dims: host,
         n: usize as i32,
+        row0: usize as i32,
         width: usize as i32,
         ell_cols: in i32 [n * width],
         ell_vals: in f32 [n * width],
-        y: in f32 [n * dims],
+        y: in f32 [(row0 + n) * dims],
         inv_dof: f32,
         dof: f32,
         force: out f32 [n * dims],
@@ -46,10 +47,11 @@ kernels! {
         dims: host,
         n: host,
         m: usize as i64,
+        row0: usize as i32,
         rows: in i32 [m],
         cols: in i32 [m],
         vals: in f32 [m],
-        y: in f32 [n * dims],
+        y: in f32 [(row0 + n) * dims],
         inv_dof: f32,
         dof: f32,
         force: out f32 [n * dims],
@@ -61,10 +63,11 @@ kernels! {
     pub struct AttractEllFixed = "attract_ell_fixed_{dims}d" {
         dims: host,
         n: usize as i32,
+        row0: usize as i32,
         width: usize as i32,
         ell_cols: in i32 [n * width],
         ell_vals: in f32 [n * width],
-        y: in f32 [n * dims],
+        y: in f32 [(row0 + n) * dims],
         inv_dof: f32,
         dof: f32,
         scale: f32,
@@ -78,10 +81,11 @@ kernels! {
         dims: host,
         n: host,
         m: usize as i64,
+        row0: usize as i32,
         rows: in i32 [m],
         cols: in i32 [m],
         vals: in f32 [m],
-        y: in f32 [n * dims],
+        y: in f32 [(row0 + n) * dims],
         inv_dof: f32,
         dof: f32,
         scale: f32,

@@ -27,10 +27,12 @@ kernels! {
         sums: out u64 [dims * WORDS],
     }
 
-    /// y −= the mean, from the sums [`OptimStep`] left.
+    /// y −= the mean, the sums [`OptimStep`] left over `total` points (`n`, or the points
+    /// of every GPU's block in a run over several, whose sums were added up).
     pub struct OptimRecentre = "optim_recentre_{dims}d" {
         dims: host,
         n: usize as i32,
+        total: usize as i64,
         y: out f32 [n * dims],
         sums: in u64 [dims * WORDS],
     }

@@ -9,11 +9,17 @@
 //! Per call the only host round trips are the bounding box (6 words, needed to place the
 //! grid; [`RepulseGpu::prefetch`] sends it ahead) and Z (1 word, read when the call is
 //! collected).
+//!
+//! Over several GPUs ([`RepulseGpu::enqueue_rows`]) each places the same grid from the box
+//! of every point, spreads its own points' charges, and the grids are summed (NCCL, a few
+//! MB); each then convolves the whole grid (the FFTs are small beside the points' work),
+//! gathers its points' potentials, and Z is summed before the forces divide by it.
 
 use std::sync::Arc;
 
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 
+use crate::gpu::comm::Ranks;
 use crate::gpu::kernels::repulse::GridGeom;
 use crate::gpu::memory::pinned;
 use crate::gpu::real::DeviceReal;
@@ -130,15 +136,18 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         Grid::fit_box(lo64, hi64, dims, self.spec)
     }
 
-    /// Queues the four stages into timing slot `slot`, Z on its way to the slot's host copy.
+    /// Queues the four stages for the n points `y` into timing slot `slot`, Z on its way to
+    /// the slot's host copy. In a run over several GPUs `y` are this GPU's points, and the
+    /// charges on the grid and Z are summed over every GPU's (`ranks`) before they are used.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
-        y: &CudaSlice<f32>,
-        n: usize,
+        (y, n): (&CudaSlice<f32>, usize),
         dims: usize,
         grid: &Grid,
         force: &mut CudaSlice<f32>,
         slot: usize,
+        ranks: &Ranks,
     ) -> std::result::Result<(), GpuError> {
         let gpu = self.gpu;
         let s = &self.stream;
@@ -156,6 +165,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         // Step 1: S2G.
         let charges = self.convolver.charges(grid)?;
         self.scatter.run(gpu, s, y, n, dims, &geom, charges)?;
+        ranks.sum(&mut charges.slice_mut(..(1 + dims) * grid.len()))?;
         events[1].record(s)?;
         // Step 2: G2G, every parity pattern at once.
         let phi = self.convolver.convolve(gpu, grid)?;
@@ -163,6 +173,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         // Step 3: G2S (and Z).
         let sorted = self.scatter.sorted();
         gather_device(gpu, s, (y, n, dims), geom, sorted, phi, pot, &mut self.z)?;
+        ranks.sum(&mut self.z)?;
         events[3].record(s)?;
         // Step 4: Phi2Force.
         phi2force_device(gpu, s, (y, n, dims), geom, pot, &self.z, force)?;
@@ -211,7 +222,24 @@ impl<T: DeviceReal> RepulseGpu for FftRepulsionGpu<T> {
         let grid = self.fit_grid(y, n, dims)?;
         let slot = self.next;
         self.next ^= 1;
-        self.run(y, n, dims, &grid, force, slot)?;
+        self.run((y, n), dims, &grid, force, slot, &Ranks::single())?;
+        Ok(Pending::Slot(slot))
+    }
+
+    fn enqueue_rows(
+        &mut self,
+        (y_all, n_all): (&CudaSlice<f32>, usize),
+        (own, n_own): (&CudaSlice<f32>, usize),
+        dims: usize,
+        force: &mut CudaSlice<f32>,
+        ranks: &Ranks,
+    ) -> Result<Pending> {
+        check_device_args(n_all, dims, y_all.len(), n_all * dims)?;
+        check_device_args(n_own, dims, own.len(), force.len())?;
+        let grid = self.fit_grid(y_all, n_all, dims)?;
+        let slot = self.next;
+        self.next ^= 1;
+        self.run((own, n_own), dims, &grid, force, slot, ranks)?;
         Ok(Pending::Slot(slot))
     }
 

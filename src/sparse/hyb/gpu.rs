@@ -13,6 +13,8 @@ use crate::gpu::{Gpu, GpuError};
 pub struct HybGpu {
     pub(crate) gpu: &'static Gpu,
     pub(crate) n: usize,
+    /// The whole P's number of the first row ([`Hyb::row0`]).
+    pub(crate) row0: usize,
     /// ELL width K.
     pub(crate) width: usize,
     pub(crate) coo_len: usize,
@@ -32,6 +34,7 @@ impl HybGpu {
         Ok(HybGpu {
             gpu,
             n: hyb.n,
+            row0: hyb.row0,
             width: hyb.k,
             coo_len: hyb.coo_vals.len(),
             ell_cols: s.clone_htod(&pad_i(&hyb.ell_cols))?,
@@ -45,6 +48,11 @@ impl HybGpu {
     /// Number of rows.
     pub fn n(&self) -> usize {
         self.n
+    }
+
+    /// The whole P's number of the first row ([`Hyb::row0`]; 0 for the whole P).
+    pub fn row0(&self) -> usize {
+        self.row0
     }
 
     /// The ELL width K.
@@ -63,6 +71,7 @@ impl HybGpu {
         let (ell, m) = (self.n * self.width, self.coo_len);
         Ok(Hyb {
             n: self.n,
+            row0: self.row0,
             k: self.width,
             ell_cols: s.clone_dtoh(&self.ell_cols.slice(..ell))?,
             ell_vals: s.clone_dtoh(&self.ell_vals.slice(..ell))?,

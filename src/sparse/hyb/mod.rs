@@ -11,16 +11,22 @@ const BREAKEVEN_ROWS: usize = 4096;
 /// ELL is worth a slot when at least 1/`RELATIVE_SPEED` of the rows fill it (cusp).
 const RELATIVE_SPEED: usize = 3;
 
-/// P as an ELL block of width K plus a COO tail.
+/// P as an ELL block of width K plus a COO tail: the whole P, or rows `row0 .. row0 + n`
+/// of it (a GPU's block in a run over several GPUs, [`Hyb::row_block`]), whose row i is
+/// point `row0 + i` and whose columns number the points of the whole P.
 ///
 /// # Invariants
 /// - `ell_cols.len() == ell_vals.len() == k * n`; slot s of row i is at `s * n + i`
 ///   (column-major: a warp reading rows i..i+32 of one slot reads consecutive words)
-/// - unused slots have column i and value 0 (they contribute exactly nothing)
+/// - unused slots have column `row0 + i` (the row's own point) and value 0 (they
+///   contribute exactly nothing)
 /// - `coo_rows`, `coo_cols`, `coo_vals` have equal length, sorted by row
 #[derive(Clone, Debug)]
 pub struct Hyb {
+    /// Rows held.
     pub n: usize,
+    /// The whole P's number of the first row held (0: all of P).
+    pub row0: usize,
     pub k: usize,
     pub ell_cols: Vec<i32>,
     pub ell_vals: Vec<f32>,
@@ -81,6 +87,7 @@ impl Hyb {
         }
         Ok(Hyb {
             n,
+            row0: 0,
             k,
             ell_cols,
             ell_vals,
@@ -88,6 +95,37 @@ impl Hyb {
             coo_cols,
             coo_vals,
         })
+    }
+
+    /// Rows `rows` of this P (of its own numbering), with their columns, as a [`Hyb`] of
+    /// the same width whose `row0` places them in the whole P: the row block one GPU
+    /// attracts in a run over several ([`crate::backend::multi`]). Copies the ELL slots'
+    /// runs of the block and the COO entries of its rows (found by bisection, as they are
+    /// sorted by row).
+    pub fn row_block(&self, rows: std::ops::Range<usize>) -> Hyb {
+        let (lo, hi) = (rows.start.min(self.n), rows.end.min(self.n));
+        let nb = hi.saturating_sub(lo);
+        let mut ell_cols = Vec::with_capacity(nb * self.k);
+        let mut ell_vals = Vec::with_capacity(nb * self.k);
+        for s in 0..self.k {
+            ell_cols.extend_from_slice(&self.ell_cols[s * self.n + lo..s * self.n + lo + nb]);
+            ell_vals.extend_from_slice(&self.ell_vals[s * self.n + lo..s * self.n + lo + nb]);
+        }
+        let first = self.coo_rows.partition_point(|&r| (r as usize) < lo);
+        let last = self.coo_rows.partition_point(|&r| (r as usize) < hi);
+        Hyb {
+            n: nb,
+            row0: self.row0 + lo,
+            k: self.k,
+            ell_cols,
+            ell_vals,
+            coo_rows: self.coo_rows[first..last]
+                .iter()
+                .map(|&r| r - lo as i32)
+                .collect(),
+            coo_cols: self.coo_cols[first..last].to_vec(),
+            coo_vals: self.coo_vals[first..last].to_vec(),
+        }
     }
 
     /// Bytes one attraction pass streams (indices and values; padding included).
@@ -113,25 +151,11 @@ mod tests {
 
     #[test]
     fn every_entry_lands_once() {
-        let mut t = sprs::TriMatI::<f32, u32>::new((50, 50));
-        for i in 0..50usize {
-            for d in 1..=(i % 7 + 1) {
-                t.add_triplet(i, (i + d * 3) % 50, (i * 100 + d) as f32);
-            }
-        }
-        let p: Affinities = t.to_csr();
+        let p = ragged(50);
         for width in [None, Some(0), Some(2), Some(10)] {
             let h = Hyb::from_csr(&p, width).unwrap();
             let mut dense = vec![0f32; 50 * 50];
-            for s in 0..h.k {
-                for i in 0..50 {
-                    let j = h.ell_cols[s * 50 + i] as usize;
-                    dense[i * 50 + j] += h.ell_vals[s * 50 + i];
-                }
-            }
-            for e in 0..h.coo_vals.len() {
-                dense[h.coo_rows[e] as usize * 50 + h.coo_cols[e] as usize] += h.coo_vals[e];
-            }
+            add_dense(&h, 50, &mut dense);
             for (i, row) in p.outer_iterator().enumerate() {
                 for (j, &v) in row.iter() {
                     assert_eq!(dense[i * 50 + j], v);
@@ -140,6 +164,73 @@ mod tests {
             let total: f32 = dense.iter().sum();
             let want: f32 = p.data().iter().sum();
             assert_eq!(total, want);
+        }
+    }
+
+    /// A 50 × 50-ish P whose rows have 1 to 7 entries, so that some spill into COO.
+    fn ragged(n: usize) -> Affinities {
+        let mut t = sprs::TriMatI::<f32, u32>::new((n, n));
+        for i in 0..n {
+            for d in 1..=(i % 7 + 1) {
+                t.add_triplet(i, (i + d * 3) % n, (i * 100 + d) as f32);
+            }
+        }
+        t.to_csr()
+    }
+
+    /// Adds the entries of `h` (rows row0 .. row0 + h.n of an n × n P) to `dense`, checking
+    /// that every padding slot points at its own row with value 0.
+    fn add_dense(h: &Hyb, n: usize, dense: &mut [f32]) {
+        for s in 0..h.k {
+            for i in 0..h.n {
+                let (j, v) = (h.ell_cols[s * h.n + i] as usize, h.ell_vals[s * h.n + i]);
+                if v == 0.0 {
+                    assert_eq!(j, h.row0 + i, "padding of row {i}");
+                }
+                dense[(h.row0 + i) * n + j] += v;
+            }
+        }
+        for e in 0..h.coo_vals.len() {
+            let i = h.row0 + h.coo_rows[e] as usize;
+            dense[i * n + h.coo_cols[e] as usize] += h.coo_vals[e];
+        }
+    }
+
+    /// Row blocks hold exactly their rows' entries (ELL and COO), placed by `row0`, and
+    /// together the whole P, for blocks that cut anywhere, empty ones and those past the end
+    /// included.
+    #[test]
+    fn row_blocks_hold_their_rows() {
+        let n = 50;
+        let p = ragged(n);
+        for width in [Some(0), Some(2), Some(10)] {
+            let whole = Hyb::from_csr(&p, width).unwrap();
+            assert!(!whole.coo_vals.is_empty() || width == Some(10));
+            let mut want = vec![0f32; n * n];
+            add_dense(&whole, n, &mut want);
+            for cuts in [
+                vec![0, 50],
+                vec![0, 17, 34, 50],
+                vec![0, 1, 2, 49, 50],
+                vec![0, 25, 60],
+            ] {
+                let mut got = vec![0f32; n * n];
+                for w in cuts.windows(2) {
+                    let block = whole.row_block(w[0]..w[1]);
+                    assert_eq!(block.row0, w[0].min(n));
+                    assert_eq!(block.n, w[1].min(n) - w[0].min(n));
+                    assert_eq!(block.k, whole.k);
+                    let mut mine = vec![0f32; n * n];
+                    add_dense(&block, n, &mut mine);
+                    for (r, row) in mine.chunks(n).enumerate() {
+                        if !(w[0]..w[1]).contains(&r) {
+                            assert!(row.iter().all(|&v| v == 0.0), "block {w:?} holds row {r}");
+                        }
+                    }
+                    got.iter_mut().zip(&mine).for_each(|(g, m)| *g += m);
+                }
+                assert_eq!(got, want, "width {width:?}, cuts {cuts:?}");
+            }
         }
     }
 }
