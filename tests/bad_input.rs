@@ -334,6 +334,6 @@ fn device_out_of_memory_names_the_stage_and_the_estimate() {
         ],
         &[("SGTSNE_GPU_MEMORY_LIMIT", "lots")],
         &out,
-        &["SGTSNE_GPU_MEMORY_LIMIT must be a number of bytes"],
+        &["SGTSNE_GPU_MEMORY_LIMIT must be BYTES or DEVICE:BYTES"],
     );
 }

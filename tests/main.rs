@@ -30,6 +30,8 @@ mod init_output;
 mod interrupts;
 /// Ten embeddings in one process: memory and time stay flat (ignored; slow).
 mod long_run;
+/// `--gpus N`: the gpu backend over several GPUs (needs them; skipped on fewer).
+mod multi_gpu;
 /// Multiscale perplexity and the cap on neighbours.
 mod multiscale;
 /// Neighbours and affinities computed elsewhere (`--knn-from`, `--affinities`) and the

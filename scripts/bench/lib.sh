@@ -14,6 +14,8 @@
 #   mnist_input, big_input   set the arrays `mnist` and `big` to an input and its labels
 #   mixture N, digits N      set the array `input` to N mixture points or N deformed MNIST
 #                        digits and their labels, generated into $BENCH_GEN on first use
+#   nccl_path            puts a libnccl.so on LD_LIBRARY_PATH (the pip wheel ships only
+#                        libnccl.so.2), with NVLink multicast off (NCCL_NVLS_ENABLE=0)
 #   bench_end            archives the work folder's reports and logs as $OUT/NAME.tgz
 #
 # Environment (all optional):
@@ -148,6 +150,20 @@ digits() {
       -o "$f" --labels "$l" || exit 1
   fi
   input=("$f" --labels "$l")
+}
+
+nccl_path() {
+  export NCCL_NVLS_ENABLE=0
+  local lib link=/tmp/sgtsne-nccl
+  lib=$(python3 -c 'import glob, os, nvidia.nccl as m
+print((glob.glob(os.path.join(list(m.__path__)[0], "lib", "libnccl.so*")) or [""])[0])' 2> /dev/null)
+  if [ -n "$lib" ]; then
+    mkdir -p "$link" && ln -sf "$lib" "$link/libnccl.so"
+    export LD_LIBRARY_PATH=$link${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    say "nccl: $lib"
+  else
+    say "nccl: no NCCL wheel found (python3 -m pip show nvidia-nccl-cu13)"
+  fi
 }
 
 bench_end() {

@@ -65,13 +65,15 @@ def line(work, name):
     dev = mem.get("peak_device_bytes")
     est = mem.get("estimated_device_bytes")
     dev_text = f", device {dev / 2**30:.2f} GiB (est. {est / 2**30:.2f})" if dev is not None and est else ""
+    gpus = (r.get("params") or {}).get("gpus")
+    gpus_text = f" ×{gpus} GPUs" if gpus and gpus > 1 else ""
     print(f"{name}: wall {num(wall)} s, peak {num(peak)} GiB{dev_text} | total {num(s.get('total'))} s: "
           f"{stages} | attract {num(o.get('attract_seconds'))} repulse "
           f"{num(o.get('repulse_seconds'))} (s2g / g2g / g2s / phi2force {repulse}) update "
           f"{num(o.get('update_seconds'))} replan {num(o.get('replan_seconds'))} grid "
           f"{o.get('final_grid', '-')} changes {o.get('grid_changes', '-')} | KL "
           f"{num(o.get('final_kl'), 4)} acc10 {num(q.get('knn_accuracy_10'), 4)} pres10 "
-          f"{num(q.get('knn_preservation_10'), 4)}{knn_text} | {backend}, {r.get('threads', '?')} threads, "
+          f"{num(q.get('knn_preservation_10'), 4)}{knn_text} | {backend}{gpus_text}, {r.get('threads', '?')} threads, "
           f"nnz {r.get('p_nnz', '?')}")
     v = o.get("overlap")
     if v:

@@ -207,7 +207,6 @@ pub fn optimize_hybrid(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::affinity::{self, Affinities, PerplexityParams};
     use crate::backend::cpu::CpuGradient;
     use crate::backend::BackendKind;
     use crate::embed::{embed, EmbedParams, Input, Precision, RepulsionMethod};
@@ -215,23 +214,12 @@ mod tests {
     use crate::repulse::{relative_error, GridSpec, RepulsionSpec};
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
-    /// P of the built-in digits (1,797 points, perplexity 30), as the cpu backend builds it.
-    fn digits_p() -> Affinities {
-        let points = crate::demo::points().unwrap();
-        let nb = crate::knn::exact(&points, 90, &Silent).unwrap();
-        let pp = PerplexityParams::default();
-        let cond = affinity::conditional_probabilities(&nb, &pp).unwrap();
-        let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
-        let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
-        affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond).unwrap()
-    }
-
     crate::gpu::gpu_test! {
         /// The hybrid gradient (CSB on the CPU, FFT repulsion on the GPU's own stream, f32 and
         /// f64 grids) equals the cpu backend's gradient with the same grid in 1-D, 2-D and 3-D,
         /// KL included, over repeated evaluations (buffers reused), and times every evaluation.
         fn hybrid_gpu_gradient_equals_cpu_gradient(gpu) {
-            let p = P::from_csr(digits_p()).into_csb(256).unwrap();
+            let p = P::from_csr(crate::backend::digits_p()).into_csb(256).unwrap();
             let n = p.n();
             let seed = rand::random();
             let mut rng = StdRng::seed_from_u64(seed);

@@ -8,6 +8,7 @@
 pub mod cpu;
 pub mod gpu;
 pub mod hybrid;
+pub mod multi;
 
 use crate::gpu::Gpu;
 use crate::Result;
@@ -77,4 +78,18 @@ impl BackendKind {
             }),
         }
     }
+}
+
+/// P of the built-in digits (1,797 points, perplexity 30), as the cpu backend builds it: the
+/// backends' tests run on it.
+#[cfg(test)]
+pub(crate) fn digits_p() -> crate::affinity::Affinities {
+    use crate::affinity::{self, PerplexityParams};
+    let points = crate::demo::points().unwrap();
+    let nb = crate::knn::exact(&points, 90, &crate::progress::Silent).unwrap();
+    let pp = PerplexityParams::default();
+    let cond = affinity::conditional_probabilities(&nb, &pp).unwrap();
+    let indptr: Vec<usize> = (0..=nb.n).map(|i| i * nb.k).collect();
+    let cond: Vec<f64> = cond.iter().map(|&v| v as f64).collect();
+    affinity::symmetrize(nb.n, &indptr, &nb.indices, &cond).unwrap()
 }

@@ -203,6 +203,11 @@ pub struct EmbedArgs {
     /// attraction and GPU repulsion at the same time).
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
+    /// GPUs for `--backend gpu`'s optimisation, spread over them through NCCL (default:
+    /// every GPU the host shows from 1M points up, one below; CUDA_VISIBLE_DEVICES chooses
+    /// which). The kNN and the affinities run on the first.
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub gpus: Option<usize>,
     /// Precision of the FFT repulsion's grids: `f32`, or `f64` as the reference thesis did.
     /// Meant for `--backend hybrid`, where the repulsion is hidden behind the CPU attraction;
     /// on cpu and gpu f64 costs repulsion time.

@@ -17,8 +17,8 @@ use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
 use super::args::{
-    AffinitiesArg, AutoOr, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr, OrderArg,
-    PrecisionArg, RepulsionArg, SearchArgs,
+    AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
+    OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
 
 /// Notes on the exaggeration flags renamed after openTSNE's: `--exaggeration-iters`
@@ -50,6 +50,9 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
     let defaults = EmbedParams::default();
     if a.init_rescale && !matches!(a.init, InitArg::File(_)) {
         anyhow::bail!("--init-rescale applies to --init FILE only");
+    }
+    if a.gpus.is_some() && matches!(a.backend, BackendArg::Cpu | BackendArg::Hybrid) {
+        anyhow::bail!("--gpus applies to --backend gpu (or auto, when it picks the GPU)");
     }
     let dims = a.dims as usize;
     let grid = match (a.grid, a.grid_spacing, a.grid_error) {
@@ -101,6 +104,7 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             PrecisionArg::F64 => Precision::F64,
         },
         backend: a.backend.into(),
+        gpus: a.gpus,
         seed: a.seed,
         lambda: a.lambda.unwrap_or(defaults.lambda),
         keep_reference: a.save_model.is_some(),

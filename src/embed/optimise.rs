@@ -4,7 +4,7 @@
 
 use super::EmbedParams;
 use crate::backend::gpu::{optimize_device_observed, Downloaded};
-use crate::backend::{cpu::CpuGradient, hybrid::optimize_hybrid, BackendKind};
+use crate::backend::{cpu::CpuGradient, hybrid::optimize_hybrid, multi, BackendKind};
 use crate::gpu::Gpu;
 use crate::optim::{self, Observer, OptimParams, OptimReport, Stop};
 use crate::progress::Progress;
@@ -45,7 +45,8 @@ impl Observer<[f32]> for InputOrder<'_> {
 /// (CSB on the host for cpu and hybrid, HYB on the device for gpu), then the backend's
 /// optimiser: on the host with the repulsion on the CPU (cpu) or on the GPU at the same time
 /// as the attraction (hybrid), or on the device, where Y goes up once and comes back once
-/// (gpu), unless `observer` asks to see it.
+/// (gpu), unless `observer` asks to see it; over several GPUs
+/// ([`crate::backend::multi`], `--gpus`), P is cut into their row blocks instead.
 pub(super) fn optimise(
     p: P,
     y: &mut [f32],
@@ -60,6 +61,28 @@ pub(super) fn optimise(
         .unwrap_or_else(|| OptimParams::auto_learning_rate(p.n(), params.optim.early_exaggeration));
     params.learning_rate = Some(lr);
     params.optim.learning_rate = lr;
+    let gpus = match backend {
+        BackendKind::Gpu => params.gpus.unwrap_or(1),
+        _ => 1,
+    };
+    let (dims, repulsion) = (params.dims, params.repulsion_spec());
+    if gpus > 1 {
+        // The layout (P cut into the GPUs' blocks) is part of the multi-GPU optimisation.
+        let t = seconds.start("optimise");
+        let report = multi::optimize_multi(
+            gpus,
+            p,
+            params.kernel,
+            &repulsion,
+            y,
+            dims,
+            &params.optim,
+            progress,
+            observer,
+        )?;
+        seconds.optimise = t.elapsed().as_secs_f64();
+        return Ok(report);
+    }
     let t = seconds.start("layout");
     let p = match backend {
         BackendKind::Gpu => p.into_hyb(Gpu::get()?)?,
@@ -70,7 +93,6 @@ pub(super) fn optimise(
     };
     seconds.layout = t.elapsed().as_secs_f64();
     let t = seconds.start("optimise");
-    let (dims, repulsion) = (params.dims, params.repulsion_spec());
     let report = match backend {
         BackendKind::Gpu => {
             let gpu = Gpu::get()?;

@@ -171,6 +171,10 @@ pub struct EmbedParams {
     pub precision: Precision,
     /// Backend (default auto).
     pub backend: BackendKind,
+    /// GPUs of the gpu backend's optimisation (`None`: all the host shows from
+    /// [`crate::backend::multi::AUTO_MIN_POINTS`] points up, one below; resolved when the
+    /// backend is gpu).
+    pub gpus: Option<usize>,
     /// Seed of every random choice (default 0).
     pub seed: u64,
     /// λ of SG-t-SNE's rescaling in graph mode (default 1).
@@ -205,6 +209,7 @@ impl Default for EmbedParams {
             repulsion: RepulsionMethod::Fft,
             precision: Precision::F32,
             backend: BackendKind::Auto,
+            gpus: None,
             seed: 0,
             lambda: 1.0,
             learning_rate: None,

@@ -6,7 +6,7 @@
 use super::memory::{self, DeviceWatch, MemoryReport};
 use super::screen::{input_info, screen};
 use super::{AffinityMethod, EmbedParams, Input, KnnMethod, PointOrder};
-use crate::backend::{BackendKind, Resolved};
+use crate::backend::{multi, BackendKind, Resolved};
 use crate::io::Labels;
 use crate::knn::Neighbors;
 use crate::optim::OptimReport;
@@ -87,6 +87,9 @@ pub(super) fn set_up(
     let mut notes: Vec<String> = params.optim.fit_early_phase().into_iter().collect();
     fit_to_input(input, &mut params, &mut notes)?;
     resolve_search(&mut params, input.d().map(|_| n), backend.kind)?;
+    if backend.kind == BackendKind::Gpu {
+        params.gpus = Some(multi::plan_gpus(params.gpus, n, params.repulsion)?);
+    }
     let mut info = input_info(input, name);
     screen(input, name, &mut info, progress)?;
     let (memory, watch) = memory::plan(input, &params, backend.kind)?;

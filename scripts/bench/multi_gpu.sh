@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# GPU machine with several GPUs: `embed --backend gpu --gpus N` (issue 18). NCCL from the
+# machine's pip wheel (lib.sh `nccl_path`), NVLink multicast off.
+#
+#   scripts/bench/multi_gpu.sh [SECTION...]      # default: tests 10m
+#
+#   tests      the multi-GPU library tests and the integration tests `multi_gpu::` with
+#              SGTSNE_REQUIRE_GPUS=2 (a host with fewer GPUs fails them), about 1 minute
+#   1m3        1.3M × 50 mixture: 1 GPU, then 2 … all GPUs, once each (about 1 minute)
+#   10m        10M × 50 mixture (40 clusters): 1 GPU ×2, then 2 … all GPUs ×2 each (about 5
+#              minutes on 2 GPUs); `--knn approx`, KL and timings per run, medians
+#   digits10m  10M deformed MNIST digits: 1 GPU, then all GPUs, once each; carry
+#              .bench/images (about 4 minutes)
+#
+# Writes $OUT/multi-gpu.txt and $OUT/multi-gpu.tgz.
+set -uo pipefail
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_begin multi-gpu
+nccl_path
+gpus=$(nvidia-smi --list-gpus | wc -l)
+say "gpus: $gpus"
+
+# One embed per GPU count, `runs` times each: NAME-gK-r.
+scaling() {
+  local name=$1 runs=$2 g r names
+  shift 2
+  for g in $(seq 1 "$gpus"); do
+    names=()
+    for r in $(seq 1 "$runs"); do
+      embed "$name-g$g-$r" "$@" --backend gpu --gpus "$g" && names+=("$name-g$g-$r")
+    done
+    [ "$runs" -lt 2 ] || medians "$name on $g GPUs" "${names[@]}"
+  done
+}
+
+[ $# -gt 0 ] || set -- tests 10m
+status=0
+for section in "$@"; do
+  case $section in
+    tests)
+      build_root=$(sed -n 's/^root //p' "$bin_dir/BUILD")
+      if [ -n "$build_root" ] && [ ! -e "$build_root/Cargo.toml" ]; then
+        mkdir -p "$(dirname "$build_root")" && ln -sfn "$bench_root" "$build_root"
+      fi
+      program=$(sed -n 's/^program //p' "$bin_dir/BUILD")
+      if [ -n "$program" ] && [ ! -e "$program" ]; then
+        mkdir -p "$(dirname "$program")" && ln -sf "$sgtsne" "$program"
+      fi
+      SGTSNE_REQUIRE_GPU=1 logged lib-multi "$bin_dir/sgtsne-lib-tests" backend::multi \
+        sparse::hyb || status=1
+      SGTSNE_REQUIRE_GPUS=2 logged int-multi "$bin_dir/sgtsne-int-tests" multi_gpu:: \
+        --test-threads 1 || status=1
+      for t in lib-multi int-multi; do
+        grep -E '^test result' "$work/$t.log" | sed "s/^/$t: /" | tee -a "$summary"
+        grep -E '^test .* FAILED$|panicked' "$work/$t.log" | tee -a "$summary"
+      done
+      ;;
+    1m3)
+      mixture 1300000
+      scaling 1m3 1 "${input[@]}" --knn approx
+      ;;
+    10m)
+      mixture 10000000
+      scaling 10m 2 "${input[@]}" --knn approx
+      ;;
+    digits10m)
+      digits 10000000
+      scaling digits10m 1 "${input[@]}" --knn approx
+      ;;
+    *) say "unknown section $section"; status=1 ;;
+  esac
+done
+bench_end
+exit "$status"

@@ -1,0 +1,205 @@
+//! `--gpus N`: the gpu backend's optimisation spread over the GPUs of one host.
+//!
+//! # Design
+//!
+//! - **Processes and threads.** One process; one host thread, one CUDA context (the
+//!   device's primary one, [`Gpu::device`]) and one stream per GPU; the GPUs are the ranks
+//!   of one NCCL communicator ([`crate::gpu::comm`]), which moves data between them over
+//!   NVLink or PCIe without the host. `CUDA_VISIBLE_DEVICES` chooses the GPUs, as the driver
+//!   applies it. NVLink multicast stays off (`NCCL_NVLS_ENABLE=0`): the scripts set it, and
+//!   nothing here needs it.
+//! - **Points.** The n points are split into contiguous row blocks of ⌈n / N⌉ rows
+//!   ([`Partition`]), the last one shorter (padded where the blocks travel). The affinity
+//!   stage's order is kept (the locality order of the scale issue, when it runs, already
+//!   makes a block compact in the embedding).
+//! - **kNN and P.** The kNN search and the affinities still run on GPU 0 as in a one-GPU
+//!   run; P then comes to the host once and each GPU uploads the HYB of its rows
+//!   ([`Hyb::row_block`]), columns numbering all points. (Splitting the search by query
+//!   block is the next step; see the README's multi-GPU section.)
+//! - **Per iteration**, on every GPU: the attraction of its rows against every point (each
+//!   GPU holds all of Y: 80 MB at 10M points in 2-D); the FFT repulsion of its points on a
+//!   grid placed from the box of all points (the same on every GPU, as Y is), its charges
+//!   all-reduced (a few MB), the convolution of the whole grid on every GPU (cheaper than
+//!   moving potentials), the potentials and forces of its points, Z all-reduced before the
+//!   forces divide by it; the update of its points, whose re-centring adds the column sums
+//!   of every GPU; then an all-gather of the blocks into every GPU's Y. Everything is
+//!   queued on the GPU's one stream, so the host never waits for a collective; as on one
+//!   GPU it waits only for the grid's box and, every `kl_every` iterations, the KL.
+//! - **Sums.** Z, Σ p ln w and the re-centring's column sums are exact sums
+//!   ([`crate::gpu::sum`]) whose words add as integers: the same on any number of GPUs.
+//!   What differs from one GPU is the grid: each GPU's charges are float sums of its own
+//!   points, then added across GPUs, so the forces differ from a one-GPU run's in their
+//!   last bits; with `--deterministic` a run repeats bit for bit for a given number of
+//!   GPUs (NCCL sums in a fixed order), not across numbers.
+//! - **Failures.** Every buffer is made before the GPUs join, so a GPU short of memory
+//!   fails alone, with its own message. After that no host wait blocks: the ranks meet
+//!   between iterations and poll their queues ([`watch::Watch`]), and when one fails the
+//!   others return and abort their communicators, ending any collective the failed one
+//!   will never join; a GPU that stops answering ends the run after [`watch::TIMEOUT`].
+//! - **One GPU.** With N = 1 this is the same code without a communicator (the
+//!   collectives are copies or nothing); the one-GPU backend
+//!   ([`crate::backend::gpu::optimize_device_observed`]) stays the default there, and the
+//!   tests hold the two to the same embedding.
+
+pub mod partition;
+mod rank;
+pub mod watch;
+
+pub use partition::Partition;
+
+use crate::gpu::comm::{nccl_present, Ranks};
+use crate::gpu::{device_count, Gpu};
+use crate::kernel::Kernel;
+use crate::optim::{Observer, OptimParams, OptimReport};
+use crate::progress::Progress;
+use crate::repulse::{RepulsionMethod, RepulsionSpec};
+use crate::sparse::P;
+use crate::{Error, Result};
+
+/// Below this many points `--gpus` left unset uses one GPU: the collectives' fixed cost
+/// per iteration outweighs the split there.
+pub const AUTO_MIN_POINTS: usize = 1_000_000;
+
+/// The GPUs a gpu run of n points uses: `requested` (refused beyond the GPUs the process
+/// sees), or by default all of them from [`AUTO_MIN_POINTS`] points up and one below.
+pub fn resolve_gpus(requested: Option<usize>, n: usize) -> Result<usize> {
+    let visible = || device_count().map_err(|reason| Error::GpuUnavailable { reason });
+    match requested {
+        Some(0) => Err(Error::param("gpus", "must be at least 1")),
+        Some(1) => Ok(1),
+        Some(k) => {
+            let have = visible()?;
+            if k > have {
+                return Err(Error::param(
+                    "gpus",
+                    format!(
+                        "{k} GPUs asked for, but this host shows {have} (CUDA_VISIBLE_DEVICES \
+                         chooses which); use --gpus {have} or fewer"
+                    ),
+                ));
+            }
+            Ok(k)
+        }
+        None if n < AUTO_MIN_POINTS => Ok(1),
+        None => Ok(visible()?.max(1)),
+    }
+}
+
+/// [`resolve_gpus`], then what a run over that many GPUs cannot do refused at once (before
+/// the kNN and the affinities run): too few points to share, the exact repulsion.
+pub fn plan_gpus(requested: Option<usize>, n: usize, method: RepulsionMethod) -> Result<usize> {
+    let world = resolve_gpus(requested, n)?;
+    check(world, n, method)?;
+    Ok(world)
+}
+
+/// The partition of n points over `world` GPUs, if such a run can be made.
+fn check(world: usize, n: usize, method: RepulsionMethod) -> Result<Partition> {
+    if world > 1 && method != RepulsionMethod::Fft {
+        return Err(Error::param(
+            "gpus",
+            "only the FFT repulsion runs over several GPUs; use --gpus 1 with --repulsion exact",
+        ));
+    }
+    Partition::new(n, world)
+}
+
+/// The optimisation of [`crate::backend::gpu::optimize_device_observed`] over `world`
+/// GPUs (devices 0 … world − 1): `y` (n × dims, host) is the initial embedding and receives
+/// the final one; P is cut into the GPUs' row blocks; `observer` sees Y in the same order,
+/// downloaded from GPU 0 at the iterations it asks for.
+#[allow(clippy::too_many_arguments)]
+pub fn optimize_multi(
+    world: usize,
+    p: P,
+    kernel: Kernel,
+    repulsion: &RepulsionSpec,
+    y: &mut [f32],
+    dims: usize,
+    params: &OptimParams,
+    progress: &dyn Progress,
+    observer: Option<&mut dyn Observer<[f32]>>,
+) -> Result<OptimReport> {
+    params.validate()?;
+    let n = p.n();
+    let part = check(world, n, repulsion.method)?;
+    if y.len() != n * dims {
+        return Err(Error::param(
+            "y",
+            format!("holds {} values, not n · dims = {}", y.len(), n * dims),
+        ));
+    }
+    // Every GPU set up (and its failure reported) before any thread starts.
+    for rank in 0..world {
+        Gpu::device(rank)?;
+    }
+    let id = match world {
+        1 => None,
+        _ if !nccl_present() => {
+            return Err(Error::GpuUnavailable {
+                reason: "NCCL (libnccl.so) not found, which a run over several GPUs needs: \
+                         install it (e.g. `pip install nvidia-nccl-cu13`, then put the \
+                         directory holding libnccl.so on LD_LIBRARY_PATH), or use --gpus 1"
+                    .into(),
+            })
+        }
+        _ => Some(Ranks::new_id()?),
+    };
+    let p_log_p = p.p_log_p();
+    let hyb = p.into_host_hyb()?;
+    let y0 = y.to_vec();
+    let watch = watch::Watch::new(world, watch::TIMEOUT);
+    let shared = rank::Shared {
+        part,
+        p: &hyb,
+        p_log_p,
+        kernel,
+        repulsion,
+        y0: &y0,
+        dims,
+        params,
+        watch: &watch,
+        id,
+    };
+    let lead = rank::Lead {
+        progress,
+        observer,
+        y,
+    };
+    let (first, others) = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..world)
+            .map(|r| {
+                let shared = &shared;
+                std::thread::Builder::new()
+                    .name(format!("gpu{r}"))
+                    .spawn_scoped(scope, move || rank::run(shared, r, None))
+            })
+            .collect();
+        let first = rank::run(&shared, 0, Some(lead));
+        let others: Vec<Result<OptimReport>> = others
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    watch.fail();
+                    Err(Error::param("gpus", "a GPU's thread panicked"))
+                }),
+                Err(e) => Err(Error::param("gpus", format!("cannot start a thread: {e}"))),
+            })
+            .collect();
+        (first, others)
+    });
+    let mut results = std::iter::once(first).chain(others).collect::<Vec<_>>();
+    let culprit = watch.first_failed().unwrap_or(0);
+    if results.iter().any(|r| r.is_err()) {
+        let pick = if results[culprit].is_err() {
+            culprit
+        } else {
+            results.iter().position(|r| r.is_err()).unwrap_or(0)
+        };
+        return results.swap_remove(pick);
+    }
+    results.swap_remove(0)
+}
+
+#[cfg(test)]
+mod tests;
