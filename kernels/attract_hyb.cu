@@ -8,7 +8,8 @@
 //   GPUs, src/backend/multi.rs; row0 = 0 otherwise): row i is point row0 + i, columns are
 //   whole-P point numbers.
 //   y: (row0+n)*D floats or more, row-major, every point; force: n*D floats, the rows'; ell_cols/ell_vals: K*n entries, slot k of row i at
-//   k*n + i, padding slots have col = row0 + i and val = 0; coo_rows/coo_cols/coo_vals: m entries
+//   k*n + i, padding slots have col = row0 + i and val = 0; COO rows are whole-P numbers too
+//   (row0 .. row0+n), so that a block's COO part is a slice of the whole's; coo_rows/coo_cols/coo_vals: m entries
 //   sorted by row (the warp reduction in attract_coo relies on it).
 //   inv_dof, dof: 1/dof and dof in float (dof 1: both products exact, the Cauchy results
 //   unchanged bit for bit); kl (may be null): an exact sum (common.cuh, EXACT_WORDS words)
@@ -124,7 +125,7 @@ __device__ void attract_coo(long long m, int row0, const int* __restrict__ rows,
         for (int c = 0; c < COO_CHUNKS; ++c) {
             long long e = base + c * 32 + lane;
             bool in = e < m;
-            i[c] = in ? rows[e] : -1;
+            i[c] = in ? rows[e] - row0 : -1;
             j[c] = in ? cols[e] : 0;
             p[c] = in ? vals[e] : 0.f;
         }

@@ -5,7 +5,7 @@
 //! ([`Ranks::sum`], [`Ranks::all_gather`]). A run on one GPU has no communicator: its
 //! collectives are copies or nothing, and NCCL is never loaded.
 
-use cudarc::driver::{CudaSlice, CudaView, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DevicePtrMut};
 use cudarc::nccl::{Comm, Id, NcclType, ReduceOp};
 
 use super::{Gpu, GpuError};
@@ -98,5 +98,28 @@ impl Ranks {
                 .memcpy_dtod(own, &mut all.slice_mut(..own.len()))?,
         }
         Ok(())
+    }
+
+    /// Sends `data` to rank `peer`, which receives it with [`Ranks::recv`] (in the same
+    /// order as the other messages between the two).
+    pub fn send<T: NcclType>(&self, data: &CudaView<'_, T>, peer: usize) -> Result<(), GpuError> {
+        self.comm()?.send(data, peer as i32)?;
+        Ok(())
+    }
+
+    /// Receives into `buf` what rank `from` sent with [`Ranks::send`].
+    pub fn recv<T: NcclType>(
+        &self,
+        buf: &mut CudaViewMut<'_, T>,
+        from: usize,
+    ) -> Result<(), GpuError> {
+        self.comm()?.recv(buf, from as i32)?;
+        Ok(())
+    }
+
+    fn comm(&self) -> Result<&Comm, GpuError> {
+        self.comm
+            .as_ref()
+            .ok_or_else(|| GpuError::Nccl("a message between GPUs in a run on one GPU".into()))
     }
 }

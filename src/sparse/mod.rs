@@ -12,7 +12,7 @@ pub mod hyb;
 mod p;
 
 pub use csb::Csb;
-pub use hyb::gpu::HybGpu;
+pub use hyb::gpu::{BlockShape, HybGpu};
 pub use hyb::Hyb;
 pub use p::{Layout, P};
 

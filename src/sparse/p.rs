@@ -91,15 +91,9 @@ impl P {
         })
     }
 
-    /// For the gpu backend over several GPUs ([`crate::backend::multi`]): the whole P in
-    /// HYB on the host, downloaded when the affinities ran on the device (and freed there),
-    /// to be cut into the GPUs' row blocks ([`Hyb::row_block`]).
-    pub fn into_host_hyb(self) -> Result<Hyb> {
-        Ok(match self.layout {
-            Layout::Csr(csr) => Hyb::from_csr(&csr, None)?,
-            Layout::Hyb(hyb) => hyb.to_host()?,
-            Layout::Csb(_) => return Err(wrong_layout("HYB", &self.layout).into()),
-        })
+    /// The layout itself, P taken apart (the constants read first).
+    pub fn into_layout(self) -> Layout {
+        self.layout
     }
 
     /// The CSB layout ([`P::into_csb`] first).

@@ -53,7 +53,7 @@ use crate::kernel::Kernel;
 use crate::optim::{Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::{RepulsionMethod, RepulsionSpec};
-use crate::sparse::P;
+use crate::sparse::{Hyb, Layout, P};
 use crate::{Error, Result};
 
 /// Below this many points `--gpus` left unset uses one GPU: the collectives' fixed cost
@@ -106,8 +106,11 @@ fn check(world: usize, n: usize, method: RepulsionMethod) -> Result<Partition> {
 
 /// The optimisation of [`crate::backend::gpu::optimize_device_observed`] over `world`
 /// GPUs (devices 0 … world − 1): `y` (n × dims, host) is the initial embedding and receives
-/// the final one; P is cut into the GPUs' row blocks; `observer` sees Y in the same order,
-/// downloaded from GPU 0 at the iterations it asks for.
+/// the final one; P is cut into the GPUs' row blocks (from GPU 0, where the affinity stage
+/// leaves it, GPU to GPU; from the host otherwise); `observer` sees Y in the same order,
+/// downloaded from GPU 0 at the iterations it asks for. Returns the report and the seconds
+/// of the set-up (the blocks placed, every buffer made, the GPUs joined: the run's
+/// `layout` stage).
 #[allow(clippy::too_many_arguments)]
 pub fn optimize_multi(
     world: usize,
@@ -119,7 +122,7 @@ pub fn optimize_multi(
     params: &OptimParams,
     progress: &dyn Progress,
     observer: Option<&mut dyn Observer<[f32]>>,
-) -> Result<OptimReport> {
+) -> Result<(OptimReport, f64)> {
     params.validate()?;
     let n = p.n();
     let part = check(world, n, repulsion.method)?;
@@ -146,12 +149,31 @@ pub fn optimize_multi(
         _ => Some(Ranks::new_id()?),
     };
     let p_log_p = p.p_log_p();
-    let hyb = p.into_host_hyb()?;
+    let host;
+    let (blocks, whole) = match p.into_layout() {
+        Layout::Hyb(whole) => {
+            let rows: Vec<_> = (0..world).map(|r| part.rows(r)).collect();
+            (
+                rank::Blocks::Device(whole.block_shapes(&rows)?),
+                Some(whole),
+            )
+        }
+        Layout::Csr(csr) => {
+            host = Hyb::from_csr(&csr, None)?;
+            (rank::Blocks::Host(&host), None)
+        }
+        Layout::Csb(_) => {
+            return Err(Error::param(
+                "p",
+                "P in CSB (the CPU's layout) cannot go to the GPUs",
+            ))
+        }
+    };
     let y0 = y.to_vec();
     let watch = watch::Watch::new(world, watch::TIMEOUT);
     let shared = rank::Shared {
         part,
-        p: &hyb,
+        p: blocks,
         p_log_p,
         kernel,
         repulsion,
@@ -162,6 +184,7 @@ pub fn optimize_multi(
         id,
     };
     let lead = rank::Lead {
+        whole,
         progress,
         observer,
         y,
@@ -176,7 +199,7 @@ pub fn optimize_multi(
             })
             .collect();
         let first = rank::run(&shared, 0, Some(lead));
-        let others: Vec<Result<OptimReport>> = others
+        let others: Vec<Result<(OptimReport, f64)>> = others
             .into_iter()
             .map(|h| match h {
                 Ok(h) => h.join().unwrap_or_else(|_| {

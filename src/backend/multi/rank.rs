@@ -12,14 +12,23 @@ use crate::optim::gpu::OptimizerGpu;
 use crate::optim::{stops, Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::{Pending, RepulseGpu, RepulsionSpec};
-use crate::sparse::{Hyb, HybGpu};
+use crate::sparse::{BlockShape, Hyb, HybGpu};
 use crate::Result;
+
+/// Where the GPUs' blocks of P come from.
+pub(super) enum Blocks<'a> {
+    /// P on the host (graph mode, host affinities): each GPU uploads its rows.
+    Host(&'a Hyb),
+    /// P on GPU 0, where the affinity stage made it ([`Lead::whole`]): GPU 0 copies its own
+    /// block and sends the others theirs, GPU to GPU; their shapes, per rank.
+    Device(Vec<BlockShape>),
+}
 
 /// What every rank reads: the problem and the ranks' shared state.
 pub(super) struct Shared<'a> {
     pub part: Partition,
-    /// The whole P on the host; each rank uploads its rows.
-    pub p: &'a Hyb,
+    /// P, whole.
+    pub p: Blocks<'a>,
     /// Σ p ln p of the whole P.
     pub p_log_p: f64,
     pub kernel: Kernel,
@@ -33,8 +42,11 @@ pub(super) struct Shared<'a> {
     pub id: Option<RanksId>,
 }
 
-/// What rank 0 alone does: show progress, ask the observer, return Y.
+/// What rank 0 alone does: hold the whole P when it is on the device, show progress, ask
+/// the observer, return Y.
 pub(super) struct Lead<'a, 'o> {
+    /// P on GPU 0 ([`Blocks::Device`]), dropped once the blocks are out.
+    pub whole: Option<HybGpu>,
     pub progress: &'a dyn Progress,
     pub observer: Option<&'a mut (dyn Observer<[f32]> + 'o)>,
     /// Receives the final embedding, n × dims.
@@ -69,25 +81,40 @@ struct InFlight {
 }
 
 /// Runs rank `rank` to the end; on an error marks the run failed first, so that the other
-/// ranks stop waiting for this one.
-pub(super) fn run(shared: &Shared, rank: usize, lead: Option<Lead<'_, '_>>) -> Result<OptimReport> {
-    let result = set_up(shared, rank).and_then(|state| iterate(shared, state, lead));
+/// ranks stop waiting for this one. Returns the report and the set-up's seconds (P's blocks
+/// in place, every buffer made, the GPUs joined).
+pub(super) fn run(
+    shared: &Shared,
+    rank: usize,
+    mut lead: Option<Lead<'_, '_>>,
+) -> Result<(OptimReport, f64)> {
+    let start = std::time::Instant::now();
+    let whole = lead.as_mut().and_then(|l| l.whole.take());
+    let result = set_up(shared, rank, whole).and_then(|state| {
+        let setup = start.elapsed().as_secs_f64();
+        Ok((iterate(shared, state, lead)?, setup))
+    });
     if result.is_err() {
         shared.watch.fail_by(rank);
     }
     result
 }
 
-/// Uploads this GPU's rows of P and the embedding, and makes every buffer, before the ranks
-/// join: a GPU short of memory then fails alone, before any collective waits for it.
-fn set_up(shared: &Shared, rank: usize) -> Result<State> {
+/// Places this GPU's rows of P and the embedding, and makes every buffer, before the ranks
+/// join: a GPU short of memory then fails alone, before any collective waits for it. Then
+/// joins the others and, when P is on GPU 0 (`whole`, rank 0's), moves the blocks.
+fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> {
     let gpu = Gpu::device(rank)?;
     gpu.device.context.bind_to_thread()?;
     let s = &gpu.stream;
     let (part, dims) = (shared.part, shared.dims);
     let (n, block, rows) = (part.n(), part.block(), part.rows(rank));
     let nb = rows.len();
-    let p = HybGpu::new(gpu, &shared.p.row_block(rows.clone()))?;
+    let mut p = match (&shared.p, &whole) {
+        (Blocks::Host(hyb), _) => HybGpu::new(gpu, &hyb.row_block(rows.clone()))?,
+        (Blocks::Device(shapes), Some(whole)) => whole.row_block(&shapes[rank])?,
+        (Blocks::Device(shapes), None) => HybGpu::for_block(gpu, &shapes[rank])?,
+    };
     let mut y_all = s.alloc_zeros::<f32>(part.world() * block * dims)?;
     s.memcpy_htod(shared.y0, &mut y_all.slice_mut(..n * dims))?;
     let mut y_own = s.alloc_zeros::<f32>(block * dims)?;
@@ -123,6 +150,17 @@ fn set_up(shared: &Shared, rank: usize) -> Result<State> {
         Some(id) => Ranks::join(gpu, rank, part.world(), id)?,
         None => Ranks::single(),
     };
+    if let Blocks::Device(shapes) = &shared.p {
+        match whole {
+            Some(whole) => {
+                for (peer, shape) in shapes.iter().enumerate().skip(1) {
+                    whole.send_block(shape, &ranks, peer)?;
+                }
+                shared.watch.settle(s)?;
+            }
+            None => p.recv_block(&ranks, 0)?,
+        }
+    }
     Ok(State {
         gpu,
         ranks,

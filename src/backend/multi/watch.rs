@@ -18,6 +18,9 @@ use crate::{Error, Result};
 /// hang ends.
 pub const TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How long [`Watch::wait`] spins before it sleeps between polls.
+const SPIN: Duration = Duration::from_millis(20);
+
 /// The ranks' shared state.
 pub struct Watch {
     world: usize,
@@ -152,17 +155,22 @@ impl Watch {
     /// failed meanwhile or the wait timed out (a collective waiting on a peer that never
     /// joins it).
     pub fn wait(&self, event: &CudaEvent) -> Result<()> {
+        // Spin (yielding) for the short waits of an iteration, whose latency is the host's
+        // share of it; sleep briefly beyond that, so that a long wait costs no core.
         let start = Instant::now();
-        let mut pause = Duration::from_micros(20);
         while !event.is_complete() {
             if self.failed() {
                 return Err(Self::peer_failed());
             }
-            if start.elapsed() > self.timeout {
+            let waited = start.elapsed();
+            if waited > self.timeout {
                 return Err(self.timed_out("the GPU's queue"));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
+            if waited < SPIN {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
         }
         Ok(())
     }

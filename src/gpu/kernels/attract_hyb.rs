@@ -40,8 +40,8 @@ kernels! {
         kl: opt u64 [WORDS],
     }
 
-    /// F_attr of the `m` COO entries (sorted by row: each warp sums its runs per row before
-    /// the atomics) added to `force`; with `kl`, Σ p ln w added to it. Blocks of
+    /// F_attr of the `m` COO entries (sorted by row, whole-P row numbers row0 .. row0 + n:
+    /// each warp sums its runs per row before the atomics) added to `force`; with `kl`, Σ p ln w added to it. Blocks of
     /// [`THREADS`]; any grid (warps loop over runs of 32 · [`COO_CHUNKS`] entries).
     pub struct AttractCoo = "attract_coo_{dims}d" {
         dims: host,

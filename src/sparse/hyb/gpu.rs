@@ -1,9 +1,13 @@
 //! HYB on the device: the GPU sibling of [`Hyb`], the layout the GPU attraction reads
 //! ([`crate::attract::gpu`]).
 
+use std::ops::Range;
+
 use cudarc::driver::CudaSlice;
 
 use super::Hyb;
+use crate::gpu::comm::Ranks;
+use crate::gpu::memory::alloc_uninit;
 use crate::gpu::{Gpu, GpuError};
 
 /// P in HYB, resident on the device, with the layout and invariants of [`Hyb`]: ELL slot s
@@ -79,5 +83,129 @@ impl HybGpu {
             coo_cols: s.clone_dtoh(&self.coo_cols.slice(..m))?,
             coo_vals: s.clone_dtoh(&self.coo_vals.slice(..m))?,
         })
+    }
+}
+
+/// Where a row block of a device-resident P lies in it: the rows, the ELL width and the COO
+/// entries; what a GPU allocates to receive the block ([`HybGpu::for_block`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockShape {
+    /// The rows, in the whole P's numbering.
+    pub rows: Range<usize>,
+    /// The ELL width K (the whole's).
+    pub width: usize,
+    /// The block's COO entries in the whole's arrays.
+    pub coo: Range<usize>,
+}
+
+impl HybGpu {
+    /// The shapes of the row blocks `blocks` of this (whole) P, from its COO row numbers
+    /// (downloaded, 4 bytes an entry) by bisection.
+    pub fn block_shapes(&self, blocks: &[Range<usize>]) -> Result<Vec<BlockShape>, GpuError> {
+        let rows = self
+            .gpu
+            .stream
+            .clone_dtoh(&self.coo_rows.slice(..self.coo_len))?;
+        let at = |r: usize| rows.partition_point(|&c| (c as usize) < r);
+        Ok(blocks
+            .iter()
+            .map(|b| BlockShape {
+                rows: b.clone(),
+                width: self.width,
+                coo: at(b.start)..at(b.end),
+            })
+            .collect())
+    }
+
+    /// Unfilled buffers of the block `shape` on `gpu`, for [`HybGpu::recv_block`].
+    pub fn for_block(gpu: &'static Gpu, shape: &BlockShape) -> Result<Self, GpuError> {
+        let (nb, k, m) = (shape.rows.len(), shape.width, shape.coo.len());
+        Ok(HybGpu {
+            gpu,
+            n: nb,
+            row0: shape.rows.start,
+            width: k,
+            coo_len: m,
+            ell_cols: alloc_uninit(gpu, nb * k)?,
+            ell_vals: alloc_uninit(gpu, nb * k)?,
+            coo_rows: alloc_uninit(gpu, m)?,
+            coo_cols: alloc_uninit(gpu, m)?,
+            coo_vals: alloc_uninit(gpu, m)?,
+        })
+    }
+
+    /// The block `shape` of this (whole) P copied on its own device: the ELL slots' runs of
+    /// the block's rows, and its COO slice.
+    pub fn row_block(&self, shape: &BlockShape) -> Result<Self, GpuError> {
+        let mut block = Self::for_block(self.gpu, shape)?;
+        let s = &self.gpu.stream;
+        let (n, nb, lo) = (self.n, shape.rows.len(), shape.rows.start);
+        for slot in 0..shape.width {
+            let (from, to) = (
+                slot * n + lo..slot * n + lo + nb,
+                slot * nb..(slot + 1) * nb,
+            );
+            s.memcpy_dtod(
+                &self.ell_cols.slice(from.clone()),
+                &mut block.ell_cols.slice_mut(to.clone()),
+            )?;
+            s.memcpy_dtod(
+                &self.ell_vals.slice(from),
+                &mut block.ell_vals.slice_mut(to),
+            )?;
+        }
+        if !shape.coo.is_empty() {
+            let (c, m) = (shape.coo.clone(), shape.coo.len());
+            s.memcpy_dtod(
+                &self.coo_rows.slice(c.clone()),
+                &mut block.coo_rows.slice_mut(..m),
+            )?;
+            s.memcpy_dtod(
+                &self.coo_cols.slice(c.clone()),
+                &mut block.coo_cols.slice_mut(..m),
+            )?;
+            s.memcpy_dtod(&self.coo_vals.slice(c), &mut block.coo_vals.slice_mut(..m))?;
+        }
+        Ok(block)
+    }
+
+    /// Sends the block `shape` of this (whole) P to rank `peer`, which receives it with
+    /// [`HybGpu::recv_block`] (messages in the same order: each ELL slot's run of columns and
+    /// values, then the COO slice), GPU to GPU.
+    pub fn send_block(
+        &self,
+        shape: &BlockShape,
+        ranks: &Ranks,
+        peer: usize,
+    ) -> Result<(), GpuError> {
+        let (n, nb, lo) = (self.n, shape.rows.len(), shape.rows.start);
+        for slot in 0..shape.width {
+            let from = slot * n + lo..slot * n + lo + nb;
+            ranks.send(&self.ell_cols.slice(from.clone()), peer)?;
+            ranks.send(&self.ell_vals.slice(from), peer)?;
+        }
+        if !shape.coo.is_empty() {
+            ranks.send(&self.coo_rows.slice(shape.coo.clone()), peer)?;
+            ranks.send(&self.coo_cols.slice(shape.coo.clone()), peer)?;
+            ranks.send(&self.coo_vals.slice(shape.coo.clone()), peer)?;
+        }
+        Ok(())
+    }
+
+    /// Receives from rank `from` the block this one was made for ([`HybGpu::for_block`],
+    /// [`HybGpu::send_block`]).
+    pub fn recv_block(&mut self, ranks: &Ranks, from: usize) -> Result<(), GpuError> {
+        let (nb, m) = (self.n, self.coo_len);
+        for slot in 0..self.width {
+            let to = slot * nb..(slot + 1) * nb;
+            ranks.recv(&mut self.ell_cols.slice_mut(to.clone()), from)?;
+            ranks.recv(&mut self.ell_vals.slice_mut(to), from)?;
+        }
+        if m > 0 {
+            ranks.recv(&mut self.coo_rows.slice_mut(..m), from)?;
+            ranks.recv(&mut self.coo_cols.slice_mut(..m), from)?;
+            ranks.recv(&mut self.coo_vals.slice_mut(..m), from)?;
+        }
+        Ok(())
     }
 }

@@ -20,7 +20,8 @@ const RELATIVE_SPEED: usize = 3;
 ///   (column-major: a warp reading rows i..i+32 of one slot reads consecutive words)
 /// - unused slots have column `row0 + i` (the row's own point) and value 0 (they
 ///   contribute exactly nothing)
-/// - `coo_rows`, `coo_cols`, `coo_vals` have equal length, sorted by row
+/// - `coo_rows`, `coo_cols`, `coo_vals` have equal length, sorted by row; rows are whole-P
+///   numbers (`row0 ..`), so that a block's COO part is a slice of the whole's
 #[derive(Clone, Debug)]
 pub struct Hyb {
     /// Rows held.
@@ -100,8 +101,7 @@ impl Hyb {
     /// Rows `rows` of this P (of its own numbering), with their columns, as a [`Hyb`] of
     /// the same width whose `row0` places them in the whole P: the row block one GPU
     /// attracts in a run over several ([`crate::backend::multi`]). Copies the ELL slots'
-    /// runs of the block and the COO entries of its rows (found by bisection, as they are
-    /// sorted by row).
+    /// runs of the block and the COO entries of its rows ([`Hyb::coo_range`]).
     pub fn row_block(&self, rows: std::ops::Range<usize>) -> Hyb {
         let (lo, hi) = (rows.start.min(self.n), rows.end.min(self.n));
         let nb = hi.saturating_sub(lo);
@@ -111,21 +111,27 @@ impl Hyb {
             ell_cols.extend_from_slice(&self.ell_cols[s * self.n + lo..s * self.n + lo + nb]);
             ell_vals.extend_from_slice(&self.ell_vals[s * self.n + lo..s * self.n + lo + nb]);
         }
-        let first = self.coo_rows.partition_point(|&r| (r as usize) < lo);
-        let last = self.coo_rows.partition_point(|&r| (r as usize) < hi);
+        let coo = self.coo_range(lo..hi);
+        let (first, last) = (coo.start, coo.end);
         Hyb {
             n: nb,
             row0: self.row0 + lo,
             k: self.k,
             ell_cols,
             ell_vals,
-            coo_rows: self.coo_rows[first..last]
-                .iter()
-                .map(|&r| r - lo as i32)
-                .collect(),
+            coo_rows: self.coo_rows[first..last].to_vec(),
             coo_cols: self.coo_cols[first..last].to_vec(),
             coo_vals: self.coo_vals[first..last].to_vec(),
         }
+    }
+
+    /// The COO entries of the rows `rows` (of this P's numbering), found by bisection.
+    pub fn coo_range(&self, rows: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let at = |r: usize| {
+            self.coo_rows
+                .partition_point(|&c| (c as usize) < self.row0 + r)
+        };
+        at(rows.start)..at(rows.end)
     }
 
     /// Bytes one attraction pass streams (indices and values; padding included).
@@ -191,7 +197,8 @@ mod tests {
             }
         }
         for e in 0..h.coo_vals.len() {
-            let i = h.row0 + h.coo_rows[e] as usize;
+            let i = h.coo_rows[e] as usize;
+            assert!((h.row0..h.row0 + h.n).contains(&i), "COO row {i}");
             dense[i * n + h.coo_cols[e] as usize] += h.coo_vals[e];
         }
     }
