@@ -4,8 +4,9 @@
 #
 #   scripts/bench/multi_gpu.sh [SECTION...]      # default: tests 10m
 #
-#   tests      the multi-GPU library tests and the integration tests `multi_gpu::` with
-#              SGTSNE_REQUIRE_GPUS=2 (a host with fewer GPUs fails them), about 1 minute
+#   tests      the multi-GPU library tests (the split kNN sweep's too) and the integration
+#              tests `multi_gpu::`, with SGTSNE_REQUIRE_GPUS=2 (a host with fewer GPUs fails
+#              them), about 1 minute
 #   1m3        1.3M × 50 mixture: 1 GPU, then 2 … all GPUs, once each (about 1 minute)
 #   10m        10M × 50 mixture (40 clusters): 1 GPU ×2, then 2 … all GPUs ×2 each (about 5
 #              minutes on 2 GPUs); `--knn approx`, KL and timings per run, medians
@@ -47,7 +48,7 @@ for section in "$@"; do
       if [ -n "$program" ] && [ ! -e "$program" ]; then
         mkdir -p "$(dirname "$program")" && ln -sf "$sgtsne" "$program"
       fi
-      SGTSNE_REQUIRE_GPU=1 logged lib-multi "$bin_dir/sgtsne-lib-tests" backend::multi \
+      SGTSNE_REQUIRE_GPU=1 logged lib-multi "$bin_dir/sgtsne-lib-tests" backend::multi split_sweep \
         sparse::hyb || status=1
       SGTSNE_REQUIRE_GPUS=2 logged int-multi "$bin_dir/sgtsne-int-tests" multi_gpu:: \
         --test-threads 1 || status=1

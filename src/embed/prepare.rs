@@ -266,7 +266,12 @@ pub(crate) fn search(
         let gpu = Gpu::get()?;
         let (indices, distances) = match method {
             KnnMethod::Approx => {
-                let approx = ivf::approx_device(gpu, points, k, key, &params.ivf, progress)?;
+                // The sweep splits over the run's GPUs (`--gpus`), as the optimisation does.
+                let ivf = crate::knn::ivf::IvfParams {
+                    gpus: params.gpus.unwrap_or(1),
+                    ..params.ivf.clone()
+                };
+                let approx = ivf::approx_device(gpu, points, k, key, &ivf, progress)?;
                 report.recall_sample = Some(approx.stats.recall_sample);
                 report.recall_sample_size = Some(approx.stats.sample);
                 report.ivf = Some(approx.stats);

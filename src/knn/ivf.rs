@@ -42,6 +42,9 @@ pub struct IvfParams {
     pub fan: usize,
     /// Seed of the k-means sample and start.
     pub seed: u64,
+    /// GPUs the sweep's query blocks are split over (devices 0 .. gpus; the GPU method
+    /// only). Default 1.
+    pub gpus: usize,
 }
 
 impl Default for IvfParams {
@@ -54,6 +57,7 @@ impl Default for IvfParams {
             refine: 2,
             fan: 16,
             seed: 0,
+            gpus: 1,
         }
     }
 }

@@ -177,6 +177,30 @@ crate::gpu::gpu_test! {
         assert!(last >= first + 0.03, "3 rounds: {first} to {last}");
     }
 
+    /// The sweep split over several GPUs gives the one-GPU graph exactly (each block's
+    /// queries are swept alone, wherever they run), distances included; on a host with one
+    /// GPU, the split over it alone. Skipped without a second GPU unless
+    /// SGTSNE_REQUIRE_GPUS asks for two.
+    fn split_sweep_gives_the_one_gpu_graph(gpu) {
+        let _ = gpu;
+        let have = crate::gpu::device_count().unwrap();
+        if have < 2 {
+            let required = std::env::var("SGTSNE_REQUIRE_GPUS").ok().and_then(|v| v.parse().ok());
+            assert!(required.unwrap_or(0) < 2, "SGTSNE_REQUIRE_GPUS asks for 2, the host shows {have}");
+            eprintln!("skipped: needs 2 GPUs, the host shows {have}");
+            return;
+        }
+        let points = mixture(30_011, 24, 5);
+        let k = 20;
+        let one = IvfParams { lists: 64, probes: 8, ..IvfParams::default() };
+        let (want, _) = approx_gpu(&points, k, Key::SqEuclidean, &one, &Silent).unwrap();
+        let split = IvfParams { gpus: have, ..one };
+        let (got, stats) = approx_gpu(&points, k, Key::SqEuclidean, &split, &Silent).unwrap();
+        assert_eq!(got.indices, want.indices, "the graphs differ");
+        assert_eq!(got.distances, want.distances);
+        assert!(stats.recall_sample > 0.9, "{stats:?}");
+    }
+
     /// An exact graph stays exact under refinement (up to ties in f32), by the squared
     /// distance and by the inner product.
     fn refinement_keeps_an_exact_graph(gpu) {
