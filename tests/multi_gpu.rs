@@ -103,9 +103,11 @@ fn two_gpus_follow_one() {
     let (two, _) = run(dir.path(), &points, &init, 2, 1);
     let step = |y: &[f32]| -> Vec<f32> { y.iter().zip(&y0).map(|(a, b)| a - b).collect() };
     let e = sgtsne::repulse::relative_error(&step(&one), &step(&two));
+    eprintln!("first step on 2 GPUs against 1: relative difference {e:.3e}");
     assert!(e < 1e-4, "first step: relative difference {e}");
     let (_, kl1) = run(dir.path(), &points, &init, 1, 1000);
     let (_, kl2) = run(dir.path(), &points, &init, 2, 1000);
+    eprintln!("KL after 1000 iterations: {kl1} on 1 GPU, {kl2} on 2");
     assert!(
         (kl1 - kl2).abs() <= 5e-3 * kl1,
         "KL on 1 GPU {kl1}, on 2 GPUs {kl2}"
@@ -171,6 +173,7 @@ fn multi_gpu_faults_end_cleanly() {
         .filter(|d| !Path::new(d).join("libnccl.so").exists())
         .collect();
     let o = sgtsne_env(&a, &[("LD_LIBRARY_PATH", &kept.join(":"))]);
+    eprintln!("NCCL hidden: exit {:?}", o.status.code());
     if o.status.success() {
         eprintln!("NCCL is found outside LD_LIBRARY_PATH here: its absence is not tried");
         std::fs::remove_file(&out).unwrap();

@@ -51,10 +51,11 @@ for section in "$@"; do
       SGTSNE_REQUIRE_GPU=1 logged lib-multi "$bin_dir/sgtsne-lib-tests" backend::multi split_sweep \
         sparse::hyb || status=1
       SGTSNE_REQUIRE_GPUS=2 logged int-multi "$bin_dir/sgtsne-int-tests" multi_gpu:: \
-        --test-threads 1 || status=1
+        --test-threads 1 --nocapture || status=1
       for t in lib-multi int-multi; do
         grep -E '^test result' "$work/$t.log" | sed "s/^/$t: /" | tee -a "$summary"
-        grep -E '^test .* FAILED$|panicked' "$work/$t.log" | tee -a "$summary"
+        grep -E '^test .* FAILED$|panicked|^first step|^KL after|^NCCL' "$work/$t.log" |
+          tee -a "$summary"
       done
       ;;
     1m3)
