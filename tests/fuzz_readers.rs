@@ -317,6 +317,20 @@ fn npy_header_nested_brackets_are_refused_at_once() {
     refused_in_proportion("nested.npy", &bytes, sgtsne::io::read_labels, want);
 }
 
+/// An `.npy` header whose shape's sizes multiply past 2^64 (`(2, 18446744073709551615)`,
+/// found by the mutation pass: `npyz` multiplied them unchecked): refused by its shape.
+#[test]
+fn npy_shape_past_64_bits_is_refused() {
+    let header = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 18446744073709551615), }";
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 8]);
+    let want = "shape (2, 18446744073709551615) holds more than 2^64 elements";
+    refused_in_proportion("huge.npy", &bytes, sgtsne::io::read_points, want);
+    refused_in_proportion("huge.npy", &bytes, sgtsne::io::read_labels, want);
+}
+
 /// A sweep configuration whose `iters` has extra digits (the input this pass found) or whose
 /// fixed-grid range asks for 10^12 sizes: refused by key, before either sizes a list.
 #[test]

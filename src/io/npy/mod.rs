@@ -237,7 +237,36 @@ fn check_header_length(r: &mut impl Read, total: u64, path: &Path) -> Result<Vec
             ),
         ));
     }
+    if let Some(dims) = shape_overflows(&pre[pre.len().min(10)..]) {
+        return Err(IoError::format(
+            path,
+            None,
+            format!("not a valid .npy file: its shape ({dims}) holds more than 2^64 elements"),
+        ));
+    }
     Ok(pre)
+}
+
+/// The shape tuple of a header's `'shape': (…)` when the product of its sizes overflows 64
+/// bits (`npyz` multiplies them unchecked: a panic in a debug build, a wrapped count in a
+/// release one; found by fuzzing). Sizes that are not plain integers are left to `npyz`.
+fn shape_overflows(header: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(header).ok()?;
+    let key = text.find("'shape'").or_else(|| text.find("\"shape\""))?;
+    let rest = &text[key..];
+    let open = rest.find('(')?;
+    let close = open + rest[open..].find(')')?;
+    let dims = &rest[open + 1..close];
+    let sizes = dims.split(',').map(str::trim).filter(|d| !d.is_empty());
+    let mut product = Some(1u64);
+    for size in sizes {
+        product = product.and_then(|p| p.checked_mul(size.parse().ok()?));
+        if product.is_none() {
+            // Overflow, or a size `npyz` will refuse as it reads it.
+            return size.parse::<u64>().is_ok().then(|| dims.trim().to_string());
+        }
+    }
+    None
 }
 
 /// Counts the bytes `npyz` consumes, so the data offset is known for files and slices alike.
