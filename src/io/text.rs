@@ -10,8 +10,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use csv::{ReaderBuilder, StringRecord, Trim};
-
 use super::error::{to_f32, IoError, Place};
 use crate::Points;
 
@@ -118,38 +116,89 @@ fn for_each_line(
     }
 }
 
-/// Splits a line holding a `"` with the `csv` parser, so `"a,b"` is one field; lines
-/// without quotes (all lines of numbers) are split directly, which is faster. A quoted field
-/// cannot span lines.
-fn split_quoted(path: &Path, line: u64, text: &str, delimiter: u8) -> Result<Vec<String>, IoError> {
-    let mut reader = ReaderBuilder::new()
-        .delimiter(delimiter)
-        .has_headers(false)
-        .trim(Trim::All)
-        .from_reader(text.as_bytes());
-    let mut rec = StringRecord::new();
-    reader
-        .read_record(&mut rec)
-        .map_err(|e| IoError::format(path, Some(Place::Line(line)), e.to_string()))?;
-    Ok(rec.iter().map(str::to_string).collect())
+/// Splits `delimiter`-separated lines into trimmed fields. A line holding a `"` goes
+/// through a CSV parser (`csv-core`: RFC 4180 quoting, `"a,b"` one field and `""` a quote),
+/// made once per file and reset for each line, as it allocates nothing; lines without quotes
+/// (all lines of numbers) are split directly, which is faster. A quoted field cannot span
+/// lines.
+struct Splitter {
+    delimiter: u8,
+    quoted: Option<csv_core::Reader>,
+    /// The parsed bytes of the last quoted line and their field ends.
+    out: Vec<u8>,
+    ends: Vec<usize>,
 }
 
-/// Calls `f` with the trimmed fields of one `delimiter`-separated line.
-fn split<T>(
-    path: &Path,
-    line: u64,
-    text: &str,
-    delimiter: u8,
-    f: impl FnOnce(&[&str]) -> Result<T, IoError>,
-) -> Result<T, IoError> {
-    if text.contains('"') {
-        let owned = split_quoted(path, line, text, delimiter)?;
-        f(&owned.iter().map(String::as_str).collect::<Vec<_>>())
-    } else {
-        f(&text
-            .split(char::from(delimiter))
-            .map(str::trim)
-            .collect::<Vec<_>>())
+impl Splitter {
+    fn new(delimiter: u8) -> Self {
+        Splitter {
+            delimiter,
+            quoted: None,
+            out: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+
+    /// Calls `f` with the trimmed fields of `text`, line `line` of `path`.
+    fn split<T>(
+        &mut self,
+        path: &Path,
+        line: u64,
+        text: &str,
+        f: impl FnOnce(&[&str]) -> Result<T, IoError>,
+    ) -> Result<T, IoError> {
+        if !text.contains('"') {
+            return f(&text
+                .split(char::from(self.delimiter))
+                .map(str::trim)
+                .collect::<Vec<_>>());
+        }
+        let fields = self.parse_quoted(text);
+        let fields = fields
+            .iter()
+            .map(|b| std::str::from_utf8(b).map(str::trim))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| IoError::format(path, Some(Place::Line(line)), "not valid UTF-8 text"))?;
+        f(&fields)
+    }
+
+    /// The fields of one line holding quotes, unquoted and untrimmed.
+    fn parse_quoted(&mut self, text: &str) -> Vec<&[u8]> {
+        let delimiter = self.delimiter;
+        let reader = self
+            .quoted
+            .get_or_insert_with(|| csv_core::ReaderBuilder::new().delimiter(delimiter).build());
+        reader.reset();
+        // The fields are the line's bytes less quotes: as many bytes and at most one field
+        // per byte, plus one.
+        self.out.resize(text.len() + 1, 0);
+        self.ends.resize(text.len() + 2, 0);
+        let (mut input, mut n_out, mut n_ends) = (text.as_bytes(), 0, 0);
+        loop {
+            let (result, read, wrote, ended) =
+                reader.read_record(input, &mut self.out[n_out..], &mut self.ends[n_ends..]);
+            input = &input[read..];
+            n_out += wrote;
+            n_ends += ended;
+            match result {
+                // The line is all given: an empty input next ends the record.
+                csv_core::ReadRecordResult::InputEmpty => {}
+                csv_core::ReadRecordResult::OutputFull => self.out.resize(2 * self.out.len(), 0),
+                csv_core::ReadRecordResult::OutputEndsFull => {
+                    self.ends.resize(2 * self.ends.len(), 0)
+                }
+                csv_core::ReadRecordResult::Record | csv_core::ReadRecordResult::End => break,
+            }
+        }
+        let mut start = 0;
+        self.ends[..n_ends]
+            .iter()
+            .map(|&end| {
+                let field = &self.out[start..end];
+                start = end;
+                field
+            })
+            .collect()
     }
 }
 
@@ -165,13 +214,12 @@ pub(crate) fn read_points_delimited_from(
     delimiter: u8,
 ) -> Result<Points, IoError> {
     let mut table = Table::new(path);
+    let mut splitter = Splitter::new(delimiter);
     for_each_line(r, path, |line, text| {
         if text.trim_start().starts_with('#') {
             return Ok(());
         }
-        split(path, line, text, delimiter, |fields| {
-            table.push(line, fields)
-        })
+        splitter.split(path, line, text, |fields| table.push(line, fields))
     })?;
     table.finish()
 }
@@ -212,15 +260,16 @@ pub(crate) fn read_label_fields_from(
         _ => None,
     };
     let mut out = Vec::new();
+    let mut splitter = delimiter.map(Splitter::new);
     for_each_line(r, path, |line, text| {
         if text.trim().is_empty() {
             return Ok(());
         }
-        let Some(d) = delimiter else {
+        let Some(splitter) = splitter.as_mut() else {
             out.push((line, text.trim().to_string()));
             return Ok(());
         };
-        split(path, line, text, d, |fields| match fields {
+        splitter.split(path, line, text, |fields| match fields {
             [one] => {
                 out.push((line, one.to_string()));
                 Ok(())
