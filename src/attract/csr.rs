@@ -52,18 +52,7 @@ mod tests {
 
     fn random_p(n: usize, per_row: usize, seed: u64) -> Affinities {
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut t = sprs::TriMatI::<f32, u32>::new((n, n));
-        for i in 0..n {
-            for _ in 0..per_row {
-                let j = rng.random_range(0..n);
-                if j != i {
-                    let v: f32 = rng.random();
-                    t.add_triplet(i, j, v);
-                    t.add_triplet(j, i, v);
-                }
-            }
-        }
-        t.to_csr()
+        crate::sparse::random_symmetric_p(n, &mut rng, |_, _| per_row)
     }
 
     #[test]

@@ -225,23 +225,7 @@ mod tests {
                 (200_000, 2, Some(2)),
                 (30_000, 3, Some(2)),
             ] {
-                let mut t = sprs::TriMatI::<f32, u32>::new((n, n));
-                for i in 0..n {
-                    let len = if i % 97 == 0 {
-                        200
-                    } else {
-                        rng.random_range(1..20)
-                    };
-                    for _ in 0..len {
-                        let j = rng.random_range(0..n);
-                        if j != i {
-                            let v: f32 = rng.random();
-                            t.add_triplet(i, j, v);
-                            t.add_triplet(j, i, v);
-                        }
-                    }
-                }
-                let p: Affinities = t.to_csr();
+                let p: Affinities = crate::sparse::ragged_p(n, &mut rng);
                 let hyb = Hyb::from_csr(&p, width).unwrap();
                 assert!(!hyb.coo_vals.is_empty(), "test must exercise the COO part");
                 let dev = HybGpu::new(gpu, &hyb).unwrap();

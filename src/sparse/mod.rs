@@ -23,3 +23,37 @@ pub enum SparseError {
     #[error("sparse invariant violated: {what}")]
     Invariant { what: String },
 }
+
+/// A random symmetric P of n points for tests: row i draws `row_len(i)` partners, each pair
+/// added both ways with one random weight.
+#[cfg(test)]
+pub(crate) fn random_symmetric_p(
+    n: usize,
+    rng: &mut rand::rngs::StdRng,
+    row_len: impl Fn(usize, &mut rand::rngs::StdRng) -> usize,
+) -> crate::affinity::Affinities {
+    use rand::Rng;
+    let mut t = sprs::TriMatI::<f32, u32>::new((n, n));
+    for i in 0..n {
+        for _ in 0..row_len(i, rng) {
+            let j = rng.random_range(0..n);
+            if j != i {
+                let v: f32 = rng.random();
+                t.add_triplet(i, j, v);
+                t.add_triplet(j, i, v);
+            }
+        }
+    }
+    t.to_csr()
+}
+
+/// [`random_symmetric_p`] with ragged rows: 1 to 19 partners, every 97th row 200 (long rows
+/// for HYB's COO part).
+#[cfg(test)]
+pub(crate) fn ragged_p(n: usize, rng: &mut rand::rngs::StdRng) -> crate::affinity::Affinities {
+    use rand::Rng;
+    random_symmetric_p(n, rng, |i, rng| match i % 97 {
+        0 => 200,
+        _ => rng.random_range(1..20),
+    })
+}

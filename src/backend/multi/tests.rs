@@ -4,29 +4,8 @@ use crate::backend::gpu::optimize_device_observed;
 use crate::embed::Precision;
 use crate::progress::Silent;
 use crate::repulse::{GridSpec, RepulsionMethod, RepulsionSpec};
-use crate::sparse::{Hyb, HybGpu};
+use crate::sparse::{ragged_p, Hyb, HybGpu};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-
-/// A random symmetric P of n points with ragged rows (every 97th row long, for the COO part).
-fn ragged_p(n: usize, rng: &mut StdRng) -> crate::affinity::Affinities {
-    let mut t = sprs::TriMatI::<f32, u32>::new((n, n));
-    for i in 0..n {
-        let len = if i % 97 == 0 {
-            200
-        } else {
-            rng.random_range(1..20)
-        };
-        for _ in 0..len {
-            let j = rng.random_range(0..n);
-            if j != i {
-                let v: f32 = rng.random();
-                t.add_triplet(i, j, v);
-                t.add_triplet(j, i, v);
-            }
-        }
-    }
-    t.to_csr()
-}
 
 /// An exact sum's total in its units of 2⁻⁴⁰ (hi · 2³² + lo): the same for the same terms
 /// however the carries between the words fell.
