@@ -76,6 +76,17 @@ fn machine() -> Result<()> {
                 d.compute_capability.1,
                 d.total_memory as f64 / (1u64 << 30) as f64
             )?;
+            let count = sgtsne::gpu::device_count().unwrap_or(1);
+            if count > 1 {
+                let nccl = match sgtsne::gpu::comm::nccl_present() {
+                    true => "NCCL found",
+                    false => "NCCL (libnccl.so) not found, which --gpus above 1 needs",
+                };
+                writeln!(
+                    out,
+                    "gpus: {count} (--backend gpu uses all from 1M points, --gpus N to choose); {nccl}"
+                )?;
+            }
             "gpu"
         }
         Err(reason) => {
