@@ -84,6 +84,10 @@ fn run(dir: &Path, points: &str, init: &str, gpus: usize, iters: usize) -> (Vec<
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["params"]["gpus"], gpus, "the report's GPUs");
+    match gpus {
+        1 => assert!(r["optimise"].get("per_gpu").is_none()),
+        _ => assert_eq!(r["optimise"]["per_gpu"].as_array().unwrap().len(), gpus),
+    }
     let y = sgtsne::io::read_points(&out).unwrap().data;
     (y, r["optimise"]["final_kl"].as_f64().unwrap())
 }

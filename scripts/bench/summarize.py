@@ -75,6 +75,11 @@ def line(work, name):
           f"{num(o.get('final_kl'), 4)} acc10 {num(q.get('knn_accuracy_10'), 4)} pres10 "
           f"{num(q.get('knn_preservation_10'), 4)}{knn_text} | {backend}{gpus_text}, {r.get('threads', '?')} threads, "
           f"nnz {r.get('p_nnz', '?')}")
+    per_gpu = o.get("per_gpu")
+    if per_gpu:
+        print("  per GPU (attract / repulse / update s): " + ", ".join(
+            f"{num(g.get('attract_seconds'))} / {num(g.get('repulse_seconds'))} / {num(g.get('update_seconds'))}"
+            for g in per_gpu))
     v = o.get("overlap")
     if v:
         iters = ((r.get("params") or {}).get("optim") or {}).get("iters")

@@ -48,10 +48,22 @@ pub struct OptimReport {
     /// Per-iteration times and overlap of the attraction and the repulsion (hybrid only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overlap: Option<Overlap>,
+    /// Each GPU's own attraction, repulsion and update seconds in a run over several
+    /// (`--gpus`; the fields above are GPU 0's); absent on one GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_gpu: Option<Vec<GpuSeconds>>,
     /// The steps taken when an observer stopped the run ([`Stop::Finish`]); absent when the
     /// run went to the end. Y, the final KL and all that follows are those after them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted_at: Option<usize>,
+}
+
+/// One GPU's share of a run over several ([`OptimReport::per_gpu`]).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GpuSeconds {
+    pub attract_seconds: f64,
+    pub repulse_seconds: f64,
+    pub update_seconds: f64,
 }
 
 /// Looks at Y while it is optimised, e.g. to measure the repulsion's error there (the

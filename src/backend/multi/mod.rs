@@ -50,7 +50,7 @@ pub use partition::Partition;
 use crate::gpu::comm::{nccl_present, Ranks};
 use crate::gpu::{device_count, Gpu};
 use crate::kernel::Kernel;
-use crate::optim::{Observer, OptimParams, OptimReport};
+use crate::optim::{GpuSeconds, Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::{RepulsionMethod, RepulsionSpec};
 use crate::sparse::{Hyb, Layout, P};
@@ -221,7 +221,20 @@ pub fn optimize_multi(
         };
         return results.swap_remove(pick);
     }
-    results.swap_remove(0)
+    let shares: Vec<GpuSeconds> = results
+        .iter()
+        .flatten()
+        .map(|(r, _)| GpuSeconds {
+            attract_seconds: r.attract_seconds,
+            repulse_seconds: r.repulse_seconds,
+            update_seconds: r.update_seconds,
+        })
+        .collect();
+    let (mut report, setup) = results.swap_remove(0)?;
+    if world > 1 {
+        report.per_gpu = Some(shares);
+    }
+    Ok((report, setup))
 }
 
 #[cfg(test)]
