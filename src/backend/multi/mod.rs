@@ -12,10 +12,12 @@
 //!   ([`Partition`]), the last one shorter (padded where the blocks travel). The affinity
 //!   stage's order is kept (the locality order of the scale issue, when it runs, already
 //!   makes a block compact in the embedding).
-//! - **kNN and P.** The kNN search and the affinities still run on GPU 0 as in a one-GPU
-//!   run; P then comes to the host once and each GPU uploads the HYB of its rows
-//!   ([`Hyb::row_block`]), columns numbering all points. (Splitting the search by query
-//!   block is the next step; see the README's multi-GPU section.)
+//! - **kNN and P.** The approximate kNN's sweep, most of the search at scale, is split by
+//!   query blocks over the GPUs ([`crate::knn::gpu::ivf`], `IvfParams::gpus`); its cells,
+//!   refinement and recall sample and the affinities run on GPU 0 as in a one-GPU run. GPU 0
+//!   then cuts P's HYB into the GPUs' row blocks and sends each its own over NCCL
+//!   ([`crate::sparse::HybGpu::send_block`]; columns and COO rows keep whole-P numbers). A P
+//!   made on the host (graph mode) is cut there and uploaded ([`Hyb::row_block`]).
 //! - **Per iteration**, on every GPU: the attraction of its rows against every point (each
 //!   GPU holds all of Y: 80 MB at 10M points in 2-D); the FFT repulsion of its points on a
 //!   grid placed from the box of all points (the same on every GPU, as Y is), its charges
