@@ -317,18 +317,41 @@ fn npy_header_nested_brackets_are_refused_at_once() {
     refused_in_proportion("nested.npy", &bytes, sgtsne::io::read_labels, want);
 }
 
-/// An `.npy` header whose shape's sizes multiply past 2^64 (`(2, 18446744073709551615)`,
-/// found by the mutation pass: `npyz` multiplied them unchecked): refused by its shape.
+/// `.npy` headers whose shape is not what NumPy writes or multiplies past 2^64, both found
+/// by fuzzing (`npyz` read `1+2` as a size and multiplied the sizes unchecked), and a second
+/// `shape` key: refused by their shape. NumPy's own shapes pass.
 #[test]
-fn npy_shape_past_64_bits_is_refused() {
-    let header = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 18446744073709551615), }";
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header.as_bytes());
-    bytes.extend([0u8; 8]);
-    let want = "shape (2, 18446744073709551615) holds more than 2^64 elements";
-    refused_in_proportion("huge.npy", &bytes, sgtsne::io::read_points, want);
-    refused_in_proportion("huge.npy", &bytes, sgtsne::io::read_labels, want);
+fn npy_shapes_numpy_would_not_write_are_refused() {
+    let npy = |shape: &str| {
+        let header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((header.len() as u16).to_le_bytes());
+        bytes.extend(header.as_bytes());
+        bytes.extend([0u8; 8]);
+        bytes
+    };
+    for (shape, dims) in [
+        ("(2, 18446744073709551615)", "2, 18446744073709551615"),
+        (
+            "(2, 000000016255846121278595981+2222222)",
+            "2, 000000016255846121278595981+2222222",
+        ),
+        ("(1, 2), 'shape': (2, -1)", "2, -1"),
+        ("(2, 1e3)", "2, 1e3"),
+    ] {
+        let want = format!("its shape ({dims}) is not a tuple of whole numbers");
+        let bytes = npy(shape);
+        refused_in_proportion("bad.npy", &bytes, sgtsne::io::read_points, &want);
+        refused_in_proportion("bad.npy", &bytes, sgtsne::io::read_labels, &want);
+    }
+    for shape in ["(2,)", "(1, 2)", "(2, 1)"] {
+        let e = sgtsne::io::read_points_bytes(&npy(shape), "good.npy").map(|_| ());
+        assert!(
+            e.as_ref()
+                .map_or_else(|e| !e.to_string().contains("shape"), |_| true),
+            "{shape}: {e:?}"
+        );
+    }
 }
 
 /// A sweep configuration whose `iters` has extra digits (the input this pass found) or whose

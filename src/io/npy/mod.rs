@@ -237,33 +237,48 @@ fn check_header_length(r: &mut impl Read, total: u64, path: &Path) -> Result<Vec
             ),
         ));
     }
-    if let Some(dims) = shape_overflows(&pre[pre.len().min(10)..]) {
+    if let Some(dims) = bad_shape(&pre[pre.len().min(10)..]) {
         return Err(IoError::format(
             path,
             None,
-            format!("not a valid .npy file: its shape ({dims}) holds more than 2^64 elements"),
+            format!(
+                "not a valid .npy file: its shape ({dims}) is not a tuple of whole numbers \
+                 whose product fits 64 bits"
+            ),
         ));
     }
     Ok(pre)
 }
 
-/// The shape tuple of a header's `'shape': (…)` when the product of its sizes overflows 64
-/// bits (`npyz` multiplies them unchecked: a panic in a debug build, a wrapped count in a
-/// release one; found by fuzzing). Sizes that are not plain integers are left to `npyz`.
-fn shape_overflows(header: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(header).ok()?;
-    let key = text.find("'shape'").or_else(|| text.find("\"shape\""))?;
-    let rest = &text[key..];
-    let open = rest.find('(')?;
-    let close = open + rest[open..].find(')')?;
-    let dims = &rest[open + 1..close];
-    let sizes = dims.split(',').map(str::trim).filter(|d| !d.is_empty());
-    let mut product = Some(1u64);
-    for size in sizes {
-        product = product.and_then(|p| p.checked_mul(size.parse().ok()?));
+/// The inside of a header's `'shape': (…)` tuple when it is not what NumPy writes (whole
+/// numbers separated by commas) or when its sizes multiply past 64
+/// bits: `npyz` reads more liberal literals (`1+2`) and multiplies the sizes unchecked (a
+/// panic in a debug build, a wrapped count in a release one; both found by fuzzing). Every
+/// `shape` key of the header is checked, so a second one cannot slip past.
+fn bad_shape(header: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(header);
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find("shape") {
+        rest = &rest[at + "shape".len()..];
+        if !rest.starts_with(['\'', '"']) {
+            continue;
+        }
+        let Some(open) = rest.find('(') else {
+            continue;
+        };
+        let Some(len) = rest[open..].find(')') else {
+            continue;
+        };
+        let dims = &rest[open + 1..open + len];
+        let mut product = Some(1u64);
+        for size in dims.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+            let whole = size.bytes().all(|b| b.is_ascii_digit());
+            product = product
+                .filter(|_| whole)
+                .and_then(|p| p.checked_mul(size.parse().ok()?));
+        }
         if product.is_none() {
-            // Overflow, or a size `npyz` will refuse as it reads it.
-            return size.parse::<u64>().is_ok().then(|| dims.trim().to_string());
+            return Some(dims.trim().to_string());
         }
     }
     None
