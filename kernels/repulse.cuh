@@ -2,10 +2,10 @@
 // identical to src/repulse/grid.rs (so the CPU and GPU paths agree to float rounding).
 
 // Precision of the grids, FFTs and potentials (`--precision`): double when NVRTC is given
-// -DREPULSE_F64 (src/gpu/real.rs), else float. Coordinates, stencil weights and forces stay
+// -DREAL_F64 (src/gpu/real.rs), else float. Coordinates, stencil weights and forces stay
 // float: the weights' rounding (6e-8) is far below the interpolation error, while the
 // grids' sums over many points and the FFTs are where float loses digits.
-#ifdef REPULSE_F64
+#ifdef REAL_F64
 typedef double real;
 typedef double2 complex_t;
 #else

@@ -224,7 +224,7 @@ extern "C" __global__ void s2g_fixed_to_grid(long long total, long long len,
     GRID_STRIDE(t, total) grid[t] = (real)((double)fixed[t] * (t < len ? inv_s0 : inv_sq));
 }
 
-#ifdef REPULSE_F64
+#ifdef REAL_F64
 typedef long long fixed_lane;
 __device__ inline fixed_lane to_fixed(float v) { return __float2ll_rn(v); }
 #else

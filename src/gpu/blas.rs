@@ -1,6 +1,6 @@
 //! cuBLAS matrix products, checked: the one place the stages' GEMMs (the tiled kNN's
-//! distance tiles, the PCA's scatter matrix and projection) cross into cuBLAS's `unsafe`
-//! interface.
+//! distance tiles, the PCA's scatter matrix and projection, the mixtures' sums) cross into
+//! cuBLAS's `unsafe` interface.
 
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
@@ -8,20 +8,21 @@ use cudarc::driver::{DevicePtr, DevicePtrMut};
 
 use super::GpuError;
 
-/// C = α op(A) op(B) + β C in single precision, cuBLAS's column-major convention, after
-/// checking that the dimensions are positive, each leading dimension covers its matrix's
-/// rows, and each matrix lies inside its buffer.
-pub fn sgemm<A, B, C>(
+/// C = α op(A) op(B) + β C in single or double precision, cuBLAS's column-major
+/// convention, after checking that the dimensions are positive, each leading dimension
+/// covers its matrix's rows, and each matrix lies inside its buffer.
+pub fn gemm<T, A, B, C>(
     blas: &CudaBlas,
-    cfg: GemmConfig<f32>,
+    cfg: GemmConfig<T>,
     a: &A,
     b: &B,
     c: &mut C,
 ) -> Result<(), GpuError>
 where
-    A: DevicePtr<f32>,
-    B: DevicePtr<f32>,
-    C: DevicePtrMut<f32>,
+    CudaBlas: Gemm<T>,
+    A: DevicePtr<T>,
+    B: DevicePtr<T>,
+    C: DevicePtrMut<T>,
 {
     let (m, n, k) = (cfg.m, cfg.n, cfg.k);
     // Stored shape (rows × columns) of each operand.

@@ -33,6 +33,9 @@ pub enum GpuError {
     /// cuBLAS failed.
     #[error("cuBLAS: {0:?}")]
     Cublas(#[from] cudarc::cublas::result::CublasError),
+    /// cuSOLVER failed.
+    #[error("cuSOLVER: {0:?}")]
+    Cusolver(#[from] cudarc::cusolver::result::CusolverError),
     /// cuFFT failed.
     #[error("cuFFT: {0:?}")]
     Cufft(#[from] cudarc::cufft::result::CufftError),
@@ -64,6 +67,9 @@ impl GpuError {
                 e.0 == cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED
             }
             GpuError::Cufft(e) => e.0 == cudarc::cufft::sys::cufftResult::CUFFT_ALLOC_FAILED,
+            GpuError::Cusolver(e) => {
+                e.0 == cudarc::cusolver::sys::cusolverStatus_t::CUSOLVER_STATUS_ALLOC_FAILED
+            }
             GpuError::OutOfMemory { .. } => true,
             _ => false,
         }
@@ -99,5 +105,6 @@ into_error!(
     cudarc::driver::DriverError,
     cudarc::cublas::result::CublasError,
     cudarc::cufft::result::CufftError,
+    cudarc::cusolver::result::CusolverError,
     cudarc::nccl::result::NcclError
 );

@@ -8,7 +8,8 @@
 //!   [`compile`]: NVRTC to cubin with an on-disk cache; [`kernels`]: the CUDA sources and
 //!   their declarations; [`launch`]: typed, checked kernel launches.
 //! - Device helpers shared by stages: [`centre`] (centring n × d points, for the kNN and
-//!   the PCA), [`blas`] (checked cuBLAS products), [`memory`] (free-memory checks,
+//!   the PCA), [`blas`] (checked cuBLAS products), [`linalg`] (checked Cholesky
+//!   factorisations, triangular solves and rank-k updates, for the mixtures), [`memory`] (free-memory checks,
 //!   uninitialised and pinned buffers), [`progress`] (progress over queued work), [`fft`]
 //!   (batched cuFFT plans), [`real`] (the repulsion's grid precision), [`sum`] (sums that
 //!   do not depend on the order of their terms).
@@ -33,6 +34,7 @@ pub mod error;
 pub mod fft;
 pub mod kernels;
 pub mod launch;
+pub mod linalg;
 pub mod memory;
 pub mod progress;
 pub mod real;

@@ -63,4 +63,4 @@ macro_rules! device_real {
 }
 
 device_real!(f32, float2, &[], CUFFT_C2C, exec_c2c);
-device_real!(f64, double2, &["-DREPULSE_F64"], CUFFT_Z2Z, exec_z2z);
+device_real!(f64, double2, &["-DREAL_F64"], CUFFT_Z2Z, exec_z2z);

@@ -16,7 +16,7 @@ use faer::Mat;
 use super::pca::{validate, Pca};
 use super::randomised::{randomised_pca, row_major, Side};
 use super::wide_pca::{EXACT_MAX_D, SEED};
-use crate::gpu::blas::sgemm;
+use crate::gpu::blas::gemm;
 use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::Gpu;
 use crate::{Points, Result};
@@ -50,7 +50,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
         beta: 0.0f32,
         ldc: d32,
     };
-    sgemm(&blas, cfg, &xc, &xc, &mut cov)?;
+    gemm(&blas, cfg, &xc, &xc, &mut cov)?;
     let cov_host = s.clone_dtoh(&cov)?;
     let mean: Vec<f64> = s.clone_dtoh(&mean)?;
     let cov64 = Mat::<f64>::from_fn(d, d, |r, c| cov_host[r * d + c] as f64);
@@ -73,7 +73,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
         beta: 0.0f32,
         ldc: m32,
     };
-    sgemm(&blas, cfg, &axes, &xc, &mut scores)?;
+    gemm(&blas, cfg, &axes, &xc, &mut scores)?;
     let data = s.clone_dtoh(&scores)?;
     Ok(Points::new(n, m, data))
 }
@@ -135,7 +135,7 @@ fn product(
         beta: 0.0f32,
         ldc: l32,
     };
-    sgemm(blas, cfg, thin, xc, out)?;
+    gemm(blas, cfg, thin, xc, out)?;
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Tests of the GPU kNN against an f64 brute force, and its benchmarks.
 use super::*;
-use crate::gpu::blas::sgemm;
+use crate::gpu::blas::gemm;
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, GemmConfig};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
@@ -395,7 +395,7 @@ fn sgemm_rate(gpu: &Gpu, m: usize, n: usize, k: usize) -> f64 {
         s.synchronize().unwrap();
         let t0 = std::time::Instant::now();
         for _ in 0..reps {
-            sgemm(&blas, cfg, &a, &b, &mut c).unwrap();
+            gemm(&blas, cfg, &a, &b, &mut c).unwrap();
         }
         s.synchronize().unwrap();
         if rep > 0 {

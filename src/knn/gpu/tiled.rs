@@ -21,7 +21,7 @@ use cudarc::driver::CudaSlice;
 use super::{
     fill_lists, key_rows, list_len, warps_config, Answer, KeyRows, Shape, Stages, ALL_STAGES, SLACK,
 };
-use crate::gpu::blas::sgemm;
+use crate::gpu::blas::gemm;
 use crate::gpu::kernels::knn::{list_variant, KnnSelect, WARPS};
 use crate::gpu::progress::LaggedProgress;
 use crate::gpu::{Gpu, GpuError};
@@ -275,7 +275,7 @@ fn sweep(
                 // Column-major A = refs (d × r_valid), B = queries (d × q_count), C = the tile
                 // (r_valid × q_count, ldc = t.refs).
                 let refs = xc.slice(ref0 * d..(ref0 + r_valid) * d);
-                sgemm(&blas, cfg, &refs, &queries, &mut c_tile)?;
+                gemm(&blas, cfg, &refs, &queries, &mut c_tile)?;
             }
             if !stages.select {
                 continue;

@@ -1,0 +1,406 @@
+//! Dense linear algebra on the device beyond GEMM, checked: Cholesky factorisations
+//! (cuSOLVER's POTRF), triangular solves (cuBLAS's TRSM) and symmetric rank-k updates
+//! (cuBLAS's SYRK), in single or double precision, for the Gaussian mixtures
+//! ([`crate::gmm`]). The one place those libraries' `unsafe` interfaces are called: every
+//! wrapper checks that its matrices lie inside their buffers first.
+//!
+//! cuSOLVER is loaded only when a mixture is fitted on the GPU: [`solver_present`] probes it
+//! (cudarc panics on a missing library), so a machine without it still embeds.
+
+use std::sync::Arc;
+
+use cudarc::cublas::sys::{
+    cublasDiagType_t, cublasFillMode_t, cublasOperation_t, cublasSideMode_t, cublasStatus_t,
+};
+use cudarc::cublas::{CudaBlas, GemmConfig};
+use cudarc::cusolver::sys::{cublasFillMode_t as SolverFill, cusolverDnHandle_t, cusolverStatus_t};
+use cudarc::cusolver::DnHandle;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+
+use super::memory::AnyBits;
+use super::real::DeviceReal;
+use super::GpuError;
+
+/// Whether cuSOLVER can be loaded.
+pub fn solver_present() -> bool {
+    // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
+    unsafe { cudarc::cusolver::sys::is_culib_present() }
+}
+
+/// A type the dense routines exist for (`f32`, `f64`): cuBLAS's and cuSOLVER's entry points
+/// of that precision.
+pub trait Dense: DeviceReal + AnyBits {
+    /// The value one, for the routines' α and β.
+    const ONE: Self;
+    /// The value zero.
+    const ZERO: Self;
+
+    /// [`super::blas::gemm`] in this precision.
+    fn gemm<A: DevicePtr<Self>, B: DevicePtr<Self>, C: DevicePtrMut<Self>>(
+        blas: &CudaBlas,
+        cfg: GemmConfig<Self>,
+        a: &A,
+        b: &B,
+        c: &mut C,
+    ) -> Result<(), GpuError>;
+
+    /// cuSOLVER's `?potrf_bufferSize`.
+    ///
+    /// # Safety
+    /// `a` is a device pointer to an `n` × `n` matrix with leading dimension `lda`.
+    unsafe fn potrf_buffer_size(
+        h: cusolverDnHandle_t,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        lwork: *mut i32,
+    ) -> cusolverStatus_t;
+
+    /// cuSOLVER's `?potrf` on the lower triangle.
+    ///
+    /// # Safety
+    /// `a` (`n` × `n`, leading dimension `lda`), `work` (`lwork` elements) and `info` (one)
+    /// are device pointers to live buffers.
+    unsafe fn potrf(
+        h: cusolverDnHandle_t,
+        n: i32,
+        a: *mut Self,
+        lda: i32,
+        work: *mut Self,
+        lwork: i32,
+        info: *mut i32,
+    ) -> cusolverStatus_t;
+
+    /// cuBLAS's `?trsm` from the left with a lower, non-unit triangle, not transposed.
+    ///
+    /// # Safety
+    /// `l` (`m` × `m`, `ldl`) and `b` (`m` × `n`, `ldb`) are device pointers to live
+    /// buffers; `alpha` points to host memory.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn trsm_lower(
+        h: cudarc::cublas::sys::cublasHandle_t,
+        m: i32,
+        n: i32,
+        alpha: *const Self,
+        l: *const Self,
+        ldl: i32,
+        b: *mut Self,
+        ldb: i32,
+    ) -> cublasStatus_t;
+
+    /// cuBLAS's `?syrk` into the lower triangle of C = α A Aᵀ + β C, A not transposed.
+    ///
+    /// # Safety
+    /// `a` (`n` × `k`, `lda`) and `c` (`n` × `n`, `ldc`) are device pointers to live
+    /// buffers; `alpha` and `beta` point to host memory.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn syrk_lower(
+        h: cudarc::cublas::sys::cublasHandle_t,
+        n: i32,
+        k: i32,
+        alpha: *const Self,
+        a: *const Self,
+        lda: i32,
+        beta: *const Self,
+        c: *mut Self,
+        ldc: i32,
+    ) -> cublasStatus_t;
+}
+
+/// One [`Dense`] impl from the entry points of its precision.
+macro_rules! dense {
+    ($t:ty, $size:ident, $potrf:ident, $trsm:ident, $syrk:ident) => {
+        impl Dense for $t {
+            const ONE: Self = 1.0;
+            const ZERO: Self = 0.0;
+
+            fn gemm<A: DevicePtr<Self>, B: DevicePtr<Self>, C: DevicePtrMut<Self>>(
+                blas: &CudaBlas,
+                cfg: GemmConfig<Self>,
+                a: &A,
+                b: &B,
+                c: &mut C,
+            ) -> Result<(), GpuError> {
+                super::blas::gemm(blas, cfg, a, b, c)
+            }
+
+            unsafe fn potrf_buffer_size(
+                h: cusolverDnHandle_t,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                lwork: *mut i32,
+            ) -> cusolverStatus_t {
+                // SAFETY: the caller's contract.
+                unsafe {
+                    cudarc::cusolver::sys::$size(
+                        h,
+                        SolverFill::CUBLAS_FILL_MODE_LOWER,
+                        n,
+                        a,
+                        lda,
+                        lwork,
+                    )
+                }
+            }
+
+            unsafe fn potrf(
+                h: cusolverDnHandle_t,
+                n: i32,
+                a: *mut Self,
+                lda: i32,
+                work: *mut Self,
+                lwork: i32,
+                info: *mut i32,
+            ) -> cusolverStatus_t {
+                // SAFETY: the caller's contract.
+                unsafe {
+                    cudarc::cusolver::sys::$potrf(
+                        h,
+                        SolverFill::CUBLAS_FILL_MODE_LOWER,
+                        n,
+                        a,
+                        lda,
+                        work,
+                        lwork,
+                        info,
+                    )
+                }
+            }
+
+            unsafe fn trsm_lower(
+                h: cudarc::cublas::sys::cublasHandle_t,
+                m: i32,
+                n: i32,
+                alpha: *const Self,
+                l: *const Self,
+                ldl: i32,
+                b: *mut Self,
+                ldb: i32,
+            ) -> cublasStatus_t {
+                // SAFETY: the caller's contract.
+                unsafe {
+                    cudarc::cublas::sys::$trsm(
+                        h,
+                        cublasSideMode_t::CUBLAS_SIDE_LEFT,
+                        cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
+                        cublasOperation_t::CUBLAS_OP_N,
+                        cublasDiagType_t::CUBLAS_DIAG_NON_UNIT,
+                        m,
+                        n,
+                        alpha,
+                        l,
+                        ldl,
+                        b,
+                        ldb,
+                    )
+                }
+            }
+
+            unsafe fn syrk_lower(
+                h: cudarc::cublas::sys::cublasHandle_t,
+                n: i32,
+                k: i32,
+                alpha: *const Self,
+                a: *const Self,
+                lda: i32,
+                beta: *const Self,
+                c: *mut Self,
+                ldc: i32,
+            ) -> cublasStatus_t {
+                // SAFETY: the caller's contract.
+                unsafe {
+                    cudarc::cublas::sys::$syrk(
+                        h,
+                        cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
+                        cublasOperation_t::CUBLAS_OP_N,
+                        n,
+                        k,
+                        alpha,
+                        a,
+                        lda,
+                        beta,
+                        c,
+                        ldc,
+                    )
+                }
+            }
+        }
+    };
+}
+
+dense!(
+    f32,
+    cusolverDnSpotrf_bufferSize,
+    cusolverDnSpotrf,
+    cublasStrsm_v2,
+    cublasSsyrk_v2
+);
+dense!(
+    f64,
+    cusolverDnDpotrf_bufferSize,
+    cusolverDnDpotrf,
+    cublasDtrsm_v2,
+    cublasDsyrk_v2
+);
+
+/// `rows` × `cols` column-major with leading dimension `rows` fits in `len` elements, and
+/// both are positive and fit cuBLAS's `int`.
+fn check(what: &str, rows: usize, cols: usize, len: usize) -> Result<(i32, i32), GpuError> {
+    let fits = rows > 0
+        && cols > 0
+        && rows.checked_mul(cols).is_some_and(|e| e <= len)
+        && i32::try_from(cols).is_ok();
+    match (fits, i32::try_from(rows)) {
+        (true, Ok(r)) => Ok((r, cols as i32)),
+        _ => Err(GpuError::Gemm {
+            what: format!("{what} is {rows} × {cols}; its buffer holds {len} elements"),
+        }),
+    }
+}
+
+/// The dense routines of a fit on one stream, for d × d matrices: cuBLAS's and cuSOLVER's
+/// handles, cuSOLVER's workspace and status word, made once and reused for every call.
+pub struct Linalg<T: Dense> {
+    stream: Arc<CudaStream>,
+    blas: CudaBlas,
+    solver: DnHandle,
+    work: CudaSlice<T>,
+    info: CudaSlice<i32>,
+    d: usize,
+}
+
+impl<T: Dense> Linalg<T> {
+    /// The routines for `d` × `d` triangles and products on `stream` (cuSOLVER's workspace
+    /// allocated now).
+    pub fn new(stream: &Arc<CudaStream>, d: usize) -> Result<Self, GpuError> {
+        let blas = CudaBlas::new(stream.clone())?;
+        let solver = DnHandle::new(stream.clone())?;
+        let mut probe = stream.alloc_zeros::<T>(d * d)?;
+        let (n, _) = check("the matrix to factor", d, d, probe.len())?;
+        let mut lwork = 0i32;
+        {
+            let (a, _record) = probe.device_ptr_mut(stream);
+            // SAFETY: `a` points to a live d × d buffer (checked); `lwork` is a host int.
+            unsafe { T::potrf_buffer_size(solver.cu(), n, a as *mut T, n, &mut lwork) }.result()?;
+        }
+        let work = stream.alloc_zeros::<T>(lwork.max(1) as usize)?;
+        let info = stream.alloc_zeros::<i32>(1)?;
+        Ok(Linalg {
+            stream: stream.clone(),
+            blas,
+            solver,
+            work,
+            info,
+            d,
+        })
+    }
+
+    /// C = α op(A) op(B) + β C ([`super::blas::gemm`]).
+    pub fn gemm<A: DevicePtr<T>, B: DevicePtr<T>, C: DevicePtrMut<T>>(
+        &self,
+        cfg: GemmConfig<T>,
+        a: &A,
+        b: &B,
+        c: &mut C,
+    ) -> Result<(), GpuError> {
+        T::gemm(&self.blas, cfg, a, b, c)
+    }
+
+    /// Factors the symmetric positive definite `a` (d × d, column-major; its lower triangle
+    /// is read) in place into L with A = L Lᵀ in the lower triangle; `false` (and `a`
+    /// partly overwritten) when A is not positive definite. Waits for the device, to read
+    /// the status.
+    pub fn cholesky<A: DevicePtrMut<T>>(&mut self, a: &mut A) -> Result<bool, GpuError> {
+        let (n, _) = check("the matrix to factor", self.d, self.d, a.len())?;
+        let lwork = i32::try_from(self.work.len()).unwrap_or(i32::MAX);
+        {
+            let stream = &self.stream;
+            let (a, _ra) = a.device_ptr_mut(stream);
+            let (work, _rw) = self.work.device_ptr_mut(stream);
+            let (info, _ri) = self.info.device_ptr_mut(stream);
+            // SAFETY: `a` is a live d × d buffer (checked above), `work` holds the `lwork`
+            // elements cuSOLVER asked for at `new` for this d, `info` one int; the call is
+            // queued on the handle's stream, after earlier work on the buffers.
+            unsafe {
+                T::potrf(
+                    self.solver.cu(),
+                    n,
+                    a as *mut T,
+                    n,
+                    work as *mut T,
+                    lwork,
+                    info as *mut i32,
+                )
+            }
+            .result()?;
+        }
+        let info = self.stream.clone_dtoh(&self.info)?;
+        Ok(info[0] == 0)
+    }
+
+    /// Y ← L⁻¹ Y for the d × d lower triangle `l` (column-major) and the d × b matrix `y`
+    /// (column-major: b columns of d values, i.e. b rows of d values row-major).
+    pub fn solve_lower<L: DevicePtr<T>, Y: DevicePtrMut<T>>(
+        &self,
+        l: &L,
+        y: &mut Y,
+        b: usize,
+    ) -> Result<(), GpuError> {
+        let (m, _) = check("the triangle", self.d, self.d, l.len())?;
+        let (_, n) = check("the right-hand sides", self.d, b, y.len())?;
+        let (l, _rl) = l.device_ptr(&self.stream);
+        let (y, _ry) = y.device_ptr_mut(&self.stream);
+        let one = T::ONE;
+        // SAFETY: `l` holds d × d and `y` d × b elements (checked), leading dimension d; α is
+        // a host value alive for the call; the call is queued on the handle's stream.
+        unsafe {
+            T::trsm_lower(
+                *self.blas.handle(),
+                m,
+                n,
+                &one,
+                l as *const T,
+                m,
+                y as *mut T,
+                m,
+            )
+        }
+        .result()?;
+        Ok(())
+    }
+
+    /// C ← A Aᵀ + β C in the lower triangle of the d × d `c` (column-major), for the d × b
+    /// matrix `a` (column-major).
+    pub fn syrk_lower<A: DevicePtr<T>, C: DevicePtrMut<T>>(
+        &self,
+        a: &A,
+        b: usize,
+        beta: T,
+        c: &mut C,
+    ) -> Result<(), GpuError> {
+        let (n, k) = check("the product's factor", self.d, b, a.len())?;
+        check("the product", self.d, self.d, c.len())?;
+        let (a, _ra) = a.device_ptr(&self.stream);
+        let (c, _rc) = c.device_ptr_mut(&self.stream);
+        let one = T::ONE;
+        // SAFETY: `a` holds d × b and `c` d × d elements (checked), leading dimension d; α
+        // and β are host values alive for the call; the call is queued on the handle's
+        // stream.
+        unsafe {
+            T::syrk_lower(
+                *self.blas.handle(),
+                n,
+                k,
+                &one,
+                a as *const T,
+                n,
+                &beta,
+                c as *mut T,
+                n,
+            )
+        }
+        .result()?;
+        Ok(())
+    }
+}
