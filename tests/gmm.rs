@@ -25,6 +25,10 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
 fn labels(path: &Path) -> Vec<u32> {
     sgtsne::io::read_labels(path).unwrap().codes
 }
@@ -130,6 +134,61 @@ fn gmm_does_not_depend_on_threads() {
         models.push((std::fs::read(&m).unwrap(), std::fs::read(&l).unwrap()));
     }
     assert!(models[0] == models[1]);
+}
+
+/// `--backend gpu` fits the digits as the CPU does (the same labels, every iteration's
+/// mean log-likelihood within 1e-10) and says so in the report; on a machine without a
+/// usable GPU it fails with a message naming the GPU and writes nothing.
+#[test]
+fn gmm_on_the_gpu_matches_the_cpu_or_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |f: &str| dir.path().join(f).to_str().unwrap().to_string();
+    let run = |backend: &str| {
+        vec![
+            "gmm".to_string(),
+            DIGITS.to_string(),
+            "-k".into(),
+            "10".into(),
+            "--iters".into(),
+            "20".into(),
+            "--tol".into(),
+            "0".into(),
+            "--backend".into(),
+            backend.into(),
+            "-q".into(),
+            "-o".into(),
+            p(&format!("{backend}.npy")),
+            "--report".into(),
+            p(&format!("{backend}.json")),
+        ]
+    };
+    let gpu_args = run("gpu");
+    if !crate::cli::backends().contains(&sgtsne::backend::BackendKind::Gpu) {
+        fails_cleanly_with(&strs(&gpu_args), Path::new(&p("gpu.npy")), &["GPU"]);
+        return;
+    }
+    run_ok(&strs(&run("cpu")));
+    run_ok(&strs(&gpu_args));
+    let (cpu, gpu) = (
+        json(Path::new(&p("cpu.json"))),
+        json(Path::new(&p("gpu.json"))),
+    );
+    assert_eq!(gpu["backend"], "gpu");
+    let history = |r: &serde_json::Value| -> Vec<f64> {
+        r["log_likelihood_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    for (a, b) in history(&cpu).iter().zip(history(&gpu)) {
+        assert!((a - b).abs() <= 1e-10 * a.abs(), "cpu {a}, gpu {b}");
+    }
+    assert_eq!(
+        labels(Path::new(&p("cpu.npy"))),
+        labels(Path::new(&p("gpu.npy")))
+    );
 }
 
 /// `-k auto` finds the four clusters there are, and writes the BIC curve beside -o.

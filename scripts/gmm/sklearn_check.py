@@ -2,7 +2,8 @@
 """Checks `sgtsne gmm` against scikit-learn's GaussianMixture, iteration by iteration.
 
     python scripts/gmm/sklearn_check.py SGTSNE POINTS.npy K [--covariance full|diag|spherical]
-        [--iters N] [--rows R] [--pca M] [--threads T] [--reg R]
+        [--iters N] [--rows R] [--pca M] [--threads T] [--reg R] [--backend cpu|gpu]
+        [--ours DIR]
 
 Runs `SGTSNE gmm` for exactly N EM iterations (--tol 0) with --model, then starts scikit-learn
 from the same initial model (weights_init, means_init, precisions_init = Σ⁻¹ of our
@@ -11,6 +12,10 @@ from the same initial model (weights_init, means_init, precisions_init = Σ⁻¹
 is what our `log_likelihood_history` holds. Prints both curves' largest relative difference,
 the final scores, and whether the final labels agree up to a permutation of the components.
 Exits 1 when the difference exceeds 1e-8 or a label differs.
+
+--ours DIR takes our side from a fit made elsewhere (a GPU machine without scikit-learn,
+scripts/bench/gmm_gpu.sh): DIR/model.json, DIR/report.json and DIR/labels.npy of `SGTSNE gmm`
+run with the same flags on the same POINTS; SGTSNE is then not run.
 
 --rows R keeps the first R rows (60000 for MNIST's training set). Both sides fit the same
 values, so reduce the points beforehand (e.g. ../shared/data/mnist/mnist70k_pca50_f32.npy).
@@ -29,6 +34,26 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
 
+def run_ours(a, x, tmp):
+    """Fits x with `SGTSNE gmm` for exactly a.iters iterations; its model, report, labels and
+    wall seconds."""
+    src = f"{tmp}/x.npy"
+    np.save(src, x)
+    cmd = [a.sgtsne, "gmm", src, "-k", str(a.k), "--covariance", a.covariance,
+           "--iters", str(a.iters), "--tol", "0", "--reg", repr(a.reg),
+           "-o", f"{tmp}/labels.npy", "--model", f"{tmp}/model.json",
+           "--report", f"{tmp}/report.json", "--quiet", "--backend", a.backend]
+    if a.threads:
+        cmd += ["--threads", str(a.threads)]
+    if a.precision != "f64":
+        cmd += ["--precision", a.precision]
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    ours_s = time.perf_counter() - t
+    return (json.load(open(f"{tmp}/model.json")), json.load(open(f"{tmp}/report.json")),
+            np.load(f"{tmp}/labels.npy"), ours_s)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sgtsne")
@@ -40,6 +65,8 @@ def main():
     ap.add_argument("--threads", type=int)
     ap.add_argument("--reg", type=float, default=1e-6)
     ap.add_argument("--precision", default="f64")
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--ours", help="read our fit from this folder instead of running SGTSNE")
     ap.add_argument("--timing", action="store_true",
                     help="also time one scikit-learn fit of N iterations from the same start")
     a = ap.parse_args()
@@ -48,23 +75,14 @@ def main():
     if a.rows:
         x = x[: a.rows]
     x = np.ascontiguousarray(x)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = f"{tmp}/x.npy"
-        np.save(src, x)
-        cmd = [a.sgtsne, "gmm", src, "-k", str(a.k), "--covariance", a.covariance,
-               "--iters", str(a.iters), "--tol", "0", "--reg", repr(a.reg),
-               "-o", f"{tmp}/labels.npy", "--model", f"{tmp}/model.json",
-               "--report", f"{tmp}/report.json", "--quiet"]
-        if a.threads:
-            cmd += ["--threads", str(a.threads)]
-        if a.precision != "f64":
-            cmd += ["--precision", a.precision]
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True)
-        ours_s = time.perf_counter() - t
-        model = json.load(open(f"{tmp}/model.json"))
-        report = json.load(open(f"{tmp}/report.json"))
-        ours_labels = np.load(f"{tmp}/labels.npy")
+    if a.ours:
+        model = json.load(open(f"{a.ours}/model.json"))
+        report = json.load(open(f"{a.ours}/report.json"))
+        ours_labels = np.load(f"{a.ours}/labels.npy")
+        ours_s = report["seconds"]["total"]
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            model, report, ours_labels, ours_s = run_ours(a, x, tmp)
 
     # The values sgtsne fitted: the file's, through float32, in float64.
     x = x.astype(np.float32).astype(np.float64)
@@ -106,7 +124,8 @@ def main():
     mapping = table.argmax(axis=1)
     mismatches = int(len(sk_labels) - table.max(axis=1).sum())
     bijective = len(set(mapping.tolist())) == a.k
-    print(f"{a.points} rows {len(x)} × {x.shape[1]}, K {a.k}, {a.covariance}, {a.iters} iterations")
+    print(f"{a.points} rows {len(x)} × {x.shape[1]}, K {a.k}, {a.covariance}, {a.iters} iterations, "
+          f"ours on {report.get('backend', 'cpu')} in {report.get('precision', 'f64')}")
     print(f"  mean log-likelihood, first / last iteration: ours {ours[0]:.12f} / {ours[-1]:.12f}, "
           f"scikit-learn {theirs[0]:.12f} / {theirs[-1]:.12f}")
     print(f"  largest relative difference over the iterations: {rel.max():.3e} (at iteration {rel.argmax()})")

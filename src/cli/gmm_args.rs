@@ -48,7 +48,9 @@ pub struct GmmArgs {
     /// With `-k auto`: draw BIC and AIC against K [default: beside -o, `<stem>.bic.png`].
     #[arg(long, value_name = "OUT.png")]
     pub bic_plot: Option<PathBuf>,
-    /// Where to compute: `auto` or `cpu` (the same today: the GPU mixture is not built yet).
+    /// Where to compute: `gpu` (cuBLAS and cuSOLVER on the first GPU), `cpu` (all cores), or
+    /// `auto`: the GPU when one is usable and the samples hold at least 2^20 values (e.g.
+    /// 21,000 × 50), else the CPU.
     #[arg(long, value_enum, default_value_t = GmmBackendArg::Auto)]
     pub backend: GmmBackendArg,
     /// Worker threads (default: all cores); the result is the same for any number.
@@ -117,6 +119,7 @@ pub enum PrecisionArg {
 pub enum GmmBackendArg {
     Auto,
     Cpu,
+    Gpu,
 }
 
 /// `LOW..HIGH`, inclusive.

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use sgtsne::backend::BackendKind;
 use sgtsne::embed::{self, EmbedParams, Input};
-use sgtsne::gmm::{self, CovarianceType, Fit, GmmInit, GmmParams, Real, Samples};
+use sgtsne::gmm::{self, CovarianceType, Fit, GmmBackend, GmmInit, GmmParams, Real, Samples};
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::Points;
 
@@ -15,7 +15,9 @@ use super::args::{AutoOr, NoneOr};
 use super::files::{
     display_name, obs_column, read_input, read_labels_for, refuse_outputs_over_inputs,
 };
-use super::gmm_args::{CovarianceArg, FitArgs, GmmArgs, GmmInitArg, KRange, PrecisionArg};
+use super::gmm_args::{
+    CovarianceArg, FitArgs, GmmArgs, GmmBackendArg, GmmInitArg, KRange, PrecisionArg,
+};
 use super::progress_bar::Bar;
 
 pub fn run(args: GmmArgs) -> Result<()> {
@@ -28,7 +30,13 @@ pub fn run(args: GmmArgs) -> Result<()> {
     let t = Instant::now();
     let points = pool.install(|| reduce(input, args.pca, args.fit.seed))?;
     let pca = t.elapsed().as_secs_f64();
+    let backend = match args.backend {
+        GmmBackendArg::Auto => GmmBackend::auto(points.n, points.d),
+        GmmBackendArg::Cpu => GmmBackend::Cpu,
+        GmmBackendArg::Gpu => GmmBackend::Gpu,
+    };
     let run = Run {
+        backend,
         args: &args,
         outputs: &outputs,
         labels: labels.as_ref(),
@@ -43,8 +51,9 @@ pub fn run(args: GmmArgs) -> Result<()> {
 }
 
 /// The library's parameters from the flags, for `k` components.
-pub(super) fn params_from(fit: &FitArgs, k: usize) -> GmmParams {
+pub(super) fn params_from(fit: &FitArgs, k: usize, backend: GmmBackend) -> GmmParams {
     GmmParams {
+        backend,
         k,
         covariance: match fit.covariance {
             CovarianceArg::Full => CovarianceType::Full,
@@ -165,6 +174,8 @@ impl Outputs {
 
 /// One `gmm` command after its input is read.
 struct Run<'a> {
+    /// Where EM runs (`--backend`, `auto` resolved).
+    backend: GmmBackend,
     args: &'a GmmArgs,
     outputs: &'a Outputs,
     /// `--labels`, checked against the sample count.
@@ -183,10 +194,18 @@ impl Run<'_> {
         let bar = Bar::new(args.quiet);
         let t = Instant::now();
         let (fit, candidates) = match args.k {
-            AutoOr::Value(k) => (gmm::fit(&x, &params_from(&args.fit, k), &bar)?, None),
+            AutoOr::Value(k) => (
+                gmm::fit(&x, &params_from(&args.fit, k, self.backend), &bar)?,
+                None,
+            ),
             AutoOr::Auto => {
                 let KRange { low, high } = args.k_range;
-                let s = gmm::select_k(&x, low..=high, &params_from(&args.fit, low), &bar)?;
+                let s = gmm::select_k(
+                    &x,
+                    low..=high,
+                    &params_from(&args.fit, low, self.backend),
+                    &bar,
+                )?;
                 (s.best, Some(s.candidates))
             }
         };
@@ -237,7 +256,7 @@ impl Run<'_> {
         candidates: Option<&[gmm::Candidate]>,
     ) -> serde_json::Value {
         let args = self.args;
-        let params = params_from(&args.fit, fit.model.k());
+        let params = params_from(&args.fit, fit.model.k(), self.backend);
         serde_json::json!({
             "version": env!("CARGO_PKG_VERSION"),
             "input": { "name": display_name(&args.input), "n": x.n, "d": x.d },
@@ -262,7 +281,7 @@ impl Run<'_> {
                 NoneOr::None => None,
             },
             "precision": T::NAME,
-            "backend": "cpu",
+            "backend": self.backend.name(),
             "threads": self.threads,
             "seconds": {
                 "load": self.seconds.0,
@@ -304,10 +323,13 @@ impl Run<'_> {
         );
         eprintln!(
             "  {total:.2} s (load {load:.2} s, pca {pca:.2} s, fit {fit_seconds:.2} s: init \
-             {:.2} s, {:.3} s per iteration; write {write:.2} s) on {} threads → {}",
+             {:.2} s, {:.3} s per iteration; write {write:.2} s) on {} → {}",
             fit.init_seconds,
             median(&fit.iteration_seconds).unwrap_or(0.0),
-            self.threads,
+            match self.backend {
+                GmmBackend::Cpu => format!("{} threads", self.threads),
+                GmmBackend::Gpu => "the GPU".to_string(),
+            },
             self.outputs.labels.display()
         );
         eprintln!("  sizes {:?}", fit.sizes());

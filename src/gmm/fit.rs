@@ -5,11 +5,11 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::estep::e_step;
-use super::gaussian::{Components, Floors};
+use super::engine::{Engine, HostEm};
+use super::gaussian::Floors;
+use super::gpu::DeviceEm;
 use super::kmeans::kmeans;
-use super::mstep::m_step;
-use super::{GmmInit, GmmParams, Model, Real, Samples};
+use super::{GmmBackend, GmmInit, GmmParams, Model, Real, Samples};
 use crate::progress::Progress;
 use crate::{Error, Result};
 
@@ -67,16 +67,38 @@ impl<T: Real> Fit<T> {
 }
 
 /// Fits a mixture of `params.k` Gaussians to `x` by EM, `params.restarts` times from seeds
-/// `seed`, `seed + 1`, …, keeping the fit with the highest final log-likelihood.
-/// `progress` sees one unit per EM iteration (up to `max_iter` per restart) and the latest
-/// mean log-likelihood as its status.
+/// `seed`, `seed + 1`, …, keeping the fit with the highest final log-likelihood, on the
+/// host or the device as `params.backend` says. `progress` sees one unit per EM iteration
+/// (up to `max_iter` per restart) and the latest mean log-likelihood as its status.
 pub fn fit<T: Real>(x: &Samples<T>, params: &GmmParams, progress: &dyn Progress) -> Result<Fit<T>> {
     params.validate(x.n)?;
+    match params.backend {
+        GmmBackend::Cpu => restarts(x, params, progress, &mut HostEm::new(x, params.k)),
+        GmmBackend::Gpu => {
+            let gpu = crate::gpu::Gpu::get()?;
+            restarts(x, params, progress, &mut DeviceEm::new(gpu, x, params)?)
+        }
+    }
+}
+
+/// [`fit`]'s restarts on one engine.
+pub(crate) fn restarts<T: Real>(
+    x: &Samples<T>,
+    params: &GmmParams,
+    progress: &dyn Progress,
+    engine: &mut dyn Engine<T>,
+) -> Result<Fit<T>> {
     progress.begin("gmm", (params.max_iter * params.restarts) as u64);
     let mut best: Option<Fit<T>> = None;
     let mut scores = Vec::with_capacity(params.restarts);
     for r in 0..params.restarts {
-        let fit = fit_once(x, params, params.seed.wrapping_add(r as u64), progress)?;
+        let fit = fit_once(
+            x,
+            params,
+            params.seed.wrapping_add(r as u64),
+            engine,
+            progress,
+        )?;
         progress.advance((params.max_iter - fit.history.len()) as u64);
         scores.push(fit.mean_log_likelihood);
         let better = best
@@ -100,18 +122,18 @@ fn fit_once<T: Real>(
     x: &Samples<T>,
     params: &GmmParams,
     seed: u64,
+    engine: &mut dyn Engine<T>,
     progress: &dyn Progress,
 ) -> Result<Fit<T>> {
-    let (n, k) = (x.n, params.k);
+    let k = params.k;
     let start = Instant::now();
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut resp = initial_responsibilities(x, params, &mut rng)?;
-    let mut ll = vec![T::zero(); n];
+    engine.set_responsibilities(&initial_responsibilities(x, params, &mut rng)?)?;
     let mut notes = Vec::new();
     let mut floors = Floors::new(k);
-    let (mut model, nk) = m_step(x, &resp, k, params.covariance, params.reg);
+    let (mut model, nk) = engine.m_step(k, params.covariance, params.reg)?;
     reseed_empty(x, &mut model, &nk, None, 0, &mut notes);
-    let mut comps = factor(&mut model, &mut floors)?;
+    engine.factor(&mut model, &mut floors)?;
     let initial = model.clone();
     let init_seconds = start.elapsed().as_secs_f64();
     let mut iteration_seconds = Vec::with_capacity(params.max_iter);
@@ -119,7 +141,7 @@ fn fit_once<T: Real>(
     let mut converged = false;
     for iter in 0..params.max_iter {
         let t = Instant::now();
-        let score = e_step(x, &comps, &mut resp, &mut ll);
+        let score = engine.e_step()?;
         if !score.is_finite() {
             return Err(Error::Data(format!(
                 "the log-likelihood became {score} at iteration {iter}: the samples' values \
@@ -132,9 +154,12 @@ fn fit_once<T: Real>(
         progress.status(&format!("log-likelihood {score:.6}"));
         progress.advance(1);
         let nk;
-        (model, nk) = m_step(x, &resp, k, params.covariance, params.reg);
-        reseed_empty(x, &mut model, &nk, Some(&ll), iter + 1, &mut notes);
-        comps = factor(&mut model, &mut floors)?;
+        (model, nk) = engine.m_step(k, params.covariance, params.reg)?;
+        if nk.iter().any(|w| w.f64() < MIN_WEIGHT) {
+            let ll = engine.log_likelihoods()?;
+            reseed_empty(x, &mut model, &nk, Some(&ll), iter + 1, &mut notes);
+        }
+        engine.factor(&mut model, &mut floors)?;
         iteration_seconds.push(t.elapsed().as_secs_f64());
         if previous.is_some_and(|p| (score - p).abs() < params.tol) {
             converged = true;
@@ -143,7 +168,8 @@ fn fit_once<T: Real>(
     }
     // A last E-step so that labels and score belong to the final model (as scikit-learn's
     // fit_predict and score).
-    let mean_log_likelihood = e_step(x, &comps, &mut resp, &mut ll);
+    let mean_log_likelihood = engine.e_step()?;
+    let resp = engine.responsibilities()?;
     notes.extend(floors.notes());
     let labels = resp
         .chunks_exact(k)
@@ -202,16 +228,6 @@ fn initial_responsibilities<T: Real>(
         }
     }
     Ok(resp)
-}
-
-/// [`Components::factor`], with its failure as an error.
-fn factor<T: Real>(model: &mut Model<T>, floors: &mut Floors) -> Result<Components<T>> {
-    Components::factor(model, floors).ok_or_else(|| {
-        Error::Data(format!(
-            "a covariance holds non-finite values: the samples' values are too large for {}",
-            T::NAME
-        ))
-    })
 }
 
 /// Re-seeds each component whose total weight `nk` fell below [`MIN_WEIGHT`] samples: its

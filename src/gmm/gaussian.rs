@@ -35,7 +35,7 @@ pub(crate) struct Components<T> {
 }
 
 /// Times a covariance's floor is raised tenfold before the fit gives up on it.
-const FLOOR_STEPS: usize = 30;
+pub(crate) const FLOOR_STEPS: usize = 30;
 
 impl<T: Real> Components<T> {
     /// Factors each covariance of `model`. One that is not positive definite (its Cholesky
@@ -43,7 +43,7 @@ impl<T: Real> Components<T> {
     /// that `reg` is lost in rounding) gets its diagonal raised until it is, in `model`
     /// too, and `floors` counts it; `None` if even that fails (non-finite values).
     pub(crate) fn factor(model: &mut Model<T>, floors: &mut Floors) -> Option<Self> {
-        floors.factorisations += 1;
+        floors.count_factorisation();
         let d = model.d;
         let len = model.covariance.len(d);
         let half_log_2pi = T::of(0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln());
@@ -179,7 +179,6 @@ fn factor_one<T: Real>(
     floors: &mut Floors,
 ) -> Option<(Shape<T>, T)> {
     let ln = num_traits::Float::ln;
-    let sqrt = num_traits::Float::sqrt;
     match kind {
         CovarianceType::Full => {
             let mut raised = T::zero();
@@ -211,27 +210,44 @@ fn factor_one<T: Real>(
             None
         }
         CovarianceType::Diag => {
-            let mut scale = Vec::with_capacity(d);
-            let mut log_det_half = T::zero();
-            for v in cov.iter_mut() {
-                raise_variance(v, c, floors)?;
-                let s = T::one() / sqrt(*v);
-                log_det_half += ln(s);
-                scale.push(s);
-            }
+            let (scale, log_det_half) = inverse_deviations(kind, d, cov, c, floors)?;
             Some((Shape::Diag { scale }, log_det_half))
         }
         CovarianceType::Spherical => {
-            raise_variance(&mut cov[0], c, floors)?;
-            let s = T::one() / sqrt(cov[0]);
-            Some((Shape::Spherical { scale: s }, T::of(d as f64) * ln(s)))
+            let (scale, log_det_half) = inverse_deviations(kind, d, cov, c, floors)?;
+            Some((Shape::Spherical { scale: scale[0] }, log_det_half))
         }
     }
 }
 
+/// A diagonal or spherical covariance `cov` (d or 1 variances, each raised where it is not
+/// positive): 1/σ per variance, and log det Σ^(−1/2); `None` when a variance is not finite.
+pub(crate) fn inverse_deviations<T: Real>(
+    kind: CovarianceType,
+    d: usize,
+    cov: &mut [T],
+    c: usize,
+    floors: &mut Floors,
+) -> Option<(Vec<T>, T)> {
+    let ln = num_traits::Float::ln;
+    let sqrt = num_traits::Float::sqrt;
+    let mut scale = Vec::with_capacity(cov.len());
+    let mut log_det_half = T::zero();
+    for v in cov.iter_mut() {
+        raise_variance(v, c, floors)?;
+        let s = T::one() / sqrt(*v);
+        log_det_half += ln(s);
+        scale.push(s);
+    }
+    if kind == CovarianceType::Spherical {
+        log_det_half *= T::of(d as f64);
+    }
+    Some((scale, log_det_half))
+}
+
 /// The `step`-th raise of a full covariance's diagonal: 10^step · 1e-10 of its mean
 /// diagonal (or of 1 where that is zero); `None` when the values are not finite.
-fn floor_step<T: Real>(cov: &[T], d: usize, step: usize) -> Option<T> {
+pub(crate) fn floor_step<T: Real>(cov: &[T], d: usize, step: usize) -> Option<T> {
     let mean_diag = (0..d).map(|i| cov[i * d + i].f64()).sum::<f64>() / d as f64;
     if !mean_diag.is_finite() {
         return None;
@@ -269,7 +285,13 @@ impl Floors {
         }
     }
 
-    fn record(&mut self, c: usize, amount: f64) {
+    /// Counts one factorisation of the whole model.
+    pub(crate) fn count_factorisation(&mut self) {
+        self.factorisations += 1;
+    }
+
+    /// Records a raise of component `c`'s floor by `amount`.
+    pub(crate) fn record(&mut self, c: usize, amount: f64) {
         let (count, max) = &mut self.raised[c];
         *count += 1;
         *max = max.max(amount);

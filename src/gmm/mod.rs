@@ -17,10 +17,26 @@
 //!
 //! Memory: the samples, the n × K responsibilities, the K covariances and per-group partial
 //! sums bounded by 256 MiB — never an n × n or a K × n × d buffer.
+//!
+//! # The GPU
+//!
+//! With [`GmmBackend::Gpu`] the samples, the responsibilities and the log-likelihoods live
+//! on the device for the whole fit, and each iteration's model (K means and covariances)
+//! crosses PCIe once each way. The M-step's sums are cuBLAS products: n_k and the means one
+//! GEMM each (Rᵀ·1 and X·Rᵀ), each full covariance one SYRK of the weighted deviations
+//! √r_ik (x_i − μ_k) per chunk of samples; the diagonal sums a kernel of per-group partials.
+//! The factorisations are cuSOLVER's POTRF (a failed one floored and repeated, as on the
+//! host), the E-step's Mahalanobis terms a TRSM of each chunk of deviations by L_k, then
+//! kernels for the log-densities and the log-sum-exp (`kernels/gmm.cu`). The initial
+//! clusters (k-means++ and Lloyd's iterations) and the re-seeding of an emptied component
+//! stay on the host. Device memory: the samples, the responsibilities, K factors and one
+//! chunk of deviations of at most [`CHUNK_BYTES`] (256 MiB) — again no K × n × d buffer.
 
+mod engine;
 mod estep;
 mod fit;
 mod gaussian;
+mod gpu;
 mod kmeans;
 mod model;
 mod mstep;
@@ -28,6 +44,7 @@ mod real;
 mod select;
 
 pub use fit::{fit, Fit};
+pub use gpu::CHUNK_BYTES;
 pub use model::{CovarianceType, Model};
 pub use mstep::estimate;
 pub use real::Real;
@@ -50,6 +67,46 @@ pub enum GmmInit {
     Random,
 }
 
+/// Where a mixture is fitted (`--backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GmmBackend {
+    /// The host: faer's products and factorisations on all cores.
+    #[default]
+    Cpu,
+    /// The first GPU: cuBLAS's products, triangular solves and rank-k updates, cuSOLVER's
+    /// Cholesky factorisations ([the GPU](self#the-gpu)).
+    Gpu,
+}
+
+impl GmmBackend {
+    /// `--backend auto`: the GPU when one is usable with cuSOLVER and the samples hold at
+    /// least [`AUTO_GPU_MIN_VALUES`] values; below that the host is as fast (copying the
+    /// samples over, the first compilation of the kernels and a synchronisation per
+    /// component and iteration cost more than the work), and the CPU otherwise.
+    pub fn auto(n: usize, d: usize) -> GmmBackend {
+        let usable = n.saturating_mul(d) >= AUTO_GPU_MIN_VALUES
+            && crate::gpu::linalg::solver_present()
+            && crate::gpu::Gpu::get().is_ok();
+        if usable {
+            GmmBackend::Gpu
+        } else {
+            GmmBackend::Cpu
+        }
+    }
+
+    /// The name `--backend` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            GmmBackend::Cpu => "cpu",
+            GmmBackend::Gpu => "gpu",
+        }
+    }
+}
+
+/// Samples × features from which `--backend auto` fits on the GPU ([`GmmBackend::auto`]).
+pub const AUTO_GPU_MIN_VALUES: usize = 1 << 20;
+
 /// What to fit and how.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GmmParams {
@@ -69,6 +126,8 @@ pub struct GmmParams {
     pub reg: f64,
     /// Seed of the initialisation (restart r uses `seed + r`).
     pub seed: u64,
+    /// Where EM runs.
+    pub backend: GmmBackend,
 }
 
 impl Default for GmmParams {
@@ -84,6 +143,7 @@ impl Default for GmmParams {
             restarts: 1,
             reg: 1e-6,
             seed: 0,
+            backend: GmmBackend::Cpu,
         }
     }
 }

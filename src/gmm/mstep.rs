@@ -101,25 +101,52 @@ pub(crate) fn m_step<T: Real>(
             matmul(dst, Accum::Add, xb, rb.transpose(), T::one(), Par::Seq);
         }
     });
-    let tiny = T::of(10.0) * T::epsilon();
-    let nk: Vec<T> = sums[..k].iter().map(|&s| s + tiny).collect();
-    let mut means = sums[k..].to_vec();
-    for c in 0..k {
-        for m in &mut means[c * d..(c + 1) * d] {
-            *m /= nk[c];
-        }
-    }
+    let (nk, means) = means_from_sums(&sums[..k], sums[k..].to_vec(), d);
     let covariances = match kind {
         CovarianceType::Full => full_covariances(x, resp, k, &means, &nk, reg),
-        CovarianceType::Diag => diag_covariances(x, resp, k, &means, &nk, reg),
-        CovarianceType::Spherical => {
-            let diag = diag_covariances(x, resp, k, &means, &nk, reg);
-            diag.chunks_exact(d)
-                .map(|v| v.iter().fold(T::zero(), |s, &x| s + x) / T::of(d as f64))
-                .collect()
+        CovarianceType::Diag | CovarianceType::Spherical => {
+            let sums = diag_sums(x, resp, k, &means);
+            diag_from_sums(sums, &nk, d, reg)
         }
     };
-    // Normalised by Σ n_k (= n + 10ε·K), as scikit-learn does.
+    assemble(kind, d, nk, means, covariances)
+}
+
+/// n_k (with 10 ε each, as scikit-learn adds) and the means μ_k = Σ_i r_ik x_i / n_k, from
+/// the sums Σ_i r_ik (`weight`, K) and Σ_i r_ik x_i (`weighted`, K × d).
+pub(crate) fn means_from_sums<T: Real>(
+    weight: &[T],
+    weighted: Vec<T>,
+    d: usize,
+) -> (Vec<T>, Vec<T>) {
+    let tiny = T::of(10.0) * T::epsilon();
+    let nk: Vec<T> = weight.iter().map(|&s| s + tiny).collect();
+    let mut means = weighted;
+    for (mean, &w) in means.chunks_exact_mut(d).zip(&nk) {
+        for m in mean {
+            *m /= w;
+        }
+    }
+    (nk, means)
+}
+
+/// The model from n_k, the means and the covariances: a spherical model's variance is the
+/// mean of its component's diagonal (`covariances` holds the diagonals then), the weights
+/// n_k normalised by Σ n_k (= n + 10ε·K), as scikit-learn does.
+pub(crate) fn assemble<T: Real>(
+    kind: CovarianceType,
+    d: usize,
+    nk: Vec<T>,
+    means: Vec<T>,
+    covariances: Vec<T>,
+) -> (Model<T>, Vec<T>) {
+    let covariances = match kind {
+        CovarianceType::Spherical => covariances
+            .chunks_exact(d)
+            .map(|v| v.iter().fold(T::zero(), |s, &x| s + x) / T::of(d as f64))
+            .collect(),
+        _ => covariances,
+    };
     let total = nk.iter().fold(T::zero(), |s, &w| s + w);
     let weights = nk.iter().map(|&w| w / total).collect();
     let model = Model {
@@ -130,6 +157,36 @@ pub(crate) fn m_step<T: Real>(
         covariances,
     };
     (model, nk)
+}
+
+/// Full covariances from the lower triangles (column-major) of Σ_i r_ik (x_i − μ_k)
+/// (x_i − μ_k)ᵀ, K of them in `sums`: mirrored, divided by n_k, `reg` on the diagonal.
+pub(crate) fn full_from_lower<T: Real>(mut sums: Vec<T>, nk: &[T], d: usize, reg: f64) -> Vec<T> {
+    for (cov, &w) in sums.chunks_exact_mut(d * d).zip(nk) {
+        // The lower half (column-major: row i ≥ column j at j·d + i) onto the upper.
+        for j in 0..d {
+            for i in j + 1..d {
+                cov[i * d + j] = cov[j * d + i];
+            }
+        }
+        for v in cov.iter_mut() {
+            *v /= w;
+        }
+        for i in 0..d {
+            cov[i * d + i] += T::of(reg);
+        }
+    }
+    sums
+}
+
+/// Diagonal covariances σ²_kj = Σ_i r_ik (x_ij − μ_kj)² / n_k + reg from the sums (K × d).
+pub(crate) fn diag_from_sums<T: Real>(mut sums: Vec<T>, nk: &[T], d: usize, reg: f64) -> Vec<T> {
+    for (var, &w) in sums.chunks_exact_mut(d).zip(nk) {
+        for v in var {
+            *v = *v / w + T::of(reg);
+        }
+    }
+    sums
 }
 
 /// Σ_k = Σ_i r_ik (x_i − μ_k)(x_i − μ_k)ᵀ / n_k + reg·I, each block of samples one
@@ -188,37 +245,15 @@ fn full_covariances<T: Real>(
                 }
             }
         });
-        for (slot, c) in comps.enumerate() {
-            let mut cov = sums[slot * d * d..(slot + 1) * d * d].to_vec();
-            // The lower half (column-major: row i ≥ column j at j·d + i) onto the upper.
-            for j in 0..d {
-                for i in j + 1..d {
-                    cov[i * d + j] = cov[j * d + i];
-                }
-            }
-            for v in &mut cov {
-                *v /= nk[c];
-            }
-            for i in 0..d {
-                cov[i * d + i] += T::of(reg);
-            }
-            out.extend(cov);
-        }
+        out.extend(full_from_lower(sums, &nk[comps], d, reg));
     }
     out
 }
 
-/// σ²_kj = Σ_i r_ik (x_ij − μ_kj)² / n_k + reg.
-fn diag_covariances<T: Real>(
-    x: &Samples<T>,
-    resp: &[T],
-    k: usize,
-    means: &[T],
-    nk: &[T],
-    reg: f64,
-) -> Vec<T> {
+/// Σ_i r_ik (x_ij − μ_kj)², K × d.
+fn diag_sums<T: Real>(x: &Samples<T>, resp: &[T], k: usize, means: &[T]) -> Vec<T> {
     let d = x.d;
-    let mut sums = sum_groups::<T>(x.n, k * d, |rows, p| {
+    sum_groups::<T>(x.n, k * d, |rows, p| {
         for i in rows {
             let (xi, r) = (x.row(i), &resp[i * k..(i + 1) * k]);
             for ((acc, mu), &rc) in p.chunks_exact_mut(d).zip(means.chunks_exact(d)).zip(r) {
@@ -227,13 +262,7 @@ fn diag_covariances<T: Real>(
                 }
             }
         }
-    });
-    for c in 0..k {
-        for v in &mut sums[c * d..(c + 1) * d] {
-            *v = *v / nk[c] + T::of(reg);
-        }
-    }
-    sums
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,14 @@
 /// `f64` (the default, and what scikit-learn computes in) or `f32` (half the memory and
 /// about twice the GEMM rate; log-likelihood sums are still accumulated in `f64`).
 pub trait Real:
-    faer::traits::RealField + num_traits::Float + Copy + Send + Sync + std::fmt::Debug + 'static
+    faer::traits::RealField
+    + num_traits::Float
+    + crate::gpu::linalg::Dense
+    + Copy
+    + Send
+    + Sync
+    + std::fmt::Debug
+    + 'static
 {
     /// The type's name as `--precision` spells it.
     const NAME: &'static str;

@@ -352,7 +352,7 @@ fn every_variant() -> Vec<Variant> {
     let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
     use crate::gpu::kernels::knn::{list_variant, MAX_KR};
     let variants = KernelId::ALL.iter().flat_map(|&id| {
-        let double = id.repulse().then_some((id, f64_defines));
+        let double = id.two_precisions().then_some((id, f64_defines));
         let fused = (id == KernelId::KnnFused).then(|| (id, crate::knn::gpu::sweep_variant(50)));
         // `knn.cu` is only ever compiled for one list length.
         let plain: Vec<Variant> = if id == KernelId::Knn {
@@ -365,7 +365,7 @@ fn every_variant() -> Vec<Variant> {
     variants.collect()
 }
 
-/// Every kernel file and variant (the repulsion's also with double grids), compiled for
+/// Every kernel file and variant (the repulsion's and the mixtures' also in double), compiled for
 /// sm_90 now.
 #[cfg(test)]
 pub(crate) struct Compiled {
@@ -418,7 +418,7 @@ mod tests {
     use super::*;
 
     /// Every kernel file compiles with NVRTC to sm_90 machine code (no GPU needed, only
-    /// libnvrtc), the repulsion's files also with double grids, which really compute in
+    /// libnvrtc), the repulsion's and the mixtures' files also in double, which really compute in
     /// double, the fused kNN's one-sweep variant and the tiled kNN's every list length; and
     /// the cache serves a second request without compiling: the first request into an
     /// empty cache is a compilation, the second a cache hit of the same bytes.
@@ -431,14 +431,17 @@ mod tests {
         assert_eq!(
             files.len(),
             KernelId::ALL.len()
-                + KernelId::ALL.iter().filter(|id| id.repulse()).count()
+                + KernelId::ALL
+                    .iter()
+                    .filter(|id| id.two_precisions())
+                    .count()
                 + 1
                 + lengths
         );
         for file in &files {
             assert!(is_elf(&file.cubin), "{}", file.id.file());
             assert!(file.ptx.contains(".entry"), "{}", file.id.file());
-            if file.id.repulse() && !file.defines.is_empty() {
+            if file.id.two_precisions() && !file.defines.is_empty() {
                 assert!(file.ptx.contains(".f64"), "{} in double", file.id.file());
             }
         }

@@ -11,6 +11,7 @@ pub mod centre;
 pub mod exact;
 pub mod g2g;
 pub mod g2s;
+pub mod gmm;
 pub mod ivf;
 pub mod knn;
 pub mod knn_fused;
@@ -117,9 +118,17 @@ kernel_files! {
     SparsePca => "sparse_pca.cu", sparse_pca, false;
     /// One gradient step of the points `sgtsne transform` places into a saved map.
     Transform => "transform.cu", transform, true;
+    /// The Gaussian mixtures' deviations, log-densities, log-sum-exp and diagonal sums.
+    Gmm => "gmm.cu", gmm, false;
 }
 
 impl KernelId {
+    /// Whether the file comes in a `float` and a `double` variant ([`crate::gpu::real::DeviceReal`]'s
+    /// defines): the repulsion's files and the mixtures'.
+    pub fn two_precisions(self) -> bool {
+        self.repulse() || self == KernelId::Gmm
+    }
+
     /// What NVRTC compiles: the headers, then the file with `#line` so that compiler
     /// messages name the file and its own line numbers.
     pub fn source(self) -> String {
