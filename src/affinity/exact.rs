@@ -8,6 +8,11 @@
 //! the same bisection as the kNN path, and the n × (n − 1) conditionals symmetrised into a
 //! P with every pair. Memory grows as n²: [`BYTES_PER_PAIR`] bytes per pair at the peak, so
 //! the caller checks [`max_points`] against the memory available.
+//!
+//! This is the host's computation (the cpu backend's, and `sgtsne kl`'s); the gpu and hybrid
+//! backends compute the same P on the device
+//! ([`exact_affinities_gpu`](super::gpu::exact_affinities_gpu): the same distances bit for
+//! bit, the same bisection, P equal to rounding) and bring it to the host in this CSR.
 
 use rayon::prelude::*;
 
@@ -28,16 +33,22 @@ pub fn max_points(bytes: u64) -> usize {
     ((bytes / BYTES_PER_PAIR) as f64).sqrt() as usize
 }
 
-/// P over every pair of `points`, calibrated to `perplexity` (which must be below n − 1).
-pub fn exact_affinities(points: &Points, perplexity: f64) -> Result<Affinities> {
-    let n = points.n;
+/// Refuses a perplexity that n points cannot carry: the entropy ln u is reached only over
+/// more than u other points, so u must be below n − 1 (the kNN's rule with k = n − 1).
+pub(crate) fn check_perplexity(n: usize, perplexity: f64) -> Result<(), AffinityError> {
     if (n.saturating_sub(1) as f64) <= perplexity {
         return Err(AffinityError::PerplexityTooLarge {
             perplexity,
             k: n.saturating_sub(1),
-        }
-        .into());
+        });
     }
+    Ok(())
+}
+
+/// P over every pair of `points`, calibrated to `perplexity` (which must be below n − 1).
+pub fn exact_affinities(points: &Points, perplexity: f64) -> Result<Affinities> {
+    let n = points.n;
+    check_perplexity(n, perplexity)?;
     let m = n - 1;
     let params = PerplexityParams {
         perplexity,

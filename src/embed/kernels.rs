@@ -4,7 +4,7 @@
 //! background threads while the points are reduced and searched, instead of stalling each
 //! stage at its first kernel (about 10 s of a 1.3M-point run's 32 s with an empty cache).
 
-use super::{EmbedParams, Input, KnnMethod, Precision, RepulsionMethod};
+use super::{AffinityMethod, EmbedParams, Input, KnnMethod, Precision, RepulsionMethod};
 use crate::backend::BackendKind;
 use crate::gpu::compile::{Precompile, Variant};
 use crate::gpu::kernels::KernelId;
@@ -59,7 +59,8 @@ fn plan_grids(gpu: &'static Gpu, params: &EmbedParams) {
 /// The kernel files and variants a run on the `backend` device uses, roughly in the order
 /// it first uses them, for [`Gpu::precompile`]: for sparse points their PCA's products, in
 /// point mode the centring (PCA, kNN) and
-/// the kNN's files, then on gpu the affinities, the attraction and the update, and the
+/// the kNN's files, then on gpu the affinities (with exact affinities, no kNN: their own
+/// file, on gpu and hybrid), the attraction and the update, and the
 /// repulsion's files (the FFT's in the grids' precision, or the exact one). A file missed
 /// here still compiles when first used; one listed but unused costs a core for a while.
 fn device_kernels(
@@ -73,7 +74,9 @@ fn device_kernels(
     if sparse {
         files.push(KernelId::SparsePca);
     }
-    if d.is_some() {
+    if d.is_some() && params.affinities == AffinityMethod::Exact {
+        files.extend([KernelId::Centre, KernelId::AffinityExact]);
+    } else if d.is_some() {
         files.push(KernelId::Centre);
         match params.knn {
             _ if params.knn_given.is_some() => {}
@@ -173,6 +176,17 @@ mod tests {
                     listed.extend(variants.into_iter().map(|(id, _)| id));
                 }
             }
+        }
+        for backend in [BackendKind::Gpu, BackendKind::Hybrid] {
+            let params = EmbedParams {
+                affinities: AffinityMethod::Exact,
+                ..Default::default()
+            };
+            let variants = device_kernels(Some(50), false, backend, &params);
+            let files: Vec<KernelId> = variants.iter().map(|v| v.0).collect();
+            assert!(files.contains(&KernelId::AffinityExact));
+            assert!(!files.contains(&KernelId::Knn) && !files.contains(&KernelId::Affinity));
+            listed.extend(files);
         }
         let sparse = device_kernels(Some(50), true, BackendKind::Gpu, &EmbedParams::default());
         assert_eq!(sparse[0], (KernelId::SparsePca, &[][..]));

@@ -193,7 +193,9 @@ pub(crate) fn plan(
         None
     };
     // Exact affinities check their n² pairs against the host's memory themselves
-    // (`affinity::exact::max_points`); the estimate here is the kNN pipeline's.
+    // (`affinity::exact::max_points`), and on gpu and hybrid their blocks of rows against the
+    // device's free memory (`affinity::gpu::exact_affinities_gpu`); the estimate here is the
+    // kNN pipeline's.
     let Some(d_given) = input
         .d()
         .filter(|_| params.affinities == AffinityMethod::Knn)

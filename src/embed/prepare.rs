@@ -107,9 +107,12 @@ pub(crate) fn prepare_points(
 }
 
 /// Stages 2 and 4 with exact affinities ([`affinity::exact`]): PCA, then P over every pair,
-/// on the host for every backend (P is then laid out for the backend as any P). Refused
-/// beyond the points whose n² pairs fit the host's memory, with the kNN as the way round.
-/// No kNN runs, so the report has no preservation measure.
+/// on the host on the cpu backend and on the device on gpu and hybrid
+/// ([`affinity::gpu::exact_affinities_gpu`]: the bisection's n² exponentials per step are
+/// the whole cost, and the device's P equals the host's to rounding). Both return P to the
+/// host as CSR, which hybrid's CSB attraction needs anyway and gpu lays out on the device
+/// as any P. Refused beyond the points whose n² pairs fit the host's memory, with the kNN as
+/// the way round. No kNN runs, so the report has no preservation measure.
 fn prepare_exact(
     points: Points,
     params: &EmbedParams,
@@ -145,7 +148,12 @@ fn prepare_exact(
     }
     let r = reduce(points, params, backend, seconds)?;
     let t = seconds.start("affinities");
-    let p = P::from_csr(affinity::exact_affinities(&r.points, params.perplexity)?);
+    let p = P::from_csr(match backend {
+        BackendKind::Gpu | BackendKind::Hybrid => {
+            affinity::gpu::exact_affinities_gpu(Gpu::get()?, &r.points, params.perplexity)?
+        }
+        _ => affinity::exact_affinities(&r.points, params.perplexity)?,
+    });
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok(Prepared {
         p,

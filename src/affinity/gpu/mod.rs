@@ -2,6 +2,8 @@
 //! [`conditional_probabilities`](super::conditional_probabilities) followed by
 //! [`symmetrize`](fn@super::symmetrize), ending in P in HYB on the device ([`HybGpu`]).
 //! Only arrays of n integers and a few scalars cross PCIe; nothing of size nnz does.
+//! Exact affinities over every pair (`--affinities exact`) have their own scheme,
+//! [`exact_affinities_gpu`], which returns P to the host.
 //!
 //! # Scheme
 //!
@@ -51,10 +53,12 @@
 use cudarc::driver::CudaSlice;
 
 mod calibrate;
+mod exact;
 mod fill;
 mod symmetrize;
 
 pub(crate) use calibrate::{calibrate, Conditional};
+pub use exact::exact_affinities_gpu;
 pub(crate) use fill::fill;
 pub(crate) use symmetrize::{count, Counted};
 

@@ -1,9 +1,12 @@
 //! Tests of the GPU affinities against the CPU path (skipped without a GPU).
 use super::symmetrize::{width_from_histogram, HIST_BINS};
 use super::*;
-use crate::affinity::{conditional_probabilities, symmetrize, Affinities, PerplexityParams};
+use crate::affinity::{
+    conditional_probabilities, exact_affinities, symmetrize, Affinities, PerplexityParams,
+};
 use crate::attract::Attract;
 use crate::sparse::Hyb;
+use crate::Points;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -211,6 +214,117 @@ crate::gpu::gpu_test! {
                 (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
                 "dims={dims}: Σ p ln w {kl_got} vs {kl_want}"
             );
+        }
+    }
+}
+
+/// Points uniform in [0, 1)^d.
+fn uniform_points(n: usize, d: usize, rng: &mut StdRng) -> Points {
+    Points::new(n, d, (0..n * d).map(|_| rng.random::<f32>()).collect())
+}
+
+/// `got` has `want`'s pattern and its values within 1e-5 relative.
+fn assert_same_p(got: &Affinities, want: &Affinities, what: &str) {
+    assert_eq!(
+        got.indptr().raw_storage(),
+        want.indptr().raw_storage(),
+        "{what}: row lengths"
+    );
+    assert_eq!(got.indices(), want.indices(), "{what}: columns");
+    for (e, (&a, &b)) in got.data().iter().zip(want.data()).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 * b.abs() + 1e-37,
+            "{what}: entry {e}: {a} vs {b}"
+        );
+    }
+}
+
+crate::gpu::gpu_test! {
+    /// The device's exact P equals the CPU's `exact_affinities`: the same CSR pattern and
+    /// every value within 1e-5 relative, for n from one pair up, sizes that are not whole
+    /// tiles, d below, at and above the CPU's 8 summation lanes, one block of rows or many
+    /// (with a partial last one); identical points (uniform rows); two clusters so far apart
+    /// that the pairs between them weigh exactly 0 (dropped, as the CPU drops them); and
+    /// the same bits on a second run.
+    fn gpu_exact_affinities_equal_cpu(gpu) {
+        let seed: u64 = rand::random();
+        eprintln!("seed {seed}");
+        let mut rng = StdRng::seed_from_u64(seed);
+        let whole = super::exact::BLOCK_BYTES;
+        for (n, d, u, block_bytes) in [
+            (2, 2, 0.5, whole),
+            (3, 6, 1.5, whole),
+            (150, 50, 20.0, whole),
+            (150, 6, 20.0, 8 * 150 * 32),
+            (1000, 2, 30.0, whole),
+            (1000, 6, 30.0, 8 * 1000 * 64),
+            (1000, 50, 30.0, whole),
+            (1337, 13, 50.0, 8 * 1337 * 300),
+        ] {
+            let p = uniform_points(n, d, &mut rng);
+            let want = exact_affinities(&p, u).unwrap();
+            let got = super::exact::exact_in_blocks(gpu, &p, u, block_bytes).unwrap();
+            assert_same_p(&got, &want, &format!("n={n} d={d} u={u}"));
+            assert_eq!(got.nnz(), n * (n - 1));
+        }
+        let same = Points::new(5, 3, vec![0.25; 15]);
+        let got = exact_affinities_gpu(gpu, &same, 2.0).unwrap();
+        assert_same_p(&got, &exact_affinities(&same, 2.0).unwrap(), "identical points");
+        assert!(got.data().iter().all(|&v| v == 0.05), "{:?}", got.data());
+        let (n, d) = (160, 2);
+        let mut far = uniform_points(n, d, &mut rng);
+        far.data[(n / 2) * d..].iter_mut().for_each(|v| *v += 1e4);
+        let want = exact_affinities(&far, 10.0).unwrap();
+        assert_eq!(want.nnz(), 2 * (n / 2) * (n / 2 - 1), "the clusters' pairs drop");
+        let got = super::exact::exact_in_blocks(gpu, &far, 10.0, 8 * n * 64).unwrap();
+        assert_same_p(&got, &want, "far clusters");
+        let again = super::exact::exact_in_blocks(gpu, &far, 10.0, 8 * n * 64).unwrap();
+        assert_eq!(again.data(), got.data(), "a second run differs");
+    }
+}
+
+crate::gpu::gpu_test! {
+    /// Exact affinities equal the kNN affinities at k = n − 1 on the device too: the
+    /// exact P against the GPU's kNN path (calibration, symmetrisation into HYB) fed the
+    /// exact n − 1 neighbours, entry by entry within 1e-5 relative (the two sum each row in
+    /// different orders), up to the kNN path's largest k.
+    fn gpu_exact_affinities_equal_gpu_knn_at_k_n_minus_1(gpu) {
+        let seed: u64 = rand::random();
+        eprintln!("seed {seed}");
+        let mut rng = StdRng::seed_from_u64(seed);
+        for (n, d, u) in [(100, 6, 20.0), (MAX_K + 1, 50, 30.0), (200, 2, 60.0)] {
+            let p = uniform_points(n, d, &mut rng);
+            let exact = exact_affinities_gpu(gpu, &p, u).unwrap();
+            let nb = crate::knn::exact(&p, n - 1, &crate::progress::Silent).unwrap();
+            let (hyb, stats) = affinities_gpu(&nb, u).unwrap();
+            assert_eq!(stats.nnz, exact.nnz(), "n={n}: nnz");
+            let rows = download_rows(&hyb);
+            for (i, (row, want)) in rows.iter().zip(exact.outer_iterator()).enumerate() {
+                assert_eq!(row.len(), want.nnz(), "n={n}: row {i} length");
+                for (&(c, v), (wc, &wv)) in row.iter().zip(want.iter()) {
+                    assert_eq!(c as usize, wc, "n={n}: row {i} columns");
+                    assert!(
+                        (v - wv).abs() <= 1e-5 * wv.abs() + 1e-37,
+                        "n={n}: P[{i},{c}] kNN {v} vs exact {wv}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+crate::gpu::gpu_test! {
+    /// A perplexity the points cannot carry (not below n − 1), and a single point, are
+    /// refused with the CPU's errors, before any device work.
+    fn gpu_exact_affinities_refuse_what_the_cpu_refuses(gpu) {
+        let mut rng = StdRng::seed_from_u64(4);
+        let p = uniform_points(150, 6, &mut rng);
+        let one = Points::new(1, 6, vec![0.5; 6]);
+        for (points, u) in [(&p, 149.0), (&p, 1000.0), (&one, 0.5)] {
+            let want = exact_affinities(points, u).unwrap_err().to_string();
+            let got = exact_affinities_gpu(gpu, points, u).unwrap_err().to_string();
+            assert_eq!(got, want, "n={} u={u}", points.n);
+            assert!(got.contains(&format!("perplexity {u}")), "{got}");
         }
     }
 }

@@ -6,6 +6,7 @@
 //! repulsion's `kernels/repulse.cuh`) are prepended rather than `#include`d.
 
 pub mod affinity;
+pub mod affinity_exact;
 pub mod attract_hyb;
 pub mod centre;
 pub mod exact;
@@ -114,6 +115,8 @@ kernel_files! {
     KnnRefine => "knn_refine.cu", knn_refine, false;
     /// Perplexity calibration and symmetrisation of P into HYB.
     Affinity => "affinity.cu", affinity, false;
+    /// Exact affinities: distances, perplexity calibration and P over every pair.
+    AffinityExact => "affinity_exact.cu", affinity_exact, false;
     /// Sparse matrix products of the randomised PCA of sparse points.
     SparsePca => "sparse_pca.cu", sparse_pca, false;
     /// One gradient step of the points `sgtsne transform` places into a saved map.
