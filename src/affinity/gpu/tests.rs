@@ -264,8 +264,9 @@ crate::gpu::gpu_test! {
             let p = uniform_points(n, d, &mut rng);
             let want = exact_affinities(&p, u).unwrap();
             let got = super::exact::exact_in_blocks(gpu, &p, u, block_bytes).unwrap();
+            // Pairs whose two conditionals both round to 0 in f32 are dropped on both sides
+            // (far pairs at a low perplexity): the pattern check above covers them.
             assert_same_p(&got, &want, &format!("n={n} d={d} u={u}"));
-            assert_eq!(got.nnz(), n * (n - 1));
         }
         let same = Points::new(5, 3, vec![0.25; 15]);
         let got = exact_affinities_gpu(gpu, &same, 2.0).unwrap();
