@@ -495,9 +495,12 @@ mod tests {
         }
     }
 
-    /// A covariance that is singular (a constant feature, no `reg`: its row and column are
-    /// exactly zero, so every Cholesky factorisation fails at the same pivot) is floored on
-    /// the GPU as on the host: the fit runs, says so in a note, and scores as the host's does.
+    /// A covariance that is singular (a feature that is 0 in every sample, no `reg`: its mean,
+    /// row and column are exactly zero on either side, so every Cholesky factorisation fails
+    /// at the same pivot) is floored on the GPU as on the host: the fit runs, says so in a
+    /// note, and scores as the host's does. (A constant other than 0 would not do: its mean,
+    /// Σ r x / (Σ r + 10ε), misses the constant by rounding that differs between the sides,
+    /// and a pivot of 1e-34 either factors or not.)
     #[test]
     fn a_singular_covariance_is_floored_on_the_gpu() {
         if crate::gpu::for_test().is_none() {
@@ -507,7 +510,7 @@ mod tests {
         x.data = x
             .data
             .chunks_exact(3)
-            .flat_map(|r| [r[0], r[1], r[2], 5.0])
+            .flat_map(|r| [r[0], r[1], r[2], 0.0])
             .collect();
         x.d = 4;
         let mut p = params(2, CovarianceType::Full, GmmBackend::Gpu);
