@@ -1,6 +1,7 @@
 //! The element type of the repulsion's grids on the device (`--precision`): `f32` or `f64`,
 //! each with its complex type, its cuFFT complex-to-complex transform and the NVRTC define
-//! that selects it in `kernels/repulse.cuh` (the same kernel sources serve both).
+//! that selects it in `kernels/repulse.cuh` (the same kernel sources serve both). The
+//! Gaussian mixtures' kernels (`kernels/gmm.cu`) take the same define for their `real`.
 //!
 //! The reference thesis (Pitsianis et al. 2019, SG-t-SNE-Π) computes the interpolated
 //! repulsion in double; `f32` is the default here because its rounding is far below the
