@@ -28,9 +28,19 @@ pub const BYTES_PER_PAIR: u64 = 32;
 /// Rows calibrated per parallel task.
 const ROWS: usize = 64;
 
+/// Device bytes per ordered pair on the gpu backend: P laid out for the attraction (its ELL
+/// part, one f32 value and one i32 column per pair); the rest of the run's device memory
+/// grows as n.
+pub const DEVICE_BYTES_PER_PAIR: u64 = 8;
+
 /// The most points whose exact affinities fit in `bytes` of memory.
 pub fn max_points(bytes: u64) -> usize {
-    ((bytes / BYTES_PER_PAIR) as f64).sqrt() as usize
+    max_points_at(bytes, BYTES_PER_PAIR)
+}
+
+/// The most points whose n² pairs at `per_pair` bytes each fit in `bytes`.
+pub fn max_points_at(bytes: u64, per_pair: u64) -> usize {
+    ((bytes / per_pair) as f64).sqrt() as usize
 }
 
 /// Refuses a perplexity that n points cannot carry: the entropy ln u is reached only over

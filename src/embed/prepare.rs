@@ -111,8 +111,8 @@ pub(crate) fn prepare_points(
 /// ([`affinity::gpu::exact_affinities_gpu`]: the bisection's n² exponentials per step are
 /// the whole cost, and the device's P equals the host's to rounding). Both return P to the
 /// host as CSR, which hybrid's CSB attraction needs anyway and gpu lays out on the device
-/// as any P. Refused beyond the points whose n² pairs fit the host's memory, with the kNN as
-/// the way round. No kNN runs, so the report has no preservation measure.
+/// as any P. Refused beyond the points whose n² pairs fit the host's memory (and on gpu the
+/// device's, where P then lives), with the kNN as the way round. No kNN runs, so the report has no preservation measure.
 fn prepare_exact(
     points: Points,
     params: &EmbedParams,
@@ -134,17 +134,19 @@ fn prepare_exact(
     }
     let held = (points.n * points.d * 4) as u64;
     if let Some(avail) = crate::embed::memory::host_available(held) {
-        let limit = affinity::exact::max_points(avail);
-        if points.n > limit {
-            return Err(Error::Data(format!(
-                "exact affinities over {} points need {:.1} GB ({} bytes per pair); this \
-                 machine allows about {limit} points: use the kNN affinities (the default, \
-                 --affinities knn)",
-                points.n,
-                (points.n as f64).powi(2) * affinity::exact::BYTES_PER_PAIR as f64 / 1e9,
-                affinity::exact::BYTES_PER_PAIR
-            )));
-        }
+        exact_fits(
+            points.n,
+            avail,
+            affinity::exact::BYTES_PER_PAIR,
+            "this machine",
+        )?;
+    }
+    if backend == BackendKind::Gpu {
+        // P is laid out on the device for the attraction: the device's limit, checked
+        // before the work rather than met at the upload.
+        let free = Gpu::get()?.free_memory().map_err(Error::from)? as u64;
+        let what = "the GPU (--backend hybrid keeps P on the host)";
+        exact_fits(points.n, free, affinity::exact::DEVICE_BYTES_PER_PAIR, what)?;
     }
     let r = reduce(points, params, backend, seconds)?;
     let t = seconds.start("affinities");
@@ -165,6 +167,21 @@ fn prepare_exact(
         notes: Vec::new(),
         basis: r.basis,
     })
+}
+
+/// Refuses exact affinities over `n` points when their pairs at `per_pair` bytes each
+/// exceed the `bytes` that `place` offers, naming the limit and the kNN affinities.
+fn exact_fits(n: usize, bytes: u64, per_pair: u64, place: &str) -> Result<()> {
+    let limit = affinity::exact::max_points_at(bytes, per_pair);
+    if n > limit {
+        return Err(Error::Data(format!(
+            "exact affinities over {n} points need {:.1} GB ({per_pair} bytes per pair); \
+             {place} allows about {limit} points: use the kNN affinities (the default, \
+             --affinities knn)",
+            (n as f64).powi(2) * per_pair as f64 / 1e9,
+        )));
+    }
+    Ok(())
 }
 
 /// t-SNE needs more points than neighbours.
