@@ -89,28 +89,10 @@ extern "C" __global__ void affinity_perplexity(int n, int k, int stride, double 
                 for (int j = 0; j < k; ++j) row[j] = u;
                 exact_add(local_total, (double)u * k);
             } else {
-                double lo = 0.0, hi = __longlong_as_double(0x7ff0000000000000ll), beta = 1.0 / spread;
-                double best_gap = hi, best_beta = beta;
-                bool done = false;
-                for (int step = 0; step < max_steps; ++step) {
-                    double gap = entropy(row, k, dmin, beta) - target;
-                    if (fabs(gap) < best_gap) {
-                        best_gap = fabs(gap);
-                        best_beta = beta;
-                    }
-                    if (fabs(gap) < tol) {
-                        done = true;
-                        break;
-                    }
-                    if (gap > 0.0) {
-                        lo = beta;
-                        beta = isinf(hi) ? beta * 2.0 : 0.5 * (lo + hi);
-                    } else {
-                        hi = beta;
-                        beta = 0.5 * (lo + hi);
-                    }
-                }
-                if (!done) beta = best_beta;
+                bool done;
+                const double beta = perplexity_bisect(
+                    spread, tol, max_steps,
+                    [&](double b) { return entropy(row, k, dmin, b) - target; }, &done);
                 double sum, weighted;
                 row_sums(row, k, dmin, beta, &sum, &weighted);
                 for (int j = 0; j < k; ++j) {

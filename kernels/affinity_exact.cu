@@ -196,32 +196,16 @@ extern "C" __global__ void __launch_bounds__(CALIBRATE_THREADS)
             beta = 0.0;
             norm = m;
         } else {
-            const double inf = __longlong_as_double(0x7ff0000000000000ll);
-            double lo = 0.0, hi = inf, best_gap = inf, best_beta, weighted;
-            beta = 1.0 / spread;
-            best_beta = beta;
-            bool done = false;
-            for (int step = 0; step < max_steps; ++step) {
-                row_sums(row, n, i, shift, beta, &norm, &weighted);
-                const double gap = __dadd_rn(log(norm), __dmul_rn(beta, weighted) / norm) - target;
-                if (fabs(gap) < best_gap) {
-                    best_gap = fabs(gap);
-                    best_beta = beta;
-                }
-                if (fabs(gap) < tol) {
-                    done = true;
-                    break;
-                }
-                if (gap > 0.0) {
-                    lo = beta;
-                    beta = isinf(hi) ? beta * 2.0 : 0.5 * (lo + hi);
-                } else {
-                    hi = beta;
-                    beta = 0.5 * (lo + hi);
-                }
-            }
+            double weighted;
+            bool done;
+            beta = perplexity_bisect(
+                spread, tol, max_steps,
+                [&](double bt) {
+                    row_sums(row, n, i, shift, bt, &norm, &weighted);
+                    return __dadd_rn(log(norm), __dmul_rn(bt, weighted) / norm) - target;
+                },
+                &done);
             if (!done) {
-                beta = best_beta;
                 row_sums(row, n, i, shift, beta, &norm, &weighted);
             }
         }

@@ -24,6 +24,41 @@ __device__ inline double block_sum(double v) {
     return v;
 }
 
+// The bisection on the precision beta of the perplexity calibration, step for step the CPU's
+// (calibrate_row, src/affinity/perplexity.rs): from 1 / spread, doubling beta while the
+// entropy is above its target and no upper bound is known, halving the bracket otherwise,
+// until |gap| < tol or max_steps steps; then the beta of the smallest |gap| seen. gap(beta)
+// is the row's entropy at beta minus the target; *converged says whether tol was met (when
+// it was, gap's last call was at the returned beta). Shared by the kNN rows (one thread
+// each, kernels/affinity.cu) and the exact rows (one block each, kernels/affinity_exact.cu,
+// where every thread of the block calls it and gap reduces over the block).
+template <typename Gap>
+__device__ inline double perplexity_bisect(double spread, double tol, int max_steps, Gap gap,
+                                           bool* converged) {
+    double lo = 0.0, hi = __longlong_as_double(0x7ff0000000000000ll), beta = 1.0 / spread;
+    double best_gap = hi, best_beta = beta;
+    for (int step = 0; step < max_steps; ++step) {
+        const double g = gap(beta);
+        if (fabs(g) < best_gap) {
+            best_gap = fabs(g);
+            best_beta = beta;
+        }
+        if (fabs(g) < tol) {
+            *converged = true;
+            return beta;
+        }
+        if (g > 0.0) {
+            lo = beta;
+            beta = isinf(hi) ? beta * 2.0 : 0.5 * (lo + hi);
+        } else {
+            hi = beta;
+            beta = 0.5 * (lo + hi);
+        }
+    }
+    *converged = false;
+    return best_beta;
+}
+
 // pick<B, T, F>::type is T if B, else F (NVRTC has no <type_traits>).
 template <bool B, typename T, typename F>
 struct pick {
