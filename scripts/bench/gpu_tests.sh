@@ -2,9 +2,9 @@
 # GPU machine: the whole test suite on the device, from the staged test binaries
 # (scripts/bench/stage.sh): the library's unit tests with SGTSNE_REQUIRE_GPU=1, so that a GPU
 # test fails instead of skipping when no device is usable, and a fresh kernel cache (every
-# kernel compiled by NVRTC once); then the integration tests, and alone the one that holds
-# the device's memory (`bad_input::device_out_of_memory_names_the_stage_and_the_estimate`,
-# ignored in the suite). About a minute and a half (mostly the first kernel compiles and the
+# kernel compiled by NVRTC once); then the integration tests, and alone, one at a time, the
+# two that hold the device's memory (`bad_input::device_out_of_memory_names_the_stage_and_the_estimate`,
+# `exact_tsne::exact_affinities_beyond_the_gpu_s_memory_are_refused`; ignored in the suite). About a minute and a half (mostly the first kernel compiles and the
 # GPU tests); exits 1 when a test fails.
 #
 #   scripts/bench/gpu_tests.sh [TEST_THREADS]      # default 4
@@ -39,9 +39,10 @@ SGTSNE_REQUIRE_GPU=1 SGTSNE_CACHE=$cache logged lib-tests "$bin_dir/sgtsne-lib-t
 tests=lib-tests
 if [ -x "$bin_dir/sgtsne-int-tests" ]; then
   SGTSNE_CACHE=$cache logged int-tests "$bin_dir/sgtsne-int-tests" --test-threads "$threads" || status=1
-  # Alone, after the others: it holds (nearly) all the device's memory while it runs.
+  # Alone, after the others and one at a time: they hold (nearly) all the device's memory
+  # while they run.
   SGTSNE_CACHE=$cache logged int-tests-alone "$bin_dir/sgtsne-int-tests" --ignored \
-    device_out_of_memory || status=1
+    --test-threads 1 device_out_of_memory exact_affinities_beyond_the_gpu || status=1
   tests="$tests int-tests int-tests-alone"
 fi
 for t in $tests; do
