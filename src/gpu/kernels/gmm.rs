@@ -25,7 +25,7 @@ kernels! {
         out: out T [b * d],
     }
 
-    /// `out`[(row0 + i)·k + c] = `log_norm` − ‖y_i‖² / 2 for the `b` solved deviations `y`
+    /// `out[(row0 + i)·k + c]` = `log_norm` − ‖y_i‖² / 2 for the `b` solved deviations `y`
     /// (one warp per row).
     pub struct GmmFullLogProb<T> = "gmm_full_log_prob" {
         n: host,
@@ -39,7 +39,7 @@ kernels! {
         out: out T [n * k],
     }
 
-    /// `out`[i·k + c] = `log_norm`[c] − Σ_j ((x_ij − μ_cj) s_cj)² / 2 for every row and
+    /// `out[i·k + c]` = `log_norm[c]` − Σ_j ((x_ij − μ_cj) s_cj)² / 2 for every row and
     /// component (one warp per pair).
     pub struct GmmDiagLogProb<T> = "gmm_diag_log_prob" {
         x: in T [n * d],
@@ -64,7 +64,7 @@ kernels! {
         partial: out f64 [blocks],
     }
 
-    /// `out`[0] = Σ_i log L_ii of the d × d lower factor (one block).
+    /// `out[0]` = Σ_i log L_ii of the d × d lower factor (one block).
     pub struct GmmLogDet<T> = "gmm_log_det" {
         factor: in T [d * d],
         d: usize as i32,
