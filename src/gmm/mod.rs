@@ -23,8 +23,9 @@
 //! With [`GmmBackend::Gpu`] the samples, the responsibilities and the log-likelihoods live
 //! on the device for the whole fit, and each iteration's model (K means and covariances)
 //! crosses PCIe once each way. The M-step's sums are cuBLAS products: n_k and the means one
-//! GEMM each (Rᵀ·1 and X·Rᵀ), each full covariance one SYRK of the weighted deviations
-//! √r_ik (x_i − μ_k) per chunk of samples; the diagonal sums a kernel of per-group partials.
+//! GEMM each (Rᵀ·1 and X·Rᵀ), each full covariance the Gram matrix of the weighted
+//! deviations √r_ik (x_i − μ_k) per chunk of samples (batched GEMMs over blocks of 4096
+//! samples, then their sum); the diagonal sums a kernel of per-group partials.
 //! The factorisations are cuSOLVER's POTRF (a failed one floored and repeated, as on the
 //! host), the E-step's Mahalanobis terms a TRSM of each chunk of deviations by L_k, then
 //! kernels for the log-densities and the log-sum-exp (`kernels/gmm.cu`). The initial

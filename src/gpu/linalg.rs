@@ -1,6 +1,6 @@
 //! Dense linear algebra on the device beyond GEMM, checked: Cholesky factorisations
-//! (cuSOLVER's POTRF), triangular solves (cuBLAS's TRSM) and symmetric rank-k updates
-//! (cuBLAS's SYRK), in single or double precision, for the Gaussian mixtures
+//! (cuSOLVER's POTRF), triangular solves (cuBLAS's TRSM) and Gram matrices A Aᵀ of long,
+//! thin A (batched GEMMs), in single or double precision, for the Gaussian mixtures
 //! ([`crate::gmm`]). The one place those libraries' `unsafe` interfaces are called: every
 //! wrapper checks that its matrices lie inside their buffers first.
 //!
@@ -9,10 +9,11 @@
 
 use std::sync::Arc;
 
+use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
 use cudarc::cublas::sys::{
     cublasDiagType_t, cublasFillMode_t, cublasOperation_t, cublasSideMode_t, cublasStatus_t,
 };
-use cudarc::cublas::{CudaBlas, GemmConfig};
+use cudarc::cublas::{CudaBlas, GemmConfig, StridedBatchedConfig};
 use cudarc::cusolver::sys::{cublasFillMode_t as SolverFill, cusolverDnHandle_t, cusolverStatus_t};
 use cudarc::cusolver::DnHandle;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
@@ -39,6 +40,15 @@ pub trait Dense: DeviceReal + AnyBits {
     fn gemm<A: DevicePtr<Self>, B: DevicePtr<Self>, C: DevicePtrMut<Self>>(
         blas: &CudaBlas,
         cfg: GemmConfig<Self>,
+        a: &A,
+        b: &B,
+        c: &mut C,
+    ) -> Result<(), GpuError>;
+
+    /// [`super::blas::gemm_strided_batched`] in this precision.
+    fn gemm_batched<A: DevicePtr<Self>, B: DevicePtr<Self>, C: DevicePtrMut<Self>>(
+        blas: &CudaBlas,
+        cfg: StridedBatchedConfig<Self>,
         a: &A,
         b: &B,
         c: &mut C,
@@ -87,29 +97,11 @@ pub trait Dense: DeviceReal + AnyBits {
         b: *mut Self,
         ldb: i32,
     ) -> cublasStatus_t;
-
-    /// cuBLAS's `?syrk` into the lower triangle of C = α A Aᵀ + β C, A not transposed.
-    ///
-    /// # Safety
-    /// `a` (`n` × `k`, `lda`) and `c` (`n` × `n`, `ldc`) are device pointers to live
-    /// buffers; `alpha` and `beta` point to host memory.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn syrk_lower(
-        h: cudarc::cublas::sys::cublasHandle_t,
-        n: i32,
-        k: i32,
-        alpha: *const Self,
-        a: *const Self,
-        lda: i32,
-        beta: *const Self,
-        c: *mut Self,
-        ldc: i32,
-    ) -> cublasStatus_t;
 }
 
 /// One [`Dense`] impl from the entry points of its precision.
 macro_rules! dense {
-    ($t:ty, $size:ident, $potrf:ident, $trsm:ident, $syrk:ident) => {
+    ($t:ty, $size:ident, $potrf:ident, $trsm:ident) => {
         impl Dense for $t {
             const ONE: Self = 1.0;
             const ZERO: Self = 0.0;
@@ -122,6 +114,16 @@ macro_rules! dense {
                 c: &mut C,
             ) -> Result<(), GpuError> {
                 super::blas::gemm(blas, cfg, a, b, c)
+            }
+
+            fn gemm_batched<A: DevicePtr<Self>, B: DevicePtr<Self>, C: DevicePtrMut<Self>>(
+                blas: &CudaBlas,
+                cfg: StridedBatchedConfig<Self>,
+                a: &A,
+                b: &B,
+                c: &mut C,
+            ) -> Result<(), GpuError> {
+                super::blas::gemm_strided_batched(blas, cfg, a, b, c)
             }
 
             unsafe fn potrf_buffer_size(
@@ -196,35 +198,6 @@ macro_rules! dense {
                     )
                 }
             }
-
-            unsafe fn syrk_lower(
-                h: cudarc::cublas::sys::cublasHandle_t,
-                n: i32,
-                k: i32,
-                alpha: *const Self,
-                a: *const Self,
-                lda: i32,
-                beta: *const Self,
-                c: *mut Self,
-                ldc: i32,
-            ) -> cublasStatus_t {
-                // SAFETY: the caller's contract.
-                unsafe {
-                    cudarc::cublas::sys::$syrk(
-                        h,
-                        cublasFillMode_t::CUBLAS_FILL_MODE_LOWER,
-                        cublasOperation_t::CUBLAS_OP_N,
-                        n,
-                        k,
-                        alpha,
-                        a,
-                        lda,
-                        beta,
-                        c,
-                        ldc,
-                    )
-                }
-            }
         }
     };
 }
@@ -233,15 +206,13 @@ dense!(
     f32,
     cusolverDnSpotrf_bufferSize,
     cusolverDnSpotrf,
-    cublasStrsm_v2,
-    cublasSsyrk_v2
+    cublasStrsm_v2
 );
 dense!(
     f64,
     cusolverDnDpotrf_bufferSize,
     cusolverDnDpotrf,
-    cublasDtrsm_v2,
-    cublasDsyrk_v2
+    cublasDtrsm_v2
 );
 
 /// `rows` × `cols` column-major with leading dimension `rows` fits in `len` elements, and
@@ -370,37 +341,75 @@ impl<T: Dense> Linalg<T> {
         Ok(())
     }
 
-    /// C ← A Aᵀ + β C in the lower triangle of the d × d `c` (column-major), for the d × b
-    /// matrix `a` (column-major).
-    pub fn syrk_lower<A: DevicePtr<T>, C: DevicePtrMut<T>>(
+    /// C ← A Aᵀ + β C for the d × b matrix `a` (column-major) into the d × d `c`
+    /// (column-major, both triangles): the samples in column blocks of [`GRAM_BLOCK`], one
+    /// batched GEMM of their products into `partials` (d × d each), then their sum by a GEMM
+    /// with `ones`. cuBLAS's SYRK over a long, thin A runs on as many thread blocks as its
+    /// result has tiles (one for a 50 × 50 result), where the batch spreads the samples over
+    /// the device; the whole product costs twice SYRK's flops at DGEMM's rate.
+    pub fn gram<C: DevicePtrMut<T>>(
         &self,
-        a: &A,
+        a: &CudaSlice<T>,
         b: usize,
+        partials: &mut CudaSlice<T>,
+        ones: &CudaSlice<T>,
         beta: T,
         c: &mut C,
     ) -> Result<(), GpuError> {
-        let (n, k) = check("the product's factor", self.d, b, a.len())?;
-        check("the product", self.d, self.d, c.len())?;
-        let (a, _ra) = a.device_ptr(&self.stream);
-        let (c, _rc) = c.device_ptr_mut(&self.stream);
-        let one = T::ONE;
-        // SAFETY: `a` holds d × b and `c` d × d elements (checked), leading dimension d; α
-        // and β are host values alive for the call; the call is queued on the handle's
-        // stream.
-        unsafe {
-            T::syrk_lower(
-                *self.blas.handle(),
-                n,
-                k,
-                &one,
-                a as *const T,
-                n,
-                &beta,
-                c as *mut T,
-                n,
-            )
+        let d = self.d;
+        let (full, rest) = (b / GRAM_BLOCK, b % GRAM_BLOCK);
+        let parts = gram_parts(b);
+        check("the product's factor", d, b, a.len())?;
+        check("the partial products", d * d, parts, partials.len())?;
+        check("the ones", parts, 1, ones.len())?;
+        let (di, dd, block) = (d as i32, (d * d) as i32, GRAM_BLOCK as i32);
+        let product = |k| GemmConfig {
+            transa: CUBLAS_OP_N,
+            transb: CUBLAS_OP_T,
+            m: di,
+            n: di,
+            k,
+            alpha: T::ONE,
+            lda: di,
+            ldb: di,
+            beta: T::ZERO,
+            ldc: di,
+        };
+        if full > 0 {
+            let cfg = StridedBatchedConfig {
+                gemm: product(block),
+                batch_size: full as i32,
+                stride_a: (d * GRAM_BLOCK) as i64,
+                stride_b: (d * GRAM_BLOCK) as i64,
+                stride_c: (d * d) as i64,
+            };
+            T::gemm_batched(&self.blas, cfg, a, a, partials)?;
         }
-        .result()?;
-        Ok(())
+        if rest > 0 {
+            let tail = a.slice(full * GRAM_BLOCK * d..b * d);
+            let mut last = partials.slice_mut(full * d * d..parts * d * d);
+            T::gemm(&self.blas, product(rest as i32), &tail, &tail, &mut last)?;
+        }
+        let sum = GemmConfig {
+            transa: CUBLAS_OP_N,
+            transb: CUBLAS_OP_N,
+            m: dd,
+            n: 1,
+            k: parts as i32,
+            alpha: T::ONE,
+            lda: dd,
+            ldb: parts as i32,
+            beta,
+            ldc: dd,
+        };
+        T::gemm(&self.blas, sum, partials, ones, c)
     }
+}
+
+/// Samples per partial product of [`Linalg::gram`].
+pub const GRAM_BLOCK: usize = 4096;
+
+/// The partial products [`Linalg::gram`] makes of `b` samples.
+pub fn gram_parts(b: usize) -> usize {
+    b.div_ceil(GRAM_BLOCK)
 }
