@@ -19,7 +19,7 @@ use crate::gpu::Gpu;
 use crate::{Error, Result};
 
 /// Bytes of one chunk of deviations (d × chunk values): the E-step solves and the M-step's
-/// rank-k updates take the samples in chunks of this size.
+/// Gram matrices take the samples in chunks of this size.
 pub const CHUNK_BYTES: usize = 256 << 20;
 
 /// Row groups of the diagonal covariances' partial sums (a fixed number, so that the sums
@@ -497,7 +497,10 @@ mod tests {
             let gpu_fit = fit(&x, &params(4, kind, GmmBackend::Gpu), &Silent).unwrap();
             assert_same_fit(&cpu, &gpu_fit, 1e-10, &format!("{kind:?} f64"));
             let p = params(4, kind, GmmBackend::Gpu);
-            let mut chunked = DeviceEm::new(gpu, &x, &p).unwrap().with_chunk(5000).unwrap();
+            let mut chunked = DeviceEm::new(gpu, &x, &p)
+                .unwrap()
+                .with_chunk(5000)
+                .unwrap();
             let split = restarts(&x, &p, &Silent, &mut chunked).unwrap();
             assert_same_fit(&cpu, &split, 1e-10, &format!("{kind:?} chunks"));
             let x = blobs::<f32>(9001, 7, 4, 3);
@@ -547,9 +550,9 @@ mod tests {
         /// Seed report 002's five stages at its sizes, in f64, as the GPU mixture computes
         /// them (run by hand: `--ignored bench_gmm_stages --nocapture`): weighted products
         /// (the means' GEMM, K = 10, 60,000 × 784), one covariance and one weighted
-        /// covariance of 60,000 × 784 (the M-step with K = 1: the means, the batched GEMMs of the
-        /// deviations' Gram matrix and the d × d result to the host), the Cholesky factorisation of a
-        /// 4,096² matrix (cuSOLVER) and a triangular solve of dimension 784 with 60,000
+        /// covariance of 60,000 × 784 (the M-step with K = 1: the means, the batched GEMMs
+        /// of the deviations' Gram matrix and the d × d result to the host), the Cholesky
+        /// factorisation of a 4,096² matrix (cuSOLVER) and a triangular solve of dimension 784 with 60,000
         /// right-hand sides (cuBLAS). CUDA events time each: the first run and the median of
         /// five more, in milliseconds, beside the report's GPU figure.
         #[ignore]

@@ -75,8 +75,8 @@ pub enum GmmBackend {
     /// The host: faer's products and factorisations on all cores.
     #[default]
     Cpu,
-    /// The first GPU: cuBLAS's products, triangular solves and rank-k updates, cuSOLVER's
-    /// Cholesky factorisations ([the GPU](self#the-gpu)).
+    /// The first GPU: cuBLAS's products (batched for the covariances) and triangular
+    /// solves, cuSOLVER's Cholesky factorisations ([the GPU](self#the-gpu)).
     Gpu,
 }
 

@@ -9,9 +9,9 @@
 //!   their declarations; [`launch`]: typed, checked kernel launches.
 //! - Device helpers shared by stages: [`centre`] (centring n × d points, for the kNN and
 //!   the PCA), [`blas`] (checked cuBLAS products), [`linalg`] (checked Cholesky
-//!   factorisations, triangular solves and rank-k updates, for the mixtures), [`memory`] (free-memory checks,
-//!   uninitialised and pinned buffers), [`progress`] (progress over queued work), [`fft`]
-//!   (batched cuFFT plans), [`real`] (the repulsion's grid precision), [`sum`] (sums that
+//!   factorisations, triangular solves and Gram matrices, for the mixtures), [`memory`]
+//!   (free-memory checks, uninitialised and pinned buffers), [`progress`] (progress over
+//!   queued work), [`fft`] (batched cuFFT plans), [`real`] (the repulsion's grid precision), [`sum`] (sums that
 //!   do not depend on the order of their terms).
 //! - [`GpuError`], convertible into [`crate::Error`] with `?` from every cudarc error.
 //!
