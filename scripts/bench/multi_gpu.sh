@@ -10,6 +10,7 @@
 #   1m3        1.3M × 50 mixture: 1 GPU, then 2 … all GPUs, once each (about 1 minute)
 #   10m        10M × 50 mixture (40 clusters): 1 GPU ×2, then 2 … all GPUs ×2 each (about 5
 #              minutes on 2 GPUs); `--knn approx`, KL and timings per run, medians
+#   10m1       10M × 50 mixture: 1 GPU, then all GPUs, once each (about 1.5 minutes on 4)
 #   digits10m  10M deformed MNIST digits: 1 GPU, then all GPUs, once each; carry
 #              .bench/images (about 4 minutes)
 #
@@ -65,6 +66,11 @@ for section in "$@"; do
     10m)
       mixture 10000000
       scaling 10m 2 "${input[@]}" --knn approx
+      ;;
+    10m1)
+      mixture 10000000
+      embed 10m-g1 "${input[@]}" --knn approx --backend gpu --gpus 1
+      embed "10m-g$gpus" "${input[@]}" --knn approx --backend gpu --gpus "$gpus"
       ;;
     digits10m)
       digits 10000000
