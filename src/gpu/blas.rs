@@ -24,29 +24,7 @@ where
     B: DevicePtr<T>,
     C: DevicePtrMut<T>,
 {
-    let (m, n, k) = (cfg.m, cfg.n, cfg.k);
-    // Stored shape (rows × columns) of each operand.
-    let stored = |op: cublasOperation_t, rows: i32, cols: i32| match op {
-        cublasOperation_t::CUBLAS_OP_N => (rows, cols),
-        _ => (cols, rows),
-    };
-    let (a_rows, a_cols) = stored(cfg.transa, m, k);
-    let (b_rows, b_cols) = stored(cfg.transb, k, n);
-    let check = |name: &str, rows: i32, cols: i32, ld: i32, have: usize| {
-        let need = (ld as i64) * (cols as i64 - 1) + rows as i64;
-        if rows < 1 || cols < 1 || ld < rows || need > have as i64 {
-            return Err(GpuError::Gemm {
-                what: format!(
-                    "{name} is {rows} × {cols} with leading dimension {ld}: needs {need} \
-                     elements, its buffer holds {have}"
-                ),
-            });
-        }
-        Ok(())
-    };
-    check("A", a_rows, a_cols, cfg.lda, a.len())?;
-    check("B", b_rows, b_cols, cfg.ldb, b.len())?;
-    check("C", m, n, cfg.ldc, c.len())?;
+    check_operands(&cfg, 1, [0; 3], [a.len(), b.len(), c.len()])?;
     // SAFETY: cuBLAS reads op(A) (m × k), op(B) (k × n) and writes C (m × n), column-major
     // with the leading dimensions given; each of those matrices lies inside its buffer
     // (checked above), and cudarc orders the call after earlier work on the buffers.
@@ -70,32 +48,56 @@ where
     B: DevicePtr<T>,
     C: DevicePtrMut<T>,
 {
-    let g = &cfg.gemm;
+    let strides = [cfg.stride_a, cfg.stride_b, cfg.stride_c];
+    check_operands(
+        &cfg.gemm,
+        cfg.batch_size as i64,
+        strides,
+        [a.len(), b.len(), c.len()],
+    )?;
+    // SAFETY: every product's op(A_i), op(B_i) and C_i lie inside their buffers (checked
+    // above, the last one included); cudarc orders the call after earlier work on them.
+    unsafe { blas.gemm_strided_batched(cfg, a, b, c) }?;
+    Ok(())
+}
+
+/// Checks `batches` products of `cfg`'s shape, their A, B and C `strides` elements apart in
+/// buffers of `lens` elements: positive dimensions, leading dimensions covering their
+/// matrices' rows, and the last product's matrices inside their buffers.
+fn check_operands<T>(
+    cfg: &GemmConfig<T>,
+    batches: i64,
+    strides: [i64; 3],
+    lens: [usize; 3],
+) -> Result<(), GpuError> {
+    // Stored shape (rows × columns) of each operand.
     let stored = |op: cublasOperation_t, rows: i32, cols: i32| match op {
         cublasOperation_t::CUBLAS_OP_N => (rows, cols),
         _ => (cols, rows),
     };
-    let (a_rows, a_cols) = stored(g.transa, g.m, g.k);
-    let (b_rows, b_cols) = stored(g.transb, g.k, g.n);
-    let batches = cfg.batch_size as i64;
-    let check = |name: &str, rows: i32, cols: i32, ld: i32, stride: i64, have: usize| {
+    let (a_rows, a_cols) = stored(cfg.transa, cfg.m, cfg.k);
+    let (b_rows, b_cols) = stored(cfg.transb, cfg.k, cfg.n);
+    let operands = [
+        ("A", a_rows, a_cols, cfg.lda),
+        ("B", b_rows, b_cols, cfg.ldb),
+        ("C", cfg.m, cfg.n, cfg.ldc),
+    ];
+    for (((name, rows, cols, ld), stride), have) in operands.into_iter().zip(strides).zip(lens) {
         let one = (ld as i64) * (cols as i64 - 1) + rows as i64;
         let need = stride * (batches - 1) + one;
         if rows < 1 || cols < 1 || ld < rows || batches < 1 || stride < 0 || need > have as i64 {
-            return Err(GpuError::Gemm {
-                what: format!(
+            let what = match batches {
+                1 => format!(
+                    "{name} is {rows} × {cols} with leading dimension {ld}: needs {need} \
+                     elements, its buffer holds {have}"
+                ),
+                _ => format!(
                     "{name}: {batches} matrices of {rows} × {cols} (leading dimension {ld}) \
                      {stride} apart need {need} elements, its buffer holds {have}"
                 ),
-            });
+            };
+            return Err(GpuError::Gemm { what });
         }
-        Ok(())
-    };
-    check("A", a_rows, a_cols, g.lda, cfg.stride_a, a.len())?;
-    check("B", b_rows, b_cols, g.ldb, cfg.stride_b, b.len())?;
-    check("C", g.m, g.n, g.ldc, cfg.stride_c, c.len())?;
-    // SAFETY: every product's op(A_i), op(B_i) and C_i lie inside their buffers (checked
-    // above, the last one included); cudarc orders the call after earlier work on them.
-    unsafe { blas.gemm_strided_batched(cfg, a, b, c) }?;
+    }
     Ok(())
 }
