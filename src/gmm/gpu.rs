@@ -63,6 +63,11 @@ pub(crate) struct DeviceEm<T: Real> {
     linalg: Linalg<T>,
 }
 
+/// (d/2) log 2π, the Gaussian's normalising constant in d dimensions.
+fn half_log_2pi(d: usize) -> f64 {
+    0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln()
+}
+
 impl<T: Real> DeviceEm<T> {
     /// An engine for `params` over `x`, the samples copied to `gpu` now. Errors when cuSOLVER
     /// is missing or the fit does not fit the device's memory (naming what it needs).
@@ -142,27 +147,35 @@ impl<T: Real> DeviceEm<T> {
         (0..n).step_by(chunk).map(move |r| (r, chunk.min(n - r)))
     }
 
+    /// The `b` samples from `row0` less component `c`'s mean into `deviations` (d × b), each
+    /// times √r_ic when `weighted` (the M-step's), else as they are (the E-step's).
+    fn deviations(&mut self, c: usize, row0: usize, b: usize, weighted: bool) -> Result<()> {
+        let (n, d, k) = (self.n, self.d, self.k);
+        GmmDeviations::<T> {
+            n,
+            x: &self.x,
+            row0,
+            b,
+            d,
+            mean: &self.means.slice(c * d..(c + 1) * d),
+            resp: &self.resp,
+            k,
+            c,
+            weighted: weighted as i32,
+            out: &mut self.deviations,
+        }
+        .launch(self.gpu, &self.gpu.stream, self.gpu.config(b * d))?;
+        Ok(())
+    }
+
     /// Σ_i r_ik (x_i − μ_k)(x_i − μ_k)ᵀ into each d × d block of `squares`, one Gram matrix
     /// of the weighted deviations per chunk of b samples ([`Linalg::gram`]).
     fn full_sums(&mut self) -> Result<()> {
-        let (n, d, k) = (self.n, self.d, self.k);
+        let (d, k) = (self.d, self.k);
         let chunks: Vec<(usize, usize)> = self.chunks().collect();
         for c in 0..k {
             for (i, &(row0, b)) in chunks.iter().enumerate() {
-                GmmDeviations::<T> {
-                    n,
-                    x: &self.x,
-                    row0,
-                    b,
-                    d,
-                    mean: &self.means.slice(c * d..(c + 1) * d),
-                    resp: &self.resp,
-                    k,
-                    c,
-                    weighted: 1,
-                    out: &mut self.deviations,
-                }
-                .launch(self.gpu, &self.gpu.stream, self.gpu.config(b * d))?;
+                self.deviations(c, row0, b, true)?;
                 let beta = if i == 0 { T::ZERO } else { T::ONE };
                 let mut block = self.squares.slice_mut(c * d * d..(c + 1) * d * d);
                 self.linalg.gram(
@@ -218,7 +231,7 @@ impl<T: Real> DeviceEm<T> {
     /// and computes each component's log π + log det Σ^(−1/2) − (d/2) log 2π.
     fn factor_full(&mut self, model: &mut Model<T>, floors: &mut Floors) -> Result<()> {
         let d = self.d;
-        let half_log_2pi = 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln();
+        let half_log_2pi = half_log_2pi(d);
         for c in 0..self.k {
             let cov = &mut model.covariances[c * d * d..(c + 1) * d * d];
             let mut raised = 0.0;
@@ -261,7 +274,7 @@ impl<T: Real> DeviceEm<T> {
     /// to the device.
     fn factor_diag(&mut self, model: &mut Model<T>, floors: &mut Floors) -> Result<()> {
         let (d, kind) = (self.d, self.kind);
-        let half_log_2pi = 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln();
+        let half_log_2pi = half_log_2pi(d);
         let len = kind.len(d);
         let mut scales = Vec::with_capacity(self.k * d);
         for c in 0..self.k {
@@ -345,20 +358,7 @@ impl<T: Real> Engine<T> for DeviceEm<T> {
                 let chunks: Vec<(usize, usize)> = self.chunks().collect();
                 for c in 0..k {
                     for &(row0, b) in &chunks {
-                        GmmDeviations::<T> {
-                            n,
-                            x: &self.x,
-                            row0,
-                            b,
-                            d,
-                            mean: &self.means.slice(c * d..(c + 1) * d),
-                            resp: &self.resp,
-                            k,
-                            c,
-                            weighted: 0,
-                            out: &mut self.deviations,
-                        }
-                        .launch(gpu, s, gpu.config(b * d))?;
+                        self.deviations(c, row0, b, false)?;
                         let factor = self.squares.slice(c * d * d..(c + 1) * d * d);
                         self.linalg.solve_lower(&factor, &mut self.deviations, b)?;
                         GmmFullLogProb::<T> {
