@@ -34,7 +34,7 @@ pub use search::{reduced_points, search_neighbors, Searched};
 pub(crate) use setup::resolve_search;
 
 /// Neighbours whose label vote and preservation the report measures.
-const QUALITY_K: usize = 10;
+pub(crate) const QUALITY_K: usize = 10;
 
 /// What to embed.
 pub enum Input {
@@ -125,7 +125,8 @@ pub(crate) struct Prepared {
     reduced: bool,
     /// The fitted PCA, when [`EmbedParams::keep_reference`] asked for it.
     basis: Option<prep::Pca>,
-    /// The kNN graph (point mode), for the preservation measure.
+    /// The kNN graph (point mode), for the preservation measure: with P made on the
+    /// device, only each point's [`QUALITY_K`] nearest come to the host.
     neighbors: Option<Neighbors>,
     /// The kNN stage's report (point mode).
     knn: Option<KnnReport>,
@@ -161,7 +162,9 @@ pub fn embed_observed(
 ) -> Result<Embedding> {
     let start = Instant::now();
     let mut seconds = StageSeconds::default();
+    let t = seconds.start("setup");
     let setup = setup::set_up(&mut input, name, labels, params, progress)?;
+    seconds.setup = t.elapsed().as_secs_f64();
     let estimated = setup.memory.estimated_device_bytes;
     let free = setup.watch.as_ref().map_or(0, |w| w.start_free());
     run_stages(
@@ -243,6 +246,7 @@ fn run_stages(
     // Quality measures, in the internal numbering; then Y back in input order.
     let t = seconds.start("quality");
     let quality = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref());
+    drop(neighbors);
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);
     }

@@ -102,6 +102,9 @@ pub struct InputInfo {
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct StageSeconds {
     pub load: f64,
+    /// Stage 1: the parameters resolved, the values screened, the memory planned and the
+    /// device started ([`crate::embed`]'s set-up).
+    pub setup: f64,
     pub pca: f64,
     /// Renumbering the points in a locality order ([`crate::embed::PointOrder`]).
     pub order: f64,

@@ -66,9 +66,14 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
     // P, symmetric: at most 2k entries per row, a value and a column index each, 8 bytes.
     let p = n * 2 * k * 8;
     let on_gpu = backend != BackendKind::Cpu;
-    // Host: the input and its PCA, the kNN answer coming back (indices), then on the cpu
-    // and hybrid backends P in CSR and its CSB copy, and the optimiser's vectors.
-    let mut host = HOST_FIXED + n * (d_in * 4 + d * 4 + k * 4 + 200 + dims * 4 * 4);
+    // Host: the input and its PCA, the kNN answer coming back (on gpu only the nearest
+    // few, for the quality measure; all k indices otherwise), then on the cpu and hybrid
+    // backends P in CSR and its CSB copy, and the optimiser's vectors.
+    let answer = match backend {
+        BackendKind::Gpu => k.min(super::QUALITY_K as u64) * 8,
+        _ => k * 4,
+    };
+    let mut host = HOST_FIXED + n * (d_in * 4 + d * 4 + answer + 200 + dims * 4 * 4);
     if backend != BackendKind::Gpu {
         host += n * k * 8 + 2 * p;
     }

@@ -376,8 +376,8 @@ fn hnsw_with_recall(
     Ok(nb)
 }
 
-/// Affinities on the GPU from device neighbours: P is born in HYB on the device. The
-/// neighbours also come down, for the quality measure.
+/// Affinities on the GPU from device neighbours: P is born in HYB on the device. Each
+/// point's nearest few neighbours come down, for the quality measure.
 fn gpu_affinities(
     indices: &CudaSlice<i32>,
     distances: &CudaSlice<f32>,
@@ -390,10 +390,29 @@ fn gpu_affinities(
     let t = seconds.start("affinities");
     let (hyb, stats) =
         affinity::gpu::affinities_device(gpu, indices, distances, n, k, params.perplexity)?;
-    gpu.stream.synchronize()?;
+    let nb = download_nearest(indices, distances, n, k, super::QUALITY_K)?;
     seconds.affinities = t.elapsed().as_secs_f64();
-    let nb = download_neighbors(indices, distances, n, k)?;
     Ok((P::from_hyb(hyb, stats.p_log_p, stats.nnz), nb))
+}
+
+/// The `keep` nearest of each point's k device neighbours (lists ascend), on the host: what
+/// the quality measure reads once P is made from all k on the device.
+fn download_nearest(
+    indices: &CudaSlice<i32>,
+    distances: &CudaSlice<f32>,
+    n: usize,
+    k: usize,
+    keep: usize,
+) -> Result<Neighbors> {
+    let gpu = Gpu::get()?;
+    let keep = keep.min(k);
+    let indices = crate::gpu::memory::leading_columns_dtoh(gpu, indices, n, k, keep)?;
+    Ok(Neighbors {
+        n,
+        k: keep,
+        indices: indices.into_iter().map(|j| j as u32).collect(),
+        distances: crate::gpu::memory::leading_columns_dtoh(gpu, distances, n, k, keep)?,
+    })
 }
 
 /// Device neighbours (n × k indices and squared distances) to the host.
