@@ -19,7 +19,7 @@ import re
 import statistics
 import sys
 
-STAGES = ("load", "pca", "order", "knn", "affinities", "layout", "init", "optimise", "quality")
+STAGES = ("load", "setup", "pca", "order", "knn", "affinities", "layout", "init", "optimise", "quality", "write")
 
 
 def read_time(path):
@@ -61,6 +61,10 @@ def line(work, name):
     knn = r.get("knn") or {}
     recall = knn.get("recall_sample")
     knn_text = f" | knn {knn.get('method', '-')}" + (f" recall {recall:.4}" if recall is not None else "")
+    ivf = (knn.get("ivf") or {}).get("seconds")
+    if ivf:
+        knn_text += " (kmeans / cells / sweep / refine / recall " + " / ".join(
+            num(ivf.get(k)) for k in ("kmeans", "cells", "sweep", "refine", "recall")) + ")"
     mem = r.get("memory") or {}
     dev = mem.get("peak_device_bytes")
     est = mem.get("estimated_device_bytes")
@@ -77,8 +81,9 @@ def line(work, name):
           f"nnz {r.get('p_nnz', '?')}")
     per_gpu = o.get("per_gpu")
     if per_gpu:
-        print("  per GPU (attract / repulse / update s): " + ", ".join(
-            f"{num(g.get('attract_seconds'))} / {num(g.get('repulse_seconds'))} / {num(g.get('update_seconds'))}"
+        print("  per GPU (attract / repulse / update / all-gather s): " + ", ".join(
+            f"{num(g.get('attract_seconds'))} / {num(g.get('repulse_seconds'))} / "
+            f"{num(g.get('update_seconds'))} / {num(g.get('exchange_seconds'))}"
             for g in per_gpu))
     v = o.get("overlap")
     if v:

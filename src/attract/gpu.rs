@@ -4,7 +4,7 @@
 //! row's entries took in the symmetrisation, would otherwise change the forces' last bits
 //! from run to run.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaStream};
 
 use super::{check_shapes, Attract};
 use crate::gpu::kernels::attract_hyb::{
@@ -32,9 +32,12 @@ impl HybGpu {
     /// weighed by the `kernel`'s $w^{1/α}$ ([`Kernel::edge`]); with `kl`, adds Σ p ln w to that exact sum
     /// ([`crate::gpu::sum`]; the caller zeroes it). With `fixed` (n × dims words), the sums
     /// are taken in fixed point there, the same in any order, and then written to `force`:
-    /// a deterministic run's attraction. Everything stays on the device.
+    /// a deterministic run's attraction. Everything stays on the device, queued on
+    /// `stream` (of the matrix's GPU).
+    #[allow(clippy::too_many_arguments)]
     pub fn attract_device(
         &self,
+        stream: &CudaStream,
         kernel: Kernel,
         y: &CudaSlice<f32>,
         dims: usize,
@@ -43,8 +46,8 @@ impl HybGpu {
         fixed: Option<&mut CudaSlice<i64>>,
     ) -> std::result::Result<(), GpuError> {
         match fixed {
-            None => self.attract_float(kernel, y, dims, force, kl),
-            Some(fixed) => self.attract_fixed(kernel, y, dims, fixed, force, kl),
+            None => self.attract_float(stream, kernel, y, dims, force, kl),
+            Some(fixed) => self.attract_fixed(stream, kernel, y, dims, fixed, force, kl),
         }
     }
 
@@ -57,6 +60,7 @@ impl HybGpu {
 
     fn attract_float(
         &self,
+        stream: &CudaStream,
         kernel: Kernel,
         y: &CudaSlice<f32>,
         dims: usize,
@@ -77,7 +81,7 @@ impl HybGpu {
             force: &mut *force,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
-        .launch(gpu, &gpu.stream, gpu.config(self.n))?;
+        .launch(gpu, stream, gpu.config(self.n))?;
         if self.coo_len > 0 {
             AttractCoo {
                 dims,
@@ -93,14 +97,16 @@ impl HybGpu {
                 force,
                 kl: kl.map(|k| k as _),
             }
-            .launch(gpu, &gpu.stream, self.coo_config())?;
+            .launch(gpu, stream, self.coo_config())?;
         }
         Ok(())
     }
 
     /// The sums in fixed point into `fixed`, then converted into `force`.
+    #[allow(clippy::too_many_arguments)]
     fn attract_fixed(
         &self,
+        stream: &CudaStream,
         kernel: Kernel,
         y: &CudaSlice<f32>,
         dims: usize,
@@ -123,7 +129,7 @@ impl HybGpu {
             fixed: &mut *fixed,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
-        .launch(gpu, &gpu.stream, gpu.config(self.n))?;
+        .launch(gpu, stream, gpu.config(self.n))?;
         if self.coo_len > 0 {
             AttractCooFixed {
                 dims,
@@ -140,7 +146,7 @@ impl HybGpu {
                 fixed: &mut *fixed,
                 kl: kl.map(|k| k as _),
             }
-            .launch(gpu, &gpu.stream, self.coo_config())?;
+            .launch(gpu, stream, self.coo_config())?;
         }
         AttractFixedToForce {
             len: self.n * dims,
@@ -148,7 +154,7 @@ impl HybGpu {
             inv_scale: 1.0 / scale as f64,
             force,
         }
-        .launch(gpu, &gpu.stream, gpu.config(self.n * dims))
+        .launch(gpu, stream, gpu.config(self.n * dims))
     }
 }
 
@@ -175,6 +181,7 @@ impl HybGpu {
             false => None,
         };
         self.attract_device(
+            s,
             kernel,
             &y_dev,
             dims,

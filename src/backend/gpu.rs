@@ -207,7 +207,7 @@ fn evaluate(
         s.memset_zeros(&mut buf.kl)?;
     }
     let kl = with_kl.then_some(&mut buf.kl);
-    attract.attract_device(kernel, y, dims, &mut buf.attr, kl, buf.fixed.as_mut())?;
+    attract.attract_device(s, kernel, y, dims, &mut buf.attr, kl, buf.fixed.as_mut())?;
     e[1].record(s)?;
     let rep = repulse.enqueue(y, n, dims, &mut buf.rep)?;
     let kl = match with_kl {

@@ -5,7 +5,9 @@
 //! ([`Ranks::sum`], [`Ranks::all_gather`]). A run on one GPU has no communicator: its
 //! collectives are copies or nothing, and NCCL is never loaded.
 
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DevicePtrMut};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtrMut};
 use cudarc::nccl::{Comm, Id, NcclType, ReduceOp};
 
 use super::{Gpu, GpuError};
@@ -46,14 +48,21 @@ impl Ranks {
     }
 
     /// Rank `rank` of `world` on `gpu`, joining the others (each on its own thread, all at
-    /// once: NCCL's initialisation waits for every rank). The thread is bound to `gpu`'s
-    /// context first, as NCCL takes the current device.
-    pub fn join(gpu: &Gpu, rank: usize, world: usize, id: RanksId) -> Result<Self, GpuError> {
+    /// once: NCCL's initialisation waits for every rank), its collectives queued on
+    /// `stream` (of `gpu`'s context). The thread is bound to `gpu`'s context first, as NCCL
+    /// takes the current device.
+    pub fn join(
+        gpu: &Gpu,
+        stream: Arc<CudaStream>,
+        rank: usize,
+        world: usize,
+        id: RanksId,
+    ) -> Result<Self, GpuError> {
         if world == 1 {
             return Ok(Self::single());
         }
         gpu.device.context.bind_to_thread()?;
-        let comm = Comm::from_rank(gpu.stream.clone(), rank, world, id.0)?;
+        let comm = Comm::from_rank(stream, rank, world, id.0)?;
         Ok(Ranks {
             rank,
             world,
@@ -82,20 +91,19 @@ impl Ranks {
     }
 
     /// Rank r's `own` (each rank's of the same length) into block r of `all`
-    /// (`world` · `own.len()` long); on one GPU a copy.
+    /// (`world` · `own.len()` long), on the communicator's stream; on one GPU a copy on
+    /// `stream`.
     pub fn all_gather(
         &self,
         own: &CudaView<'_, f32>,
         all: &mut CudaSlice<f32>,
-        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
     ) -> Result<(), GpuError> {
         match &self.comm {
             Some(comm) => {
                 comm.all_gather(own, all)?;
             }
-            None => gpu
-                .stream
-                .memcpy_dtod(own, &mut all.slice_mut(..own.len()))?,
+            None => stream.memcpy_dtod(own, &mut all.slice_mut(..own.len()))?,
         }
         Ok(())
     }

@@ -38,6 +38,8 @@ pub struct OptimReport {
     pub repulse_split: RepulseTimes,
     /// Seconds in the update (gains, momentum, step, re-centring).
     pub update_seconds: f64,
+    /// Seconds in the all-gather of Y between GPUs (`--gpus` above 1; 0 otherwise).
+    pub exchange_seconds: f64,
     /// Grid nodes per axis at the last iteration (FFT repulsion only).
     pub final_grid: Option<usize>,
     /// Times the grid size changed from one iteration to the next.
@@ -64,6 +66,7 @@ pub struct GpuSeconds {
     pub attract_seconds: f64,
     pub repulse_seconds: f64,
     pub update_seconds: f64,
+    pub exchange_seconds: f64,
 }
 
 /// Looks at Y while it is optimised, e.g. to measure the repulsion's error there (the

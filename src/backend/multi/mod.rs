@@ -148,7 +148,7 @@ pub fn optimize_multi(
                     .into(),
             })
         }
-        _ => Some(Ranks::new_id()?),
+        _ => Some([Ranks::new_id()?, Ranks::new_id()?]),
     };
     let p_log_p = p.p_log_p();
     let host;
@@ -230,6 +230,7 @@ pub fn optimize_multi(
             attract_seconds: r.attract_seconds,
             repulse_seconds: r.repulse_seconds,
             update_seconds: r.update_seconds,
+            exchange_seconds: r.exchange_seconds,
         })
         .collect();
     let (mut report, setup) = results.swap_remove(0)?;

@@ -45,6 +45,7 @@ crate::gpu::gpu_test! {
                     let mut fixed = deterministic
                         .then(|| s.alloc_zeros::<i64>(hyb.n() * dims).unwrap());
                     hyb.attract_device(
+                        s,
                         Kernel::CAUCHY,
                         &y_dev,
                         dims,

@@ -320,3 +320,26 @@ fn approx_settings() {
         );
     }
 }
+
+/// The split sweep's runs of blocks cover every block once, in order, and carry about
+/// equal work: here blocks 0–3 sweep 9 chunks each and blocks 4–11 one, so of two GPUs
+/// the first takes 3 blocks and the second 9, not 6 and 6.
+#[test]
+fn balanced_runs_share_the_work() {
+    let mut runs = Vec::new();
+    let mut run_off = vec![0];
+    for b in 0..12 {
+        let chunks = if b < 4 { 9 } else { 1 };
+        runs.extend([0, chunks]);
+        run_off.push(run_off.last().unwrap() + 1);
+    }
+    assert_eq!(balanced_runs(&runs, &run_off, 2), vec![0..3, 3..12]);
+    for gpus in 1..=5 {
+        let parts = balanced_runs(&runs, &run_off, gpus);
+        assert_eq!(parts.len(), gpus);
+        assert_eq!(parts[0].start, 0);
+        assert_eq!(parts[gpus - 1].end, 12);
+        assert!(parts.windows(2).all(|w| w[0].end == w[1].start));
+    }
+    assert_eq!(balanced_runs(&[], &[0], 3), vec![0..0, 0..0, 0..0]);
+}
