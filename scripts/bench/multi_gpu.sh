@@ -8,8 +8,9 @@
 #              tests `multi_gpu::`, with SGTSNE_REQUIRE_GPUS=2 (a host with fewer GPUs fails
 #              them), about 1 minute
 #   1m3        1.3M × 50 mixture: 1 GPU, then 2 … all GPUs, once each (about 1 minute)
-#   10m        10M × 50 mixture (40 clusters): 1 GPU ×2, then 2 … all GPUs ×2 each (about 5
-#              minutes on 2 GPUs); `--knn approx`, KL and timings per run, medians
+#   10m        10M × 50 mixture (40 clusters): 1 GPU ×RUNS, then 2 … all GPUs ×RUNS each
+#              (RUNS=2 by default: about 5 minutes on 2 GPUs); `--knn approx`, KL and timings
+#              per run, medians from 2 runs
 #   10m1       10M × 50 mixture: 1 GPU, then all GPUs, once each (about 1.5 minutes on 4)
 #   digits10m  10M deformed MNIST digits: 1 GPU, then all GPUs, once each; carry
 #              .bench/images (about 4 minutes)
@@ -65,7 +66,7 @@ for section in "$@"; do
       ;;
     10m)
       mixture 10000000
-      scaling 10m 2 "${input[@]}" --knn approx
+      scaling 10m "${RUNS:-2}" "${input[@]}" --knn approx
       ;;
     10m1)
       mixture 10000000

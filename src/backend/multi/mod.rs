@@ -13,8 +13,9 @@
 //!   stage's order is kept (the locality order of the scale issue, when it runs, already
 //!   makes a block compact in the embedding).
 //! - **kNN and P.** The approximate kNN's sweep, most of the search at scale, is split by
-//!   query blocks over the GPUs ([`crate::knn::gpu::ivf`], `IvfParams::gpus`); its cells,
-//!   refinement and recall sample and the affinities run on GPU 0 as in a one-GPU run. GPU 0
+//!   query blocks over the GPUs in runs of equal work, and each refinement round by rows
+//!   ([`crate::knn::gpu::ivf`], `IvfParams::gpus`; points and graphs travel GPU to GPU);
+//!   its cells and recall sample and the affinities run on GPU 0 as in a one-GPU run. GPU 0
 //!   then cuts P's HYB into the GPUs' row blocks and sends each its own over NCCL
 //!   ([`crate::sparse::HybGpu::send_block`]; columns and COO rows keep whole-P numbers). A P
 //!   made on the host (graph mode) is cut there and uploaded ([`Hyb::row_block`]).
@@ -24,9 +25,12 @@
 //!   all-reduced (a few MB), the convolution of the whole grid on every GPU (cheaper than
 //!   moving potentials), the potentials and forces of its points, Z all-reduced before the
 //!   forces divide by it; the update of its points, whose re-centring adds the column sums
-//!   of every GPU; then an all-gather of the blocks into every GPU's Y. Everything is
-//!   queued on the GPU's one stream, so the host never waits for a collective; as on one
-//!   GPU it waits only for the grid's box and, every `kl_every` iterations, the KL.
+//!   of every GPU; then an all-gather of the blocks into every GPU's Y. Two streams per
+//!   GPU, each with its own communicator: the all-gather and the attraction on a side
+//!   stream, while the GPU's stream reduces the gathered box and runs the repulsion, which
+//!   needs only the GPU's own points, so that it hides behind the attraction; the update
+//!   waits for both. The host never waits for a collective; as on one GPU it waits only for
+//!   the grid's box and, every `kl_every` iterations, the KL.
 //! - **Sums.** Z, Σ p ln w and the re-centring's column sums are exact sums
 //!   ([`crate::gpu::sum`]) whose words add as integers: the same on any number of GPUs.
 //!   What differs from one GPU is the grid: each GPU's charges are float sums of its own

@@ -59,13 +59,14 @@ pub(super) struct Lead<'a, 'o> {
 /// One GPU's device state.
 struct State {
     gpu: &'static Gpu,
-    /// The communicator of the repulsion's sums and the update's, on the GPU's stream.
+    /// The communicator of the GPU's stream: the all-gather, Σ p ln w and the update's
+    /// sums.
     ranks: Ranks,
-    /// The stream of the all-gather and the attraction, beside the GPU's stream, where the
-    /// repulsion runs meanwhile.
+    /// The repulsion's stream, of the highest priority, so that its kernels take the SMs
+    /// as the attraction's blocks (on the GPU's stream, launched first) retire.
     side: Arc<CudaStream>,
-    /// The communicator of the all-gather, on `side`.
-    gather: Ranks,
+    /// The communicator of the repulsion's sums, on `side`.
+    side_ranks: Ranks,
     /// This GPU's rows of P.
     p: HybGpu,
     /// Every point (the blocks of all GPUs, the last one padded), refreshed each step.
@@ -80,7 +81,7 @@ struct State {
     opt: OptimizerGpu,
     /// Per iteration parity: around the attraction, the update and the all-gather, for
     /// timing.
-    events: [[CudaEvent; 6]; 2],
+    events: [[CudaEvent; 5]; 2],
 }
 
 /// An iteration whose repulsion and timings are read once the next one has been queued.
@@ -147,24 +148,27 @@ fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> 
                 false => None,
             },
             [
-                [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?],
-                [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?],
+                [ev()?, ev()?, ev()?, ev()?, ev()?],
+                [ev()?, ev()?, ev()?, ev()?, ev()?],
             ],
         ))
     };
     let (attr, rep, kl, fixed, events) = make()?;
-    let repulse = shared.repulsion.device(gpu, s.clone())?;
+    let side = gpu
+        .device
+        .context
+        .new_stream_with_priority(highest_priority()?)?;
+    let repulse = shared.repulsion.device(gpu, side.clone())?;
     let opt = OptimizerGpu::new(gpu, nb, dims)?;
-    let side = gpu.device.context.new_stream()?;
     shared.watch.settle(s)?;
     // Every rank is ready (or one failed, and this returns its error) before NCCL's
     // initialisation, which waits for all of them.
     shared.watch.meet(rank, 0)?;
     let world = part.world();
-    let (ranks, gather) = match shared.id {
-        Some([id, gather_id]) => (
+    let (ranks, side_ranks) = match shared.id {
+        Some([id, side_id]) => (
             Ranks::join(gpu, s.clone(), rank, world, id)?,
-            Ranks::join(gpu, side.clone(), rank, world, gather_id)?,
+            Ranks::join(gpu, side.clone(), rank, world, side_id)?,
         ),
         None => (Ranks::single(), Ranks::single()),
     };
@@ -179,13 +183,13 @@ fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> 
             None => p.recv_block(&ranks, 0)?,
         }
     }
-    // The side stream's first attraction reads what this one placed.
+    // The side stream's first repulsion reads what this one placed.
     side.join(s)?;
     Ok(State {
         gpu,
         ranks,
         side,
-        gather,
+        side_ranks,
         p,
         y_all,
         y_own,
@@ -204,11 +208,10 @@ fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> 
 /// every GPU's points for the next step. Rank 0's decision to stop (its observer) reaches
 /// every rank at the meeting that opens each step.
 ///
-/// Two streams: the all-gather and then the attraction on the side stream, while the
-/// GPU's stream reduces the box of the gathered points and runs the repulsion, which needs
-/// only this GPU's points and the grid; the update waits for both. The repulsion (1.2 ms
-/// per step at 10M points on four GPUs, its sums across GPUs included) then hides behind
-/// the attraction (3 ms) instead of following it.
+/// Two streams: the attraction, the update and the all-gather on the GPU's stream; the box
+/// of the gathered points and the repulsion, which needs only this GPU's points and the
+/// grid, on the side stream of higher priority, so that it runs beside the attraction
+/// instead of after it; the update waits for both.
 fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Result<OptimReport> {
     let (params, watch, dims) = (shared.params, shared.watch, shared.dims);
     let rank = st.ranks.rank();
@@ -234,19 +237,19 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
         let parity = iter % 2;
         let with_kl = last || (params.kl_every > 0 && iter % params.kl_every == 0);
 
-        let x = &st.side;
+        let side = &st.side;
         // The box once the last all-gather is done.
-        s.join(x)?;
+        side.join(s)?;
         st.repulse.prefetch(&st.y_all, n, dims)?;
-        let boxed = Watch::mark(s)?;
+        let boxed = Watch::mark(side)?;
         let e = &st.events[parity];
-        e[0].record(x)?;
+        e[0].record(s)?;
         if with_kl {
-            x.memset_zeros(&mut st.kl)?;
+            s.memset_zeros(&mut st.kl)?;
         }
         let kl = with_kl.then_some(&mut st.kl);
         st.p.attract_device(
-            x,
+            s,
             shared.kernel,
             &st.y_all,
             dims,
@@ -254,18 +257,17 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
             kl,
             st.fixed.as_mut(),
         )?;
-        e[1].record(x)?;
-        // The box (and all before it on this stream: the last iteration's update).
+        e[1].record(s)?;
         watch.wait(&boxed)?;
         let mut repulsion = st.repulse.enqueue_rows(
             (&st.y_all, n),
             (&st.y_own, nb),
             dims,
             &mut st.rep,
-            &st.ranks,
+            &st.side_ranks,
         )?;
-        // What follows reads the attraction's forces and Σ p ln w.
-        s.join(x)?;
+        // What follows reads the repulsive forces (and Z, through the host).
+        s.join(side)?;
         if with_kl {
             st.ranks.sum(&mut st.kl)?;
             watch.settle(s)?;
@@ -293,11 +295,8 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
                 (&st.ranks, n),
             )?;
             e[3].record(s)?;
-            x.join(s)?;
-            e[4].record(x)?;
-            st.gather
-                .all_gather(&st.y_own.slice(..), &mut st.y_all, x)?;
-            e[5].record(x)?;
+            st.ranks.all_gather(&st.y_own.slice(..), &mut st.y_all, s)?;
+            e[4].record(s)?;
         }
         let done = in_flight.replace(InFlight {
             parity,
@@ -313,7 +312,6 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
         if let Some(l) = lead.as_mut() {
             l.progress.advance(1);
             if let Some(o) = l.observer.as_mut().filter(|o| o.wants(iter + 1)) {
-                s.join(&st.side)?;
                 watch.settle(s)?;
                 let y = s.clone_dtoh(&st.y_all.slice(..n * dims))?;
                 o.observe(iter + 1, &y)?;
@@ -342,7 +340,13 @@ fn account(st: &mut State, done: InFlight, report: &mut OptimReport) -> Result<(
     report.attract_seconds += secs(&e[0], &e[1])?;
     if done.timed_update {
         report.update_seconds += secs(&e[2], &e[3])?;
-        report.exchange_seconds += secs(&e[4], &e[5])?;
+        report.exchange_seconds += secs(&e[3], &e[4])?;
     }
     Ok(())
+}
+
+/// The highest stream priority of the current context's device (0 where priorities are
+/// not supported).
+fn highest_priority() -> std::result::Result<i32, GpuError> {
+    Ok(cudarc::driver::result::stream::get_priority_range()?.1)
 }

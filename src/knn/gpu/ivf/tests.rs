@@ -177,9 +177,9 @@ crate::gpu::gpu_test! {
         assert!(last >= first + 0.03, "3 rounds: {first} to {last}");
     }
 
-    /// The sweep split over several GPUs gives the one-GPU graph exactly (each block's
-    /// queries are swept alone, wherever they run), distances included; on a host with one
-    /// GPU, the split over it alone. Skipped without a second GPU unless
+    /// The sweep and the refinement split over several GPUs give the one-GPU graph exactly
+    /// (each block's queries are swept alone, and each row refined from the same graph,
+    /// wherever they run), distances included. Skipped without a second GPU unless
     /// SGTSNE_REQUIRE_GPUS asks for two.
     fn split_sweep_gives_the_one_gpu_graph(gpu) {
         let _ = gpu;
