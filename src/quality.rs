@@ -1,15 +1,14 @@
 //! Quality of an embedding, as DESIGN §5 measures it: 10-NN label accuracy in the
 //! embedding and the preservation of each point's input-space neighbours.
 //!
-//! Neighbours in the (1–3-D) embedding come from a k-d tree, exact and fast at n = 10⁶.
+//! Neighbours in the (1–3-D) embedding come from a uniform grid, exact and on all cores
+//! ([`embedding_knn`]).
 //!
 //! [`kl_divergence`] scores any embedding of the same points against one P, so embeddings
 //! made by other tools can be compared on equal terms (`sgtsne kl`).
 
-use std::num::NonZero;
+mod embedding_knn;
 
-use kiddo::immutable::float::kdtree::ImmutableKdTree;
-use kiddo::SquaredEuclidean;
 use rayon::prelude::*;
 
 use crate::affinity::{self, Affinities};
@@ -19,37 +18,14 @@ use crate::repulse::exact_z_with;
 use crate::{Error, Result};
 
 /// The k nearest other points of every point of a low-dimensional embedding
-/// (row-major n × k indices).
+/// (row-major n × k indices, nearest first; k capped at n − 1), exactly
+/// ([`embedding_knn`]).
 pub fn embedding_neighbors(y: &[f32], dims: usize, k: usize) -> Vec<u32> {
     match dims {
-        1 => neighbors_d::<1>(y, k),
-        2 => neighbors_d::<2>(y, k),
-        _ => neighbors_d::<3>(y, k),
+        1 => embedding_knn::neighbors::<1>(y, k),
+        2 => embedding_knn::neighbors::<2>(y, k),
+        _ => embedding_knn::neighbors::<3>(y, k),
     }
-}
-
-fn neighbors_d<const D: usize>(y: &[f32], k: usize) -> Vec<u32> {
-    let pts: Vec<[f32; D]> = y
-        .chunks_exact(D)
-        .map(|c| c.try_into().expect("chunks of D"))
-        .collect();
-    let n = pts.len();
-    let k = k.min(n.saturating_sub(1));
-    let tree: ImmutableKdTree<f32, u32, D, 32> = ImmutableKdTree::new_from_slice(&pts);
-    let mut out = vec![0u32; n * k];
-    let Some(want) = NonZero::new(k + 1) else {
-        return out;
-    };
-    out.par_chunks_mut(k.max(1))
-        .enumerate()
-        .for_each(|(i, row)| {
-            let found = tree.nearest_n::<SquaredEuclidean>(&pts[i], want);
-            let others = found.iter().map(|nb| nb.item).filter(|&j| j as usize != i);
-            for (slot, j) in row.iter_mut().zip(others) {
-                *slot = j;
-            }
-        });
-    out
 }
 
 /// Leave-one-out k-NN classification accuracy: the fraction of points whose label is the

@@ -2,7 +2,8 @@
 # GPU machine: the whole test suite on the device, from the staged test binaries
 # (scripts/bench/stage.sh): the library's unit tests with SGTSNE_REQUIRE_GPU=1, so that a GPU
 # test fails instead of skipping when no device is usable, and a fresh kernel cache (every
-# kernel compiled by NVRTC once); then the integration tests, and alone, one at a time, the
+# kernel compiled by NVRTC once); then the integration tests, those over several GPUs one at
+# a time (`multi_gpu::`), and alone, one at a time, the
 # two that hold the device's memory (`bad_input::device_out_of_memory_names_the_stage_and_the_estimate`,
 # `exact_tsne::exact_affinities_beyond_the_gpu_s_memory_are_refused`; ignored in the suite). About a minute and a half (mostly the first kernel compiles and the
 # GPU tests); exits 1 when a test fails.
@@ -38,12 +39,17 @@ SGTSNE_REQUIRE_GPU=1 SGTSNE_CACHE=$cache logged lib-tests "$bin_dir/sgtsne-lib-t
   --test-threads "$threads" || status=1
 tests=lib-tests
 if [ -x "$bin_dir/sgtsne-int-tests" ]; then
-  SGTSNE_CACHE=$cache logged int-tests "$bin_dir/sgtsne-int-tests" --test-threads "$threads" || status=1
+  SGTSNE_CACHE=$cache logged int-tests "$bin_dir/sgtsne-int-tests" --test-threads "$threads" \
+    --skip multi_gpu:: || status=1
+  # One at a time: a run over several GPUs cannot share them with another (one of these
+  # fills a GPU on purpose; beside it another could not even make its context).
+  SGTSNE_CACHE=$cache logged int-tests-multi "$bin_dir/sgtsne-int-tests" --test-threads 1 \
+    multi_gpu:: || status=1
   # Alone, after the others and one at a time: they hold (nearly) all the device's memory
   # while they run.
   SGTSNE_CACHE=$cache logged int-tests-alone "$bin_dir/sgtsne-int-tests" --ignored \
     --test-threads 1 device_out_of_memory exact_affinities_beyond_the_gpu || status=1
-  tests="$tests int-tests int-tests-alone"
+  tests="$tests int-tests int-tests-multi int-tests-alone"
 fi
 for t in $tests; do
   grep -E '^test result' "$work/$t.log" | sed "s/^/$t: /" | tee -a "$summary"
