@@ -25,12 +25,12 @@
 //!   all-reduced (a few MB), the convolution of the whole grid on every GPU (cheaper than
 //!   moving potentials), the potentials and forces of its points, Z all-reduced before the
 //!   forces divide by it; the update of its points, whose re-centring adds the column sums
-//!   of every GPU; then an all-gather of the blocks into every GPU's Y. Two streams per
-//!   GPU, each with its own communicator: the all-gather and the attraction on a side
-//!   stream, while the GPU's stream reduces the gathered box and runs the repulsion, which
-//!   needs only the GPU's own points, so that it hides behind the attraction; the update
-//!   waits for both. The host never waits for a collective; as on one GPU it waits only for
-//!   the grid's box and, every `kl_every` iterations, the KL.
+//!   of every GPU; then an all-gather of the blocks into every GPU's Y. Everything is
+//!   queued on the GPU's one stream, so the host never waits for a collective; as on one
+//!   GPU it waits only for the grid's box and, every `kl_every` iterations, the KL. (The
+//!   repulsion on a second stream beside the attraction, of equal or higher priority,
+//!   made both slower: at 10M points on four H200 the optimisation took 7.7–8.5 s against
+//!   7.1–7.6 s in one stream; `benches/RESULTS.md`.)
 //! - **Sums.** Z, Σ p ln w and the re-centring's column sums are exact sums
 //!   ([`crate::gpu::sum`]) whose words add as integers: the same on any number of GPUs.
 //!   What differs from one GPU is the grid: each GPU's charges are float sums of its own
@@ -152,7 +152,7 @@ pub fn optimize_multi(
                     .into(),
             })
         }
-        _ => Some([Ranks::new_id()?, Ranks::new_id()?]),
+        _ => Some(Ranks::new_id()?),
     };
     let p_log_p = p.p_log_p();
     let host;

@@ -1,9 +1,7 @@
 //! One GPU's part of a run over several: its set-up, then the iterations of
 //! [`super`]'s design, on the thread that drives that GPU.
 
-use std::sync::Arc;
-
-use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
 
 use super::partition::Partition;
 use super::watch::Watch;
@@ -40,9 +38,8 @@ pub(super) struct Shared<'a> {
     pub dims: usize,
     pub params: &'a OptimParams,
     pub watch: &'a Watch,
-    /// The identities of the two communicators, the step's and the all-gather's (none for
-    /// one GPU).
-    pub id: Option<[RanksId; 2]>,
+    /// The communicator's identity (none for one GPU).
+    pub id: Option<RanksId>,
 }
 
 /// What rank 0 alone does: hold the whole P when it is on the device, show progress, ask
@@ -59,14 +56,7 @@ pub(super) struct Lead<'a, 'o> {
 /// One GPU's device state.
 struct State {
     gpu: &'static Gpu,
-    /// The communicator of the GPU's stream: the all-gather, Σ p ln w and the update's
-    /// sums.
     ranks: Ranks,
-    /// The repulsion's stream, of the highest priority, so that its kernels take the SMs
-    /// as the attraction's blocks (on the GPU's stream, launched first) retire.
-    side: Arc<CudaStream>,
-    /// The communicator of the repulsion's sums, on `side`.
-    side_ranks: Ranks,
     /// This GPU's rows of P.
     p: HybGpu,
     /// Every point (the blocks of all GPUs, the last one padded), refreshed each step.
@@ -154,23 +144,15 @@ fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> 
         ))
     };
     let (attr, rep, kl, fixed, events) = make()?;
-    let side = gpu
-        .device
-        .context
-        .new_stream_with_priority(highest_priority()?)?;
-    let repulse = shared.repulsion.device(gpu, side.clone())?;
+    let repulse = shared.repulsion.device(gpu, s.clone())?;
     let opt = OptimizerGpu::new(gpu, nb, dims)?;
     shared.watch.settle(s)?;
     // Every rank is ready (or one failed, and this returns its error) before NCCL's
     // initialisation, which waits for all of them.
     shared.watch.meet(rank, 0)?;
-    let world = part.world();
-    let (ranks, side_ranks) = match shared.id {
-        Some([id, side_id]) => (
-            Ranks::join(gpu, s.clone(), rank, world, id)?,
-            Ranks::join(gpu, side.clone(), rank, world, side_id)?,
-        ),
-        None => (Ranks::single(), Ranks::single()),
+    let ranks = match shared.id {
+        Some(id) => Ranks::join(gpu, s.clone(), rank, part.world(), id)?,
+        None => Ranks::single(),
     };
     if let Blocks::Device(shapes) = &shared.p {
         match whole {
@@ -183,13 +165,9 @@ fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> 
             None => p.recv_block(&ranks, 0)?,
         }
     }
-    // The side stream's first repulsion reads what this one placed.
-    side.join(s)?;
     Ok(State {
         gpu,
         ranks,
-        side,
-        side_ranks,
         p,
         y_all,
         y_own,
@@ -207,11 +185,6 @@ fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> 
 /// (grid and Z summed over the GPUs), the update of its points, and the all-gather of
 /// every GPU's points for the next step. Rank 0's decision to stop (its observer) reaches
 /// every rank at the meeting that opens each step.
-///
-/// Two streams: the attraction, the update and the all-gather on the GPU's stream; the box
-/// of the gathered points and the repulsion, which needs only this GPU's points and the
-/// grid, on the side stream of higher priority, so that it runs beside the attraction
-/// instead of after it; the update waits for both.
 fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Result<OptimReport> {
     let (params, watch, dims) = (shared.params, shared.watch, shared.dims);
     let rank = st.ranks.rank();
@@ -237,11 +210,8 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
         let parity = iter % 2;
         let with_kl = last || (params.kl_every > 0 && iter % params.kl_every == 0);
 
-        let side = &st.side;
-        // The box once the last all-gather is done.
-        side.join(s)?;
         st.repulse.prefetch(&st.y_all, n, dims)?;
-        let boxed = Watch::mark(side)?;
+        let boxed = Watch::mark(s)?;
         let e = &st.events[parity];
         e[0].record(s)?;
         if with_kl {
@@ -258,16 +228,15 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
             st.fixed.as_mut(),
         )?;
         e[1].record(s)?;
+        // The box (and all before it: the last all-gather, the last iteration's work).
         watch.wait(&boxed)?;
         let mut repulsion = st.repulse.enqueue_rows(
             (&st.y_all, n),
             (&st.y_own, nb),
             dims,
             &mut st.rep,
-            &st.side_ranks,
+            &st.ranks,
         )?;
-        // What follows reads the repulsive forces (and Z, through the host).
-        s.join(side)?;
         if with_kl {
             st.ranks.sum(&mut st.kl)?;
             watch.settle(s)?;
@@ -318,7 +287,6 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
             }
         }
     }
-    s.join(&st.side)?;
     watch.settle(s)?;
     if let Some(done) = in_flight {
         account(&mut st, done, &mut report)?;
@@ -343,10 +311,4 @@ fn account(st: &mut State, done: InFlight, report: &mut OptimReport) -> Result<(
         report.exchange_seconds += secs(&e[3], &e[4])?;
     }
     Ok(())
-}
-
-/// The highest stream priority of the current context's device (0 where priorities are
-/// not supported).
-fn highest_priority() -> std::result::Result<i32, GpuError> {
-    Ok(cudarc::driver::result::stream::get_priority_range()?.1)
 }

@@ -114,17 +114,21 @@ pub fn refine_split(
     let mut done = LaggedProgress::begin(progress, "knn refine", launches);
     let base = Round { x, shape, key, fan };
     for round_no in 0..rounds {
-        for (other, _, graph, _, _) in parts.iter_mut() {
-            copy_peer(other, &mut graph.slice_mut(..), first, &current.slice(..))?;
-        }
-        first.device.context.bind_to_thread()?;
+        // Every other GPU takes the round's graph at once, then all refine their rows;
+        // the first starts once the copies, which wait for its queue, are done.
+        let copied = std::sync::Barrier::new(gpus.len());
         std::thread::scope(|scope| -> Result<()> {
+            let (copied, current) = (&copied, &current);
             let handles: Vec<_> = parts
                 .iter_mut()
                 .enumerate()
                 .map(|(i, (other, px, graph, next, keys))| {
                     let round = Round { x: px, ..base };
                     scope.spawn(move || -> Result<()> {
+                        let copy =
+                            copy_peer(other, &mut graph.slice_mut(..), first, &current.slice(..));
+                        copied.wait();
+                        copy?;
                         other.device.context.bind_to_thread()?;
                         let mut quiet = LaggedProgress::begin(&crate::progress::Silent, "", 0);
                         round.rows(other, rows(i + 1), graph, next, keys, &mut quiet)?;
@@ -133,7 +137,9 @@ pub fn refine_split(
                     })
                 })
                 .collect();
-            let own = base.rows(first, rows(0), &current, &mut next, distances, &mut done);
+            copied.wait();
+            first.device.context.bind_to_thread()?;
+            let own = base.rows(first, rows(0), current, &mut next, distances, &mut done);
             let mut result = own;
             for h in handles {
                 let got = h
