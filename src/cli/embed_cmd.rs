@@ -29,6 +29,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let mut plan = plan(&args)?;
     let interrupts = install_interrupts(&args, plan.output.as_deref())?;
     let (pool, _) = super::worker_pool(args.threads)?;
+    warm_up_gpus(&plan.params);
 
     let t = Instant::now();
     let (input, name, labels) = load(&args)?;
@@ -111,6 +112,24 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 }
 
 /// What [`plan`] settles before any work.
+/// Starts the GPUs a run off the cpu backend will use (device 0; with `--gpus N`, devices
+/// 0 … N − 1) on a side thread, so that the driver and the contexts (a second and more on a
+/// host of four GPUs) start while the input loads; a failure is left for the run's own use
+/// of the device to report.
+fn warm_up_gpus(params: &EmbedParams) {
+    if params.backend == sgtsne::backend::BackendKind::Cpu {
+        return;
+    }
+    let count = params.gpus.unwrap_or(1);
+    std::thread::spawn(move || {
+        for ordinal in 0..count {
+            if sgtsne::gpu::Gpu::device(ordinal).is_err() {
+                break;
+            }
+        }
+    });
+}
+
 struct Plan<'a> {
     params: EmbedParams,
     /// Where the embedding goes: `-o`, or the input itself with `--in-place`.
