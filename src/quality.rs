@@ -2,7 +2,7 @@
 //! embedding and the preservation of each point's input-space neighbours.
 //!
 //! Neighbours in the (1–3-D) embedding come from a uniform grid, exact and on all cores
-//! ([`embedding_knn`]).
+//! (`src/quality/embedding_knn.rs`).
 //!
 //! [`kl_divergence`] scores any embedding of the same points against one P, so embeddings
 //! made by other tools can be compared on equal terms (`sgtsne kl`).
@@ -19,7 +19,7 @@ use crate::{Error, Result};
 
 /// The k nearest other points of every point of a low-dimensional embedding
 /// (row-major n × k indices, nearest first; k capped at n − 1), exactly
-/// ([`embedding_knn`]).
+/// (`src/quality/embedding_knn.rs`).
 pub fn embedding_neighbors(y: &[f32], dims: usize, k: usize) -> Vec<u32> {
     match dims {
         1 => embedding_knn::neighbors::<1>(y, k),
