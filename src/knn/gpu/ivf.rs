@@ -28,7 +28,7 @@ use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 use std::time::Instant;
 
 use super::fused::{self, Lists, Plan, Split};
-use super::refine::refine_split;
+use super::refine::refine;
 use super::{check_params, fill_lists, key_rows, Answer, KeyRows, Shape, SLACK};
 use crate::gpu::kernels::ivf::{IvfAssign, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
@@ -235,7 +235,7 @@ pub fn approx_device(
     let gpus = (1..params.gpus.max(1))
         .map(Gpu::device)
         .collect::<Result<Vec<_>>>()?;
-    let indices = refine_split(
+    let indices = refine(
         &[&[gpu][..], &gpus].concat(),
         &sorted,
         (n, d, k),

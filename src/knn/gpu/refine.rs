@@ -28,47 +28,17 @@ const ROWS_PER_LAUNCH: usize = 1 << 20;
 pub const MAX_K: usize = BUF - 32;
 
 /// `rounds` refinement rounds of the graph `graph` (n × k positions of the points `x`,
-/// n × d on the device, rows nearest first by `key`) with `fan` × `fan` candidates per
-/// row; returns the refined graph and writes its keys into `distances` (n × k). Progress
-/// (`"knn refine"`): one unit per launch.
+/// n × d on the first of `gpus`, rows nearest first by `key`) with `fan` × `fan`
+/// candidates per row; returns the refined graph and writes its keys into `distances`
+/// (n × k). Progress (`"knn refine"`): one unit per launch of the first GPU.
+///
+/// Over several GPUs each round's rows are split: every other GPU gets the points once and
+/// the round's graph at each round, GPU to GPU, refines its contiguous share of the rows
+/// into its own buffers, and the first gathers the shares (and, after the last round,
+/// their keys). The rounds read only the previous graph, so the result is the one-GPU
+/// graph exactly.
 #[allow(clippy::too_many_arguments)]
 pub fn refine(
-    gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    shape: (usize, usize, usize),
-    key: Key,
-    graph: CudaSlice<i32>,
-    distances: &mut CudaSlice<f32>,
-    rounds: usize,
-    fan: usize,
-    progress: &dyn Progress,
-) -> Result<CudaSlice<i32>> {
-    check(shape, fan)?;
-    if rounds == 0 {
-        return Ok(graph);
-    }
-    let (n, _, k) = shape;
-    let s = &gpu.stream;
-    let mut current = graph;
-    let mut next = s.alloc_zeros::<i32>(n * k)?;
-    let launches = rounds * n.div_ceil(ROWS_PER_LAUNCH);
-    let mut done = LaggedProgress::begin(progress, "knn refine", launches);
-    let round = Round { x, shape, key, fan };
-    for _ in 0..rounds {
-        round.rows(gpu, 0..n, &current, &mut next, distances, &mut done)?;
-        std::mem::swap(&mut current, &mut next);
-    }
-    done.end()?;
-    Ok(current)
-}
-
-/// [`refine`] with each round's rows split over `gpus` (the graph and `x` on the first):
-/// every other GPU gets the points once and the round's graph at each round, GPU to GPU,
-/// refines its contiguous share of the rows into its own buffers, and the first gathers
-/// the shares (and, after the last round, their keys). The rounds read only the previous
-/// graph, so the result is the one-GPU graph exactly. Progress: the first GPU's launches.
-#[allow(clippy::too_many_arguments)]
-pub fn refine_split(
     gpus: &[&Gpu],
     x: &CudaSlice<f32>,
     shape: (usize, usize, usize),
@@ -82,13 +52,24 @@ pub fn refine_split(
     let [first, others @ ..] = gpus else {
         return Err(Error::param("gpus", "the refinement needs a GPU"));
     };
-    if others.is_empty() || rounds == 0 {
-        return refine(
-            first, x, shape, key, graph, distances, rounds, fan, progress,
-        );
-    }
     check(shape, fan)?;
+    if rounds == 0 {
+        return Ok(graph);
+    }
     let (n, _, k) = shape;
+    if others.is_empty() {
+        let mut current = graph;
+        let mut next = first.stream.alloc_zeros::<i32>(n * k)?;
+        let launches = rounds * n.div_ceil(ROWS_PER_LAUNCH);
+        let mut done = LaggedProgress::begin(progress, "knn refine", launches);
+        let round = Round { x, shape, key, fan };
+        for _ in 0..rounds {
+            round.rows(first, 0..n, &current, &mut next, distances, &mut done)?;
+            std::mem::swap(&mut current, &mut next);
+        }
+        done.end()?;
+        return Ok(current);
+    }
     let share = n.div_ceil(gpus.len());
     let rows = |g: usize| (g * share).min(n)..((g + 1) * share).min(n);
     // Each other GPU's points, graph, next graph and keys.

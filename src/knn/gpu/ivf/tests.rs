@@ -255,7 +255,7 @@ fn refined_exact_graph_stays_exact(gpu: &Gpu, points: &Points, key: Key) {
     let graph = s.clone_htod(&graph).unwrap();
     let mut distances = s.alloc_zeros::<f32>(n * k).unwrap();
     let refined = super::super::refine::refine(
-        gpu,
+        &[gpu],
         &x,
         (n, d, k),
         key,
