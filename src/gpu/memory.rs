@@ -140,7 +140,7 @@ const STAGING_BYTES: usize = 64 << 20;
 /// the two are linked: the driver's peer copy, with peer access enabled once per pair), once
 /// the work queued on `from`'s stream is done; returns when the copy is. For the stages
 /// whose parts run on several GPUs before their communicator exists (the kNN's split
-/// sweep), where the host's round trip cost seconds at 10M points.
+/// sweep and refinement), where the host's round trip cost seconds at 10M points.
 pub fn copy_peer<T: DeviceRepr>(
     to: &Gpu,
     dst: &mut cudarc::driver::CudaViewMut<'_, T>,

@@ -42,8 +42,8 @@ pub struct IvfParams {
     pub fan: usize,
     /// Seed of the k-means sample and start.
     pub seed: u64,
-    /// GPUs the sweep's query blocks and the refinement's rows are split over (devices
-    /// 0 .. gpus; the GPU method only). Default 1.
+    /// GPUs the sweep's query blocks are split over (devices 0 .. gpus; the refinement's
+    /// rows over two of them at most; the GPU method only). Default 1.
     pub gpus: usize,
 }
 

@@ -14,7 +14,8 @@
 //!   makes a block compact in the embedding).
 //! - **kNN and P.** The approximate kNN's sweep, most of the search at scale, is split by
 //!   query blocks over the GPUs in runs of equal work, and each refinement round by rows
-//!   ([`crate::knn::gpu::ivf`], `IvfParams::gpus`; points and graphs travel GPU to GPU);
+//!   over two of them ([`crate::knn::gpu::ivf`], `IvfParams::gpus`; points and graphs
+//!   travel GPU to GPU);
 //!   its cells and recall sample and the affinities run on GPU 0 as in a one-GPU run. GPU 0
 //!   then cuts P's HYB into the GPUs' row blocks and sends each its own over NCCL
 //!   ([`crate::sparse::HybGpu::send_block`]; columns and COO rows keep whole-P numbers). A P

@@ -231,8 +231,8 @@ pub fn approx_device(
         indices,
         mut distances,
     } = answer;
-    // The rounds' rows split over the sweep's GPUs (the same graph).
-    let gpus = (1..params.gpus.max(1))
+    // The rounds' rows split over up to REFINE_GPUS of the sweep's GPUs (the same graph).
+    let gpus = (1..params.gpus.clamp(1, REFINE_GPUS))
         .map(Gpu::device)
         .collect::<Result<Vec<_>>>()?;
     let indices = refine(
@@ -271,6 +271,12 @@ pub fn approx_device(
         },
     })
 }
+
+/// The most GPUs the refinement's rows are split over: each round's graph goes to every
+/// one of them (3.6 GB at 10M points, k = 90), which beyond two costs more than the rows
+/// save (10M points on 4×H200, `benches/RESULTS.md`: 1.23 s on one GPU, 1.03 s on two,
+/// 1.14 s on three, 1.34 s on four).
+const REFINE_GPUS: usize = 2;
 
 /// Wall seconds between points where the device has caught up with the host.
 struct Clock<'a> {
@@ -396,7 +402,8 @@ fn split_rows(gpu: &Gpu, sorted: &CudaSlice<f32>, shape: Shape) -> Result<Split,
 /// sweeps the first run into `answer` while each other GPU, on its own thread, splits the
 /// key's rows, sweeps its run into an answer of its own; GPU 0 then copies their rows into
 /// `answer`, GPU to GPU. The sweep is most of the search at scale (14 s of 19.4 s at 10M
-/// points on one H200); the cells, the refinement and the recall sample stay on GPU 0.
+/// points on one H200); the cells and the recall sample stay on GPU 0, and the refinement
+/// splits its rows apart ([`super::refine`]).
 /// (Through the host, the points' uploads and the answers' round trip took 2.8 s of the
 /// four-GPU sweep's 6.3 s at 10M points.)
 fn sweep_split(
