@@ -1,8 +1,9 @@
 //! The k nearest other points of every point of a 1–3-D embedding, exactly, on all cores:
 //! the points bucketed in a uniform grid of about [`PER_CELL`] points a cell (a parallel
 //! sort by cell), then each point's neighbours found among the cells around its own, ring
-//! after ring, until no unvisited cell can hold a nearer point. (A k-d tree built on one
-//! thread took most of the quality stage's 2–2.8 s at 10M points on 64 cores.)
+//! after ring, until no unvisited cell can hold a nearer point. (With a k-d tree, whose
+//! build runs on one thread, the quality stage took 1.8–2.3 s at 10M points on 64 cores;
+//! with the grid 0.95–1.24 s, `benches/RESULTS.md`.)
 
 use rayon::prelude::*;
 
