@@ -14,6 +14,8 @@
 #   10m1       10M × 50 mixture: 1 GPU, then all GPUs, once each (about 1.5 minutes on 4)
 #   digits10m  10M deformed MNIST digits: 1 GPU, then all GPUs, once each; carry
 #              .bench/images (about 4 minutes)
+#   50m        50M × 50 mixture on all GPUs, once, with each GPU's memory sampled every
+#              second (nvidia-smi, $OUT/…/50m-smi.csv): the issue's largest run
 #
 # Writes $OUT/multi-gpu.txt and $OUT/multi-gpu.tgz.
 set -uo pipefail
@@ -76,6 +78,22 @@ for section in "$@"; do
     digits10m)
       digits 10000000
       scaling digits10m 1 "${input[@]}" --knn approx
+      ;;
+    50m)
+      mixture 50000000
+      nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -l 1 \
+        > "$work/50m-smi.csv" 2> /dev/null &
+      smi=$!
+      embed "50m-g$gpus" "${input[@]}" --knn approx --backend gpu --gpus "$gpus" || status=1
+      kill "$smi" 2> /dev/null
+      python3 - "$work/50m-smi.csv" <<'PY' | tee -a "$summary"
+import sys
+peak = {}
+for line in open(sys.argv[1]):
+    gpu, used = (int(v) for v in line.split(","))
+    peak[gpu] = max(peak.get(gpu, 0), used)
+print("peak memory per GPU (MiB):", ", ".join(f"{g}: {m}" for g, m in sorted(peak.items())))
+PY
       ;;
     *) say "unknown section $section"; status=1 ;;
   esac
