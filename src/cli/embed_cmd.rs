@@ -111,7 +111,6 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     Ok(())
 }
 
-/// What [`plan`] settles before any work.
 /// Starts the GPUs a run off the cpu backend will use (device 0; with `--gpus N`, devices
 /// 0 … N − 1) on a side thread, so that the driver and the contexts (a second and more on a
 /// host of four GPUs) start while the input loads; a failure is left for the run's own use
@@ -130,6 +129,7 @@ fn warm_up_gpus(params: &EmbedParams) {
     });
 }
 
+/// What [`plan`] settles before any work.
 struct Plan<'a> {
     params: EmbedParams,
     /// Where the embedding goes: `-o`, or the input itself with `--in-place`.

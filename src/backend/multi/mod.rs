@@ -15,8 +15,8 @@
 //! - **kNN and P.** The approximate kNN's sweep, most of the search at scale, is split by
 //!   query blocks over the GPUs in runs of equal work, and each refinement round by rows
 //!   over two of them ([`crate::knn::gpu::ivf`], `IvfParams::gpus`; points and graphs
-//!   travel GPU to GPU);
-//!   its cells and recall sample and the affinities run on GPU 0 as in a one-GPU run. GPU 0
+//!   travel GPU to GPU); its cells and recall sample and the affinities run on GPU 0 as in
+//!   a one-GPU run. GPU 0
 //!   then cuts P's HYB into the GPUs' row blocks and sends each its own over NCCL
 //!   ([`crate::sparse::HybGpu::send_block`]; columns and COO rows keep whole-P numbers). A P
 //!   made on the host (graph mode) is cut there and uploaded ([`Hyb::row_block`]).
@@ -29,9 +29,9 @@
 //!   of every GPU; then an all-gather of the blocks into every GPU's Y. Everything is
 //!   queued on the GPU's one stream, so the host never waits for a collective; as on one
 //!   GPU it waits only for the grid's box and, every `kl_every` iterations, the KL. (The
-//!   repulsion on a second stream beside the attraction, of equal or higher priority,
-//!   made both slower: at 10M points on four H200 the optimisation took 7.7–8.5 s against
-//!   7.1–7.6 s in one stream; `benches/RESULTS.md`.)
+//!   repulsion on a second stream beside the attraction gained nothing at equal priority
+//!   and lost at the highest: at 10M points on four H200 the optimisation took 7.72 and
+//!   8.51 s against 7.6–7.8 s in one stream; `benches/RESULTS.md`.)
 //! - **Sums.** Z, Σ p ln w and the re-centring's column sums are exact sums
 //!   ([`crate::gpu::sum`]) whose words add as integers: the same on any number of GPUs.
 //!   What differs from one GPU is the grid: each GPU's charges are float sums of its own
