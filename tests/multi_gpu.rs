@@ -214,6 +214,25 @@ fn gpus_flag_is_checked() {
             &["--gpus applies to --backend gpu"],
         );
     }
+    let (points, _) = inputs(dir.path());
+    let lists = dir.path().join("knn.npz");
+    fails_cleanly_env(
+        &[
+            "knn",
+            &points,
+            "-k",
+            "10",
+            "--backend",
+            "cpu",
+            "--gpus",
+            "2",
+            "-o",
+            lists.to_str().unwrap(),
+        ],
+        &[],
+        &lists,
+        &["--gpus applies to --backend gpu"],
+    );
     if sgtsne::gpu::device_count().is_ok() {
         fails_cleanly_env(
             &[
@@ -231,4 +250,41 @@ fn gpus_flag_is_checked() {
             &["gpus", "at least 1"],
         );
     }
+}
+
+/// `sgtsne knn --gpus 2` finds the neighbours `--gpus 1` finds (the approximate sweep and
+/// refinement split over the GPUs give the one-GPU graph exactly).
+#[test]
+fn knn_over_two_gpus_equals_one() {
+    if !gpus_at_least(2) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (points, _) = inputs(dir.path());
+    let lists = |gpus: &str| {
+        let out = dir.path().join(format!("knn{gpus}.npz"));
+        let o = sgtsne_env(
+            &[
+                "knn",
+                &points,
+                "-k",
+                "30",
+                "--knn",
+                "approx",
+                "--backend",
+                "gpu",
+                "--gpus",
+                gpus,
+                "-q",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            &[("NCCL_NVLS_ENABLE", "0")],
+        );
+        assert!(o.status.success(), "{gpus} GPUs: {}", stderr(&o));
+        sgtsne::io::read_neighbors(&out, 200_000).unwrap()
+    };
+    let (one, two) = (lists("1"), lists("2"));
+    assert_eq!(one.indices, two.indices);
+    assert_eq!(one.distances, two.distances);
 }

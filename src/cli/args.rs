@@ -247,6 +247,11 @@ pub struct KnnArgs {
     /// as `gpu` does).
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
+    /// GPUs the approximate search's sweep is split over on the gpu backend, as `embed
+    /// --gpus` splits it (default: every GPU the host shows from 1M points up, one below;
+    /// CUDA_VISIBLE_DEVICES chooses which).
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub gpus: Option<usize>,
     /// Seed of the approximate methods and of the recall sample.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -205,7 +205,8 @@ pub struct EmbedArgs {
     pub backend: BackendArg,
     /// GPUs for `--backend gpu`'s optimisation, spread over them through NCCL (default:
     /// every GPU the host shows from 1M points up, one below; CUDA_VISIBLE_DEVICES chooses
-    /// which). The kNN and the affinities run on the first.
+    /// which). The approximate kNN's sweep splits over them too (its refinement over two);
+    /// the rest of the search and the affinities run on the first.
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub gpus: Option<usize>,
     /// Precision of the FFT repulsion's grids: `f32`, or `f64` as the reference thesis did.

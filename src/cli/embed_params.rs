@@ -45,15 +45,21 @@ pub(super) fn renamed_flags(a: &EmbedArgs) -> Vec<String> {
     notes
 }
 
+/// Refuses `--gpus` beside a backend that runs on one GPU or none.
+pub(super) fn check_gpus(gpus: Option<usize>, backend: BackendArg) -> Result<()> {
+    if gpus.is_some() && matches!(backend, BackendArg::Cpu | BackendArg::Hybrid) {
+        anyhow::bail!("--gpus applies to --backend gpu (or auto, when it picks the GPU)");
+    }
+    Ok(())
+}
+
 /// Maps the raw arguments onto the library's parameters.
 pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
     let defaults = EmbedParams::default();
     if a.init_rescale && !matches!(a.init, InitArg::File(_)) {
         anyhow::bail!("--init-rescale applies to --init FILE only");
     }
-    if a.gpus.is_some() && matches!(a.backend, BackendArg::Cpu | BackendArg::Hybrid) {
-        anyhow::bail!("--gpus applies to --backend gpu (or auto, when it picks the GPU)");
-    }
+    check_gpus(a.gpus, a.backend)?;
     let dims = a.dims as usize;
     let grid = match (a.grid, a.grid_spacing, a.grid_error) {
         (_, _, Some(e)) => Some(GridSpec::for_error(e, dims)?),

@@ -21,6 +21,7 @@ pub fn run(args: KnnArgs) -> Result<()> {
             args.k
         );
     }
+    super::embed_params::check_gpus(args.gpus, args.backend)?;
     io::check_output_path(&args.output, OutputKind::Neighbors)?;
     if let Some(report) = &args.report {
         io::check_output_path(report, OutputKind::Report)?;
@@ -30,6 +31,7 @@ pub fn run(args: KnnArgs) -> Result<()> {
         // -k is the count asked for: embed's cap on neighbours does not apply.
         max_neighbors: args.k,
         backend: args.backend.into(),
+        gpus: args.gpus,
         seed: args.seed,
         ..EmbedParams::default()
     };

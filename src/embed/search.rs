@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::prepare::{self, Found};
 use super::{sparse, EmbedParams, Input};
-use crate::backend::Resolved;
+use crate::backend::{multi, BackendKind, Resolved};
 use crate::knn::{precomputed, Neighbors};
 use crate::points::inverse_permutation;
 use crate::progress::Progress;
@@ -68,6 +68,9 @@ pub fn search_neighbors(
     let sparse_seconds = t.elapsed().as_secs_f64();
     let mut params = params;
     super::resolve_search(&mut params, Some(points.n), backend.kind)?;
+    if backend.kind == BackendKind::Gpu {
+        params.gpus = Some(multi::resolve_gpus(params.gpus, points.n)?);
+    }
     prepare::check_enough(points.n, &params)?;
     let mut reduced = prepare::reduce(points, &params, backend.kind, &mut seconds)?;
     seconds.pca += sparse_seconds;
