@@ -317,7 +317,7 @@ pub(crate) fn search(
         if keep_on_device {
             Found::Device(indices, distances)
         } else {
-            Found::Host(download_neighbors(&indices, &distances, r.points.n, k)?)
+            Found::Host(download_neighbors(&indices, &distances, r.points.n, k, k)?)
         }
     } else {
         let nb = match method {
@@ -390,14 +390,16 @@ fn gpu_affinities(
     let t = seconds.start("affinities");
     let (hyb, stats) =
         affinity::gpu::affinities_device(gpu, indices, distances, n, k, params.perplexity)?;
-    let nb = download_nearest(indices, distances, n, k, super::QUALITY_K)?;
+    let nb = download_neighbors(indices, distances, n, k, super::QUALITY_K)?;
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok((P::from_hyb(hyb, stats.p_log_p, stats.nnz), nb))
 }
 
-/// The `keep` nearest of each point's k device neighbours (lists ascend), on the host: what
-/// the quality measure reads once P is made from all k on the device.
-fn download_nearest(
+/// The `keep` nearest of each point's k device neighbours (n × k indices and squared
+/// distances, rows ascending) on the host: all k for a host stage that reads them, the
+/// quality measure's few once P is made from all k on the device. Rows come down in
+/// chunks, their leading columns kept ([`crate::gpu::memory::leading_columns_dtoh`]).
+pub(crate) fn download_neighbors(
     indices: &CudaSlice<i32>,
     distances: &CudaSlice<f32>,
     n: usize,
@@ -412,25 +414,5 @@ fn download_nearest(
         k: keep,
         indices: indices.into_iter().map(|j| j as u32).collect(),
         distances: crate::gpu::memory::leading_columns_dtoh(gpu, distances, n, k, keep)?,
-    })
-}
-
-/// Device neighbours (n × k indices and squared distances) to the host.
-pub(crate) fn download_neighbors(
-    indices: &CudaSlice<i32>,
-    distances: &CudaSlice<f32>,
-    n: usize,
-    k: usize,
-) -> Result<Neighbors> {
-    let s = &Gpu::get()?.stream;
-    Ok(Neighbors {
-        n,
-        k,
-        indices: s
-            .clone_dtoh(indices)?
-            .into_iter()
-            .map(|j| j as u32)
-            .collect(),
-        distances: s.clone_dtoh(distances)?,
     })
 }
