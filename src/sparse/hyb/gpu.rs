@@ -99,22 +99,22 @@ pub struct BlockShape {
 }
 
 impl HybGpu {
-    /// The shapes of the row blocks `blocks` of this (whole) P, from its COO row numbers
-    /// (downloaded, 4 bytes an entry) by bisection.
+    /// The shapes of the row blocks `blocks` of this (whole) P: where each block's COO
+    /// entries start, found by bisection in the sorted COO row numbers on the device (downloading
+    /// them all took 1.1 s at 10M points).
     pub fn block_shapes(&self, blocks: &[Range<usize>]) -> Result<Vec<BlockShape>, GpuError> {
-        let rows = self
-            .gpu
-            .stream
-            .clone_dtoh(&self.coo_rows.slice(..self.coo_len))?;
-        let at = |r: usize| rows.partition_point(|&c| (c as usize) < r);
-        Ok(blocks
+        let rows = self.coo_rows.slice(..self.coo_len);
+        let at = |r: usize| first_at_least(&self.gpu.stream, &rows, r);
+        blocks
             .iter()
-            .map(|b| BlockShape {
-                rows: b.clone(),
-                width: self.width,
-                coo: at(b.start)..at(b.end),
+            .map(|b| {
+                Ok(BlockShape {
+                    rows: b.clone(),
+                    width: self.width,
+                    coo: at(b.start)?..at(b.end)?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Unfilled buffers of the block `shape` on `gpu`, for [`HybGpu::recv_block`].
@@ -208,4 +208,26 @@ impl HybGpu {
         }
         Ok(())
     }
+}
+
+/// The number of entries of the ascending device array `sorted` below `target` (its
+/// partition point), by bisection: one 4-byte read per halving, about 30 round trips for
+/// billions of entries.
+fn first_at_least(
+    s: &std::sync::Arc<cudarc::driver::CudaStream>,
+    sorted: &cudarc::driver::CudaView<'_, i32>,
+    target: usize,
+) -> Result<usize, GpuError> {
+    let (mut lo, mut hi) = (0, sorted.len());
+    let mut value = [0i32];
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        s.memcpy_dtoh(&sorted.slice(mid..mid + 1), &mut value)?;
+        if (value[0] as i64) < target as i64 {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
 }
