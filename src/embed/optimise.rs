@@ -111,7 +111,7 @@ pub(super) fn optimise(
                 progress,
                 downloaded.as_mut().map(|o| o as _),
             )?;
-            gpu.stream.memcpy_dtoh(&y_dev, y)?;
+            crate::gpu::memory::dtoh_staged(gpu, &y_dev.slice(..), y)?;
             report
         }
         BackendKind::Hybrid => {

@@ -1,7 +1,7 @@
 //! Device memory the stages share: checks that a phase fits before it allocates, and
 //! uninitialised buffers for outputs a kernel writes whole.
 
-use cudarc::driver::{CudaSlice, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
 
 use super::{Gpu, GpuError};
 
@@ -116,21 +116,68 @@ fn leading_columns_staged<T: AnyBits + Copy>(
     if rows * keep == 0 {
         return Ok(out);
     }
-    let s = &gpu.stream;
     let chunk = (staging / (cols * std::mem::size_of::<T>())).clamp(1, rows);
-    let mut stage = pinned::<T>(gpu, chunk * cols, 0)?;
-    for r0 in (0..rows).step_by(chunk) {
-        let r1 = (r0 + chunk).min(rows);
-        // A host slice of the exact length: the driver's copy takes the destination's.
-        let host = &mut stage.as_mut_slice()?[..(r1 - r0) * cols];
-        s.memcpy_dtoh(&src.slice(r0 * cols..r1 * cols), host)?;
-        s.synchronize()?;
+    staged_chunks(gpu, &src.slice(..rows * cols), chunk * cols, |_, host| {
         out.extend(
             host.chunks_exact(cols)
                 .flat_map(|r| r[..keep].iter().copied()),
-        );
-    }
+        )
+    })?;
     Ok(out)
+}
+
+/// Copies the device `src` into the host `dst` (of the same length) through a page-locked
+/// buffer, in chunks: a copy straight into pageable memory ran at about 0.2 GB/s on the
+/// GPU machines (0.5 s for a 10M-point embedding), through the buffer at the link's rate.
+pub fn dtoh_staged<T: AnyBits + Copy>(
+    gpu: &Gpu,
+    src: &CudaView<'_, T>,
+    dst: &mut [T],
+) -> Result<(), GpuError> {
+    copy_staged(gpu, src, dst, STAGING_BYTES / std::mem::size_of::<T>())
+}
+
+/// [`dtoh_staged`] `chunk` elements at a time.
+fn copy_staged<T: AnyBits + Copy>(
+    gpu: &Gpu,
+    src: &CudaView<'_, T>,
+    dst: &mut [T],
+    chunk: usize,
+) -> Result<(), GpuError> {
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "a staged copy's two sides differ in length"
+    );
+    staged_chunks(gpu, src, chunk, |at, host| {
+        dst[at..at + host.len()].copy_from_slice(host)
+    })
+}
+
+/// Brings `src` to the host `chunk` elements at a time through one page-locked buffer,
+/// handing each chunk (with its offset) to `take` before the next is copied.
+fn staged_chunks<T: AnyBits + Copy>(
+    gpu: &Gpu,
+    src: &CudaView<'_, T>,
+    chunk: usize,
+    mut take: impl FnMut(usize, &[T]),
+) -> Result<(), GpuError> {
+    let len = src.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let s = &gpu.stream;
+    let chunk = chunk.clamp(1, len);
+    let mut stage = pinned::<T>(gpu, chunk, 0)?;
+    for at in (0..len).step_by(chunk) {
+        let end = (at + chunk).min(len);
+        // A host slice of the exact length: the driver's copy takes the destination's.
+        let host = &mut stage.as_mut_slice()?[..end - at];
+        s.memcpy_dtoh(&src.slice(at..end), host)?;
+        s.synchronize()?;
+        take(at, host);
+    }
+    Ok(())
 }
 
 /// Bytes of the page-locked buffer [`leading_columns_dtoh`] stages rows through.
@@ -260,6 +307,20 @@ mod tests {
                     let got = leading_columns_staged(gpu, &dev, (rows, cols, keep), staging);
                     assert_eq!(got.unwrap(), want, "keep {keep}, {staging} bytes");
                 }
+            }
+        }
+
+        /// A staged copy brings every element, in one chunk or in many (the last short).
+        fn staged_copies_bring_everything(gpu) {
+            let m: Vec<f32> = (0..10_007).map(|i| i as f32 * 0.5).collect();
+            let dev = gpu.stream.clone_htod(&m).unwrap();
+            let mut got = vec![0f32; m.len() - 7];
+            dtoh_staged(gpu, &dev.slice(7..), &mut got).unwrap();
+            assert_eq!(got, m[7..]);
+            for chunk in [1, 100, 10_006, 20_000] {
+                let mut got = vec![-1f32; m.len()];
+                copy_staged(gpu, &dev.slice(..), &mut got, chunk).unwrap();
+                assert_eq!(got, m, "chunks of {chunk}");
             }
         }
 

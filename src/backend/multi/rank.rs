@@ -292,7 +292,7 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
         account(&mut st, done, &mut report)?;
     }
     if let Some(l) = lead {
-        s.memcpy_dtoh(&st.y_all.slice(..n * dims), l.y)?;
+        crate::gpu::memory::dtoh_staged(gpu, &st.y_all.slice(..n * dims), l.y)?;
         l.progress.end();
     }
     Ok(report)
