@@ -6,13 +6,16 @@
 // odd axis on which the wrapped image was taken, times mu_b. Flat index m = sum_a m_a p^a.
 // All 2^D patterns go through each step at once (one launch, one batched FFT), so a call
 // costs five launches however many patterns there are: the grids are small (10^5 nodes at
-// 1.3M points) and per-pattern launches left the device mostly waiting between them.
+// 1.3M points) and per-pattern launches left the device mostly waiting between them. A run
+// over several GPUs shares the patterns out: each kernel takes the `count` patterns from
+// `first`, its complex arrays hold those alone, and `phi` is their part of the sum (the
+// GPUs' parts are then added).
 //
 // Argument contract (declared in src/gpu/kernels/g2g.rs): len = p^D; P = 2^D patterns; complex arrays are
 // complex_t (re, im; float2, or double2 with --precision f64: repulse.cuh), pattern-major:
-// channel c of pattern b at (b * C + c) * len. `in` C_in*len real (channel-major: charge 1,
-// y^1..y^D), `x` P*C_in*len complex; spectra P*2*len complex (per pattern G1 then G2);
-// `yhat` P*C_out*len complex with C_out = 2 + D (psi, phi_0, phi_1..phi_D); `phi` C_out*len
+// channel c of the i-th pattern taken (b = first + i) at (i * C + c) * len. `in` C_in*len real (channel-major: charge 1,
+// y^1..y^D), `x` count*C_in*len complex; spectra count*2*len complex (per pattern G1 then G2);
+// `yhat` count*C_out*len complex with C_out = 2 + D (psi, phi_0, phi_1..phi_D); `phi` C_out*len
 // real.
 
 // sum over odd axes of m_a, for the modulation exponent.
@@ -43,31 +46,33 @@ __device__ inline int odd_sum(const int j[3], int D, int pattern) {
     return s;
 }
 
-// x_{b,c} = mu_b . in_c for every pattern b and input channel c.
-extern "C" __global__ void g2g_modulate(long long len, int p, int D, int channels,
-                                        const real* __restrict__ in, complex_t* __restrict__ x) {
+// x_{b,c} = mu_b . in_c for every pattern b taken and input channel c.
+extern "C" __global__ void g2g_modulate(long long len, int p, int D, int first, int count,
+                                        int channels, const real* __restrict__ in,
+                                        complex_t* __restrict__ x) {
     GRID_STRIDE(m, len) {
         int j[3];
         node_of(m, p, D, j);
         real v[4];
         for (int ch = 0; ch < channels; ++ch) v[ch] = in[ch * len + m];
-        for (int b = 0; b < (1 << D); ++b) {
+        for (int i = 0; i < count; ++i) {
             real s, c;
-            sincospi(-(real)odd_sum(j, D, b) / p, &s, &c);
+            sincospi(-(real)odd_sum(j, D, first + i) / p, &s, &c);
             for (int ch = 0; ch < channels; ++ch)
-                x[(b * channels + ch) * len + m] = make_complex(v[ch] * c, v[ch] * s);
+                x[(i * channels + ch) * len + m] = make_complex(v[ch] * c, v[ch] * s);
         }
     }
 }
 
-// k_b for G1 = (1+d^2/dof)^-dof (slot 2b) and G2 = G1^(1+1/dof) (slot 2b + 1; dof 1: 1/(1+d^2)
-// and its square) of every pattern b, before their forward FFT.
-extern "C" __global__ void g2g_kernel(long long len, int p, int D, float h, double dof,
-                                      complex_t* __restrict__ k) {
+// k_b for G1 = (1+d^2/dof)^-dof (slot 2i) and G2 = G1^(1+1/dof) (slot 2i + 1; dof 1:
+// 1/(1+d^2) and its square) of every pattern b = first + i taken, before their forward FFT.
+extern "C" __global__ void g2g_kernel(long long len, int p, int D, int first, int count,
+                                      float h, double dof, complex_t* __restrict__ k) {
     GRID_STRIDE(m, len) {
         int j[3];
         node_of(m, p, D, j);
-        for (int pattern = 0; pattern < (1 << D); ++pattern) {
+        for (int i = 0; i < count; ++i) {
+            const int pattern = first + i;
             double g1 = 0.0, g2 = 0.0;
             // Images e in {0,1}^D: axis a at distance j_a (e_a = 0) or p - j_a (e_a = 1, only
             // for j_a != 0: the embedding's entry at index p is zero).
@@ -92,8 +97,8 @@ extern "C" __global__ void g2g_kernel(long long len, int p, int D, float h, doub
             }
             double s, c;
             sincospi(-(double)odd_sum(j, D, pattern) / p, &s, &c);
-            k[2 * pattern * len + m] = make_complex((real)(g1 * c), (real)(g1 * s));
-            k[(2 * pattern + 1) * len + m] = make_complex((real)(g2 * c), (real)(g2 * s));
+            k[2 * i * len + m] = make_complex((real)(g1 * c), (real)(g1 * s));
+            k[(2 * i + 1) * len + m] = make_complex((real)(g2 * c), (real)(g2 * s));
         }
     }
 }
@@ -102,15 +107,16 @@ __device__ inline complex_t cmul(complex_t a, complex_t b) {
     return make_complex(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
-// yhat_b: psi = K1 X0, phi_0 = K2 X0, phi_a = K2 X_a for every pattern b; scaled by 1/len
-// for the inverse FFT.
-extern "C" __global__ void g2g_multiply(long long len, int D, const complex_t* __restrict__ xhat,
+// yhat_b: psi = K1 X0, phi_0 = K2 X0, phi_a = K2 X_a for every pattern b taken; scaled by
+// 1/len for the inverse FFT.
+extern "C" __global__ void g2g_multiply(long long len, int D, int count,
+                                        const complex_t* __restrict__ xhat,
                                         const complex_t* __restrict__ spectra,
                                         complex_t* __restrict__ yhat) {
     real scale = (real)1 / (real)len;
     const int c_in = 1 + D, c_out = 2 + D;
     GRID_STRIDE(m, len) {
-        for (int b = 0; b < (1 << D); ++b) {
+        for (int b = 0; b < count; ++b) {
             const complex_t* xb = xhat + (long long)b * c_in * len;
             complex_t* yb = yhat + (long long)b * c_out * len;
             complex_t k1 = spectra[2 * b * len + m], k2 = spectra[(2 * b + 1) * len + m];
@@ -123,19 +129,21 @@ extern "C" __global__ void g2g_multiply(long long len, int D, const complex_t* _
     }
 }
 
-// phi_c = sum_b Re(conj(mu_b) y_{b,c}) / 2^D for every output channel.
-extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int channels,
-                                          const complex_t* __restrict__ y, real* __restrict__ phi) {
+// phi_c = sum_b Re(conj(mu_b) y_{b,c}) / 2^D for every output channel, over the patterns
+// taken.
+extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int first, int count,
+                                          int channels, const complex_t* __restrict__ y,
+                                          real* __restrict__ phi) {
     real weight = (real)1 / (real)(1 << D);
     GRID_STRIDE(m, len) {
         int j[3];
         node_of(m, p, D, j);
         real acc[5] = {0, 0, 0, 0, 0};
-        for (int b = 0; b < (1 << D); ++b) {
+        for (int i = 0; i < count; ++i) {
             real s, c;
-            sincospi((real)odd_sum(j, D, b) / p, &s, &c);
+            sincospi((real)odd_sum(j, D, first + i) / p, &s, &c);
             for (int ch = 0; ch < channels; ++ch) {
-                complex_t v = y[(b * channels + ch) * len + m];
+                complex_t v = y[(i * channels + ch) * len + m];
                 acc[ch] += v.x * c - v.y * s;
             }
         }

@@ -23,9 +23,11 @@
 //! - **Per iteration**, on every GPU: the attraction of its rows against every point (each
 //!   GPU holds all of Y: 80 MB at 10M points in 2-D); the FFT repulsion of its points on a
 //!   grid placed from the box of all points (the same on every GPU, as Y is), its charges
-//!   all-reduced (a few MB), the convolution of the whole grid on every GPU (cheaper than
-//!   moving potentials), the potentials and forces of its points, Z all-reduced before the
-//!   forces divide by it; the update of its points, whose re-centring adds the column sums
+//!   all-reduced (a few MB), the convolution of the whole grid for a share of its parity
+//!   patterns on every GPU, the parts of the potentials all-reduced (a few MB; each GPU
+//!   convolving every pattern took as long on four GPUs as on one, 1 ms per iteration at
+//!   10M points), the potentials and forces of its points, Z all-reduced before the forces
+//!   divide by it; the update of its points, whose re-centring adds the column sums
 //!   of every GPU; then an all-gather of the blocks into every GPU's Y. Everything is
 //!   queued on the GPU's one stream, so the host never waits for a collective; as on one
 //!   GPU it waits only for the grid's box and, every `kl_every` iterations, the KL. (The
@@ -35,9 +37,10 @@
 //! - **Sums.** Z, Σ p ln w and the re-centring's column sums are exact sums
 //!   ([`crate::gpu::sum`]) whose words add as integers: the same on any number of GPUs.
 //!   What differs from one GPU is the grid: each GPU's charges are float sums of its own
-//!   points, then added across GPUs, so the forces differ from a one-GPU run's in their
-//!   last bits; with `--deterministic` a run repeats bit for bit for a given number of
-//!   GPUs (NCCL sums in a fixed order), not across numbers.
+//!   points, then added across GPUs, as are the potentials of each GPU's patterns, so the
+//!   forces differ from a one-GPU run's in their last bits; with `--deterministic` a run
+//!   repeats bit for bit for a given number of GPUs (NCCL sums in a fixed order), not
+//!   across numbers.
 //! - **Failures.** Every buffer is made before the GPUs join, so a GPU short of memory
 //!   fails alone, with its own message. After that no host wait blocks: the ranks meet
 //!   between iterations and poll their queues ([`watch::Watch`]), and when one fails the

@@ -1,6 +1,7 @@
 //! `kernels/g2g.cu`: the zero-padding-free convolution on the grid, every parity pattern at
-//! once (`crate::repulse::g2g::gpu`). Complex arrays are pattern-major: channel c of pattern
-//! b at (b · channels + c) · `len`, 2^dims patterns.
+//! once (`crate::repulse::g2g::gpu`), or the `count` patterns from `first` of a GPU's share
+//! in a run over several. Complex arrays are pattern-major: channel c of the i-th pattern
+//! taken at (i · channels + c) · `len`.
 
 use crate::gpu::launch::kernels;
 
@@ -16,9 +17,11 @@ kernels! {
         len: usize as i64,
         p: usize as i32,
         dims: usize as i32,
+        first: usize as i32,
+        count: usize as i32,
         channels: usize as i32,
         charges: in T [channels * len],
-        modulated: out T::Complex [(1 << dims) * channels * len],
+        modulated: out T::Complex [count * channels * len],
     }
 
     /// The kernels G1 and G2 of Student's t with `dof` degrees of freedom
@@ -28,9 +31,11 @@ kernels! {
         len: usize as i64,
         p: usize as i32,
         dims: usize as i32,
+        first: usize as i32,
+        count: usize as i32,
         h: f32,
         dof: f64,
-        kernel: out T::Complex [(1 << dims) * 2 * len],
+        kernel: out T::Complex [count * 2 * len],
     }
 
     /// The products of the charges' spectra `xhat` (1 + dims channels) with the kernel
@@ -38,9 +43,10 @@ kernels! {
     pub struct G2gMultiply<T> = "g2g_multiply" {
         len: usize as i64,
         dims: usize as i32,
-        xhat: in T::Complex [(1 << dims) * (1 + dims) * len],
-        spectra: in T::Complex [(1 << dims) * 2 * len],
-        yhat: out T::Complex [(1 << dims) * (2 + dims) * len],
+        count: usize as i32,
+        xhat: in T::Complex [count * (1 + dims) * len],
+        spectra: in T::Complex [count * 2 * len],
+        yhat: out T::Complex [count * (2 + dims) * len],
     }
 
     /// The patterns' inverse transforms `patterns` demodulated and averaged into the
@@ -49,8 +55,10 @@ kernels! {
         len: usize as i64,
         p: usize as i32,
         dims: usize as i32,
+        first: usize as i32,
+        count: usize as i32,
         channels: usize as i32,
-        patterns: in T::Complex [(1 << dims) * channels * len],
+        patterns: in T::Complex [count * channels * len],
         phi: out T [channels * len],
     }
 }

@@ -12,8 +12,9 @@
 //!
 //! Over several GPUs ([`RepulseGpu::enqueue_rows`]) each places the same grid from the box
 //! of every point, spreads its own points' charges, and the grids are summed (NCCL, a few
-//! MB); each then convolves the whole grid (the FFTs are small beside the points' work),
-//! gathers its points' potentials, and Z is summed before the forces divide by it.
+//! MB); each then convolves the whole grid for its share of the parity patterns, and the
+//! parts of the potentials are summed (a few MB again); each gathers its points'
+//! potentials, and Z is summed before the forces divide by it.
 
 use std::sync::Arc;
 
@@ -152,6 +153,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         let gpu = self.gpu;
         let s = &self.stream;
         let prepare = std::time::Instant::now();
+        self.convolver.share(ranks.rank(), ranks.world());
         self.convolver.prepare(gpu, grid)?;
         if self.pot.as_ref().is_none_or(|p| p.len() < n * (2 + dims)) {
             self.pot = Some(s.alloc_zeros(n * (2 + dims))?);
@@ -167,8 +169,12 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         self.scatter.run(gpu, s, y, n, dims, &geom, charges)?;
         ranks.sum(&mut charges.slice_mut(..(1 + dims) * grid.len()))?;
         events[1].record(s)?;
-        // Step 2: G2G, every parity pattern at once.
+        // Step 2: G2G, every parity pattern at once (this GPU's share of them, its part of
+        // the potentials summed over the GPUs).
         let phi = self.convolver.convolve(gpu, grid)?;
+        if ranks.world() > 1 {
+            ranks.sum(&mut phi.slice_mut(..(2 + dims) * grid.len()))?;
+        }
         events[2].record(s)?;
         // Step 3: G2S (and Z).
         let sorted = self.scatter.sorted();

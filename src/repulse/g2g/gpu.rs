@@ -9,6 +9,7 @@
 //! are recomputed when the size or the spacing changes.
 
 use std::collections::hash_map::{Entry, HashMap};
+use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::cufft::FftDirection;
@@ -59,25 +60,24 @@ impl<T: DeviceReal> Workspace<T> {
     }
 }
 
-/// The two FFT plans of one (dims, p): forward over the 2^dims · (1 + dims) modulated
-/// charge grids (also used for the 2^dims · 2 kernel grids), inverse over the
-/// 2^dims · (2 + dims) potential grids.
+/// The two FFT plans of one (dims, p) for `count` parity patterns: forward over the
+/// count · (1 + dims) modulated charge grids (also used for the count · 2 kernel grids),
+/// inverse over the count · (2 + dims) potential grids.
 struct Plans {
     forward: Arc<GridFft>,
     inverse: Arc<GridFft>,
 }
 
 impl Plans {
-    /// The batches of the two plans of a `dims`-dimensional grid.
-    fn batches(dims: usize) -> [usize; 2] {
-        let patterns = 1 << dims;
-        [patterns * (1 + dims), patterns * (2 + dims)]
+    /// The batches of the two plans of a `dims`-dimensional grid for `count` patterns.
+    fn batches(dims: usize, count: usize) -> [usize; 2] {
+        [count * (1 + dims), count * (2 + dims)]
     }
 
-    /// The two plans of (dims, p), from the process's cache.
-    fn of<T: DeviceReal>(gpu: &Gpu, dims: usize, p: usize) -> Result<Self, GpuError> {
+    /// The two plans of (dims, p) for `count` patterns, from the process's cache.
+    fn of<T: DeviceReal>(gpu: &Gpu, dims: usize, p: usize, count: usize) -> Result<Self, GpuError> {
         let shape = vec![p; dims];
-        let [forward, inverse] = Plans::batches(dims);
+        let [forward, inverse] = Plans::batches(dims, count);
         Ok(Plans {
             forward: gpu.fft_plans().get(&shape, forward, T::C2C)?,
             inverse: gpu.fft_plans().get(&shape, inverse, T::C2C)?,
@@ -92,7 +92,7 @@ impl Plans {
 pub(crate) fn plan_ahead<T: DeviceReal>(gpu: &'static Gpu, dims: usize, largest: usize) {
     let plans = classes_up_to(dims, largest)
         .into_iter()
-        .flat_map(|p| Plans::batches(dims).map(|batch| (vec![p; dims], batch, T::C2C)))
+        .flat_map(|p| Plans::batches(dims, 1 << dims).map(|batch| (vec![p; dims], batch, T::C2C)))
         .collect();
     gpu.plan_ahead(plans);
 }
@@ -112,11 +112,22 @@ fn classes_up_to(dims: usize, largest: usize) -> Vec<usize> {
     classes
 }
 
+/// The parity patterns (of 2^dims) that GPU `rank` of `world` convolves in a run over
+/// several: contiguous shares of about equal size, some empty when there are more GPUs
+/// than patterns.
+pub(crate) fn pattern_share(dims: usize, rank: usize, world: usize) -> Range<usize> {
+    let total = 1 << dims;
+    total * rank / world..total * (rank + 1) / world
+}
+
 /// The GPU twin of [`super::Convolver`]: charges in, potentials out, on one stream.
 pub(crate) struct ConvolverGpu<T: DeviceReal> {
     stream: Arc<CudaStream>,
     /// The embedding's kernel, whose G1 and G2 the spectra hold.
     pub(crate) kernel: Kernel,
+    /// This GPU's rank and the number of GPUs sharing the patterns ([`pattern_share`]):
+    /// (0, 1) alone.
+    share: (usize, usize),
     /// Buffers of the current grid size.
     ws: Option<Workspace<T>>,
     /// FFT plans of every (dims, p) used so far: the adaptive grid steps back and forth
@@ -135,9 +146,27 @@ impl<T: DeviceReal> ConvolverGpu<T> {
             fft_work: stream.alloc_zeros::<u8>(1)?,
             stream,
             kernel: Kernel::CAUCHY,
+            share: (0, 1),
             ws: None,
             plans: HashMap::new(),
         })
+    }
+
+    /// Convolves only the patterns of GPU `rank` of `world` from now on ([`pattern_share`]):
+    /// the potentials are then this GPU's part of the sum, for the caller to add up.
+    pub(crate) fn share(&mut self, rank: usize, world: usize) {
+        if self.share != (rank, world) {
+            self.share = (rank, world);
+            self.plans.clear();
+            if let Some(ws) = self.ws.as_mut() {
+                ws.spectra_for = None;
+            }
+        }
+    }
+
+    /// This convolver's patterns of a `dims`-dimensional grid.
+    fn patterns(&self, dims: usize) -> Range<usize> {
+        pattern_share(dims, self.share.0, self.share.1)
     }
 
     /// Makes the buffers, plans and kernel spectra ready for `grid`: what a grid size the
@@ -154,8 +183,12 @@ impl<T: DeviceReal> ConvolverGpu<T> {
             let room = room.min(max_nodes_per_axis(dims).pow(dims as u32)).max(len);
             self.ws = Some(Workspace::new(&self.stream, dims, room)?);
         }
+        let patterns = self.patterns(dims);
+        if patterns.is_empty() {
+            return Ok(());
+        }
         if let Entry::Vacant(slot) = self.plans.entry((dims, p)) {
-            slot.insert(Plans::of::<T>(gpu, dims, p)?);
+            slot.insert(Plans::of::<T>(gpu, dims, p, patterns.len())?);
         }
         let plans = &self.plans[&(dims, p)];
         let need = plans.forward.work_size().max(plans.inverse.work_size());
@@ -169,18 +202,20 @@ impl<T: DeviceReal> ConvolverGpu<T> {
                 len,
                 p,
                 dims,
+                first: patterns.start,
+                count: patterns.len(),
                 h: grid.h as f32,
                 dof: self.kernel.dof,
                 kernel: &mut ws.ping,
             }
             .launch(gpu, s, gpu.config(len))?;
-            // The forward plan transforms 2^dims · (1 + dims) ≥ 2^dims · 2 grids: the first
-            // 2^dims · 2 of its output are the spectra.
+            // The forward plan transforms count · (1 + dims) ≥ count · 2 grids: the first
+            // count · 2 of its output are the spectra.
             let work = &mut self.fft_work;
             plans
                 .forward
                 .exec::<T>(s, work, &mut ws.ping, &mut ws.pong, FftDirection::Forward)?;
-            let spectra_len = (1 << dims) * 2 * len;
+            let spectra_len = patterns.len() * 2 * len;
             s.memcpy_dtod(
                 &ws.pong.slice(..spectra_len),
                 &mut ws.spectra.slice_mut(..spectra_len),
@@ -200,11 +235,23 @@ impl<T: DeviceReal> ConvolverGpu<T> {
     }
 
     /// Queues the convolution of the charges into the potentials ((2 + dims) channels: ψ,
-    /// φ₀, φ_1 … φ_dims), every parity pattern at once; returns the potentials.
-    pub(crate) fn convolve(&mut self, gpu: &Gpu, grid: &Grid) -> Result<&CudaSlice<T>, GpuError> {
+    /// φ₀, φ_1 … φ_dims), every parity pattern at once (this GPU's share of them, a part
+    /// of the potentials, in a run over several: [`ConvolverGpu::share`]); returns the
+    /// potentials.
+    pub(crate) fn convolve(
+        &mut self,
+        gpu: &Gpu,
+        grid: &Grid,
+    ) -> Result<&mut CudaSlice<T>, GpuError> {
         let (dims, p, len) = (grid.dims, grid.p, grid.len());
+        let patterns = self.patterns(dims);
         let s = &self.stream;
         let ws = self.ws.as_mut().expect("prepared");
+        if patterns.is_empty() {
+            s.memset_zeros(&mut ws.phi.slice_mut(..(2 + dims) * len))?;
+            return Ok(&mut ws.phi);
+        }
+        let (first, count) = (patterns.start, patterns.len());
         let plans = &self.plans[&(dims, p)];
         let work = &mut self.fft_work;
         let cfg = gpu.config(len);
@@ -212,6 +259,8 @@ impl<T: DeviceReal> ConvolverGpu<T> {
             len,
             p,
             dims,
+            first,
+            count,
             channels: 1 + dims,
             charges: &ws.charges,
             modulated: &mut ws.ping,
@@ -223,6 +272,7 @@ impl<T: DeviceReal> ConvolverGpu<T> {
         G2gMultiply::<T> {
             len,
             dims,
+            count,
             xhat: &ws.pong,
             spectra: &ws.spectra,
             yhat: &mut ws.ping,
@@ -235,12 +285,14 @@ impl<T: DeviceReal> ConvolverGpu<T> {
             len,
             p,
             dims,
+            first,
+            count,
             channels: 2 + dims,
             patterns: &ws.pong,
             phi: &mut ws.phi,
         }
         .launch(gpu, s, cfg)?;
-        Ok(&ws.phi)
+        Ok(&mut ws.phi)
     }
 }
 
@@ -260,5 +312,70 @@ mod tests {
         assert!(*capped.last().unwrap() <= max_nodes_per_axis(3));
         assert!(size_class(capped.last().unwrap() + 1) > max_nodes_per_axis(3));
         assert_eq!(classes_up_to(1, 1), vec![MIN_NODES]);
+    }
+
+    /// The shares cover every pattern once, in order, for any number of GPUs.
+    #[test]
+    fn pattern_shares_cover_every_pattern_once() {
+        for dims in 1..=3 {
+            for world in 1..=9 {
+                let shares: Vec<_> = (0..world).map(|r| pattern_share(dims, r, world)).collect();
+                assert_eq!(shares[0].start, 0);
+                assert_eq!(shares[world - 1].end, 1 << dims);
+                assert!(shares.windows(2).all(|w| w[0].end == w[1].start));
+            }
+        }
+    }
+
+    crate::gpu::gpu_test! {
+        /// The potentials of every GPU's share of the patterns add up to those of all the
+        /// patterns at once, in 1-D, 2-D and 3-D, for 2 to 5 GPUs (some shares empty).
+        fn pattern_shares_add_up_to_the_whole(gpu) {
+            use rand::{rngs::StdRng, Rng, SeedableRng};
+            let mut rng = StdRng::seed_from_u64(11);
+            for dims in 1..=3 {
+                let grid = Grid::fit_box(
+                    [-3.0, -2.0, -1.0],
+                    [4.0, 5.0, 6.0],
+                    dims,
+                    crate::repulse::GridSpec::Fixed(24),
+                )
+                .unwrap();
+                let len = grid.len();
+                let charges: Vec<f32> =
+                    (0..(1 + dims) * len).map(|_| rng.random_range(-1.0..1.0)).collect();
+                let run = |rank: usize, world: usize| {
+                    let mut c = ConvolverGpu::<f32>::new(gpu.stream.clone()).unwrap();
+                    c.share(rank, world);
+                    c.prepare(gpu, &grid).unwrap();
+                    let dst = c.charges(&grid).unwrap();
+                    gpu.stream
+                        .memcpy_htod(&charges, &mut dst.slice_mut(..charges.len()))
+                        .unwrap();
+                    let phi = c.convolve(gpu, &grid).unwrap();
+                    gpu.stream
+                        .clone_dtoh(&phi.slice(..(2 + dims) * len))
+                        .unwrap()
+                };
+                let whole = run(0, 1);
+                let scale = whole.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for world in 2..=5 {
+                    let mut sum = vec![0f32; whole.len()];
+                    for rank in 0..world {
+                        for (s, v) in sum.iter_mut().zip(run(rank, world)) {
+                            *s += v;
+                        }
+                    }
+                    let worst = whole
+                        .iter()
+                        .zip(&sum)
+                        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                    assert!(
+                        worst <= 1e-5 * scale,
+                        "{dims}-D over {world} GPUs: max |Δφ| {worst} at scale {scale}"
+                    );
+                }
+            }
+        }
     }
 }
