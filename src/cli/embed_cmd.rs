@@ -112,21 +112,20 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 }
 
 /// Starts the GPUs a run off the cpu backend will use (device 0; with `--gpus N`, devices
-/// 0 … N − 1) on a side thread, so that the driver and the contexts (a second and more on a
-/// host of four GPUs) start while the input loads; a failure is left for the run's own use
-/// of the device to report.
+/// 0 … N − 1, and their NCCL communicators: [`sgtsne::gpu::comm::make_ahead`]) on a side
+/// thread, so that the driver, the contexts (a second and more on a host of four GPUs) and
+/// NCCL's set-up start while the input loads; a failure is left for the run's own use of the
+/// device to report.
 fn warm_up_gpus(params: &EmbedParams) {
     if params.backend == sgtsne::backend::BackendKind::Cpu {
         return;
     }
-    let count = params.gpus.unwrap_or(1);
-    std::thread::spawn(move || {
-        for ordinal in 0..count {
-            if sgtsne::gpu::Gpu::device(ordinal).is_err() {
-                break;
-            }
+    match params.gpus.unwrap_or(1) {
+        0 | 1 => {
+            std::thread::spawn(|| sgtsne::gpu::Gpu::device(0).is_ok());
         }
-    });
+        count => sgtsne::gpu::comm::make_ahead(count),
+    }
 }
 
 /// What [`plan`] settles before any work.

@@ -4,8 +4,14 @@
 //! GPU's stream in order with the kernels around it, so the host never waits for one
 //! ([`Ranks::sum`], [`Ranks::all_gather`]). A run on one GPU has no communicator: its
 //! collectives are copies or nothing, and NCCL is never loaded.
+//!
+//! Making the communicators costs about 0.4 s (NCCL probes the topology), so the command
+//! line starts it on a side thread while the input loads ([`make_ahead`]); the run takes
+//! them when it gets there ([`take_ahead`]), or joins its own ([`Ranks::join`]) when none
+//! were made.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtrMut};
 use cudarc::nccl::{Comm, Id, NcclType, ReduceOp};
@@ -18,6 +24,52 @@ pub struct Ranks {
     rank: usize,
     world: usize,
     comm: Option<Comm>,
+}
+
+// SAFETY: a communicator (a pointer to NCCL's state) may move between threads; NCCL asks
+// only that one thread use it at a time, which `Ranks` not being `Sync` keeps: each rank's
+// thread owns its own.
+unsafe impl Send for Ranks {}
+
+/// The communicators [`make_ahead`] is making: their number and the thread making them.
+type Ahead = (usize, JoinHandle<crate::Result<Vec<Ranks>>>);
+
+static AHEAD: Mutex<Option<Ahead>> = Mutex::new(None);
+
+/// Starts making, on a side thread, the communicators of a run over GPUs 0 … `world` − 1
+/// (their contexts too, when not up yet), for [`take_ahead`]; nothing for one GPU or
+/// without NCCL (the run then says why it cannot go on).
+pub fn make_ahead(world: usize) {
+    if world < 2 || !nccl_present() {
+        return;
+    }
+    let making = std::thread::spawn(move || {
+        let streams = (0..world)
+            .map(|ordinal| Ok(Gpu::device(ordinal)?.stream.clone()))
+            .collect::<crate::Result<Vec<_>>>()?;
+        let comms = Comm::from_devices(streams).map_err(GpuError::from)?;
+        Ok(comms
+            .into_iter()
+            .enumerate()
+            .map(|(rank, comm)| Ranks {
+                rank,
+                world,
+                comm: Some(comm),
+            })
+            .collect())
+    });
+    *AHEAD.lock().unwrap_or_else(PoisonError::into_inner) = Some((world, making));
+}
+
+/// The communicators [`make_ahead`] made for `world` GPUs, once they are ready, rank by
+/// rank; none when it was not asked for that many or failed (the run then joins its own,
+/// and reports the failure if it happens again).
+pub fn take_ahead(world: usize) -> Option<Vec<Ranks>> {
+    let ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner).take();
+    match ahead {
+        Some((w, making)) if w == world => making.join().ok()?.ok(),
+        _ => None,
+    }
 }
 
 /// The communicator's identity, made once ([`Ranks::new_id`]) and handed to every rank's

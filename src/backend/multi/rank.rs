@@ -38,7 +38,8 @@ pub(super) struct Shared<'a> {
     pub dims: usize,
     pub params: &'a OptimParams,
     pub watch: &'a Watch,
-    /// The communicator's identity (none for one GPU).
+    /// The communicator's identity, for ranks that join one (none for one GPU, or when
+    /// the communicators were made ahead).
     pub id: Option<RanksId>,
 }
 
@@ -81,17 +82,19 @@ struct InFlight {
     timed_update: bool,
 }
 
-/// Runs rank `rank` to the end; on an error marks the run failed first, so that the other
-/// ranks stop waiting for this one. Returns the report and the set-up's seconds (P's blocks
-/// in place, every buffer made, the GPUs joined).
+/// Runs rank `rank` to the end, with its communicator when it was made ahead (`ranks`); on
+/// an error marks the run failed first, so that the other ranks stop waiting for this one.
+/// Returns the report and the set-up's seconds (P's blocks in place, every buffer made,
+/// the GPUs joined).
 pub(super) fn run(
     shared: &Shared,
     rank: usize,
+    ranks: Option<Ranks>,
     mut lead: Option<Lead<'_, '_>>,
 ) -> Result<(OptimReport, f64)> {
     let start = std::time::Instant::now();
     let whole = lead.as_mut().and_then(|l| l.whole.take());
-    let result = set_up(shared, rank, whole).and_then(|state| {
+    let result = set_up(shared, rank, ranks, whole).and_then(|state| {
         let setup = start.elapsed().as_secs_f64();
         Ok((iterate(shared, state, lead)?, setup))
     });
@@ -103,8 +106,14 @@ pub(super) fn run(
 
 /// Places this GPU's rows of P and the embedding, and makes every buffer, before the ranks
 /// join: a GPU short of memory then fails alone, before any collective waits for it. Then
-/// joins the others and, when P is on GPU 0 (`whole`, rank 0's), moves the blocks.
-fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> {
+/// joins the others (or takes its communicator made `ahead`) and, when P is on GPU 0
+/// (`whole`, rank 0's), moves the blocks.
+fn set_up(
+    shared: &Shared,
+    rank: usize,
+    ahead: Option<Ranks>,
+    whole: Option<HybGpu>,
+) -> Result<State> {
     let gpu = Gpu::device(rank)?;
     gpu.device.context.bind_to_thread()?;
     let s = &gpu.stream;
@@ -150,9 +159,10 @@ fn set_up(shared: &Shared, rank: usize, whole: Option<HybGpu>) -> Result<State> 
     // Every rank is ready (or one failed, and this returns its error) before NCCL's
     // initialisation, which waits for all of them.
     shared.watch.meet(rank, 0)?;
-    let ranks = match shared.id {
-        Some(id) => Ranks::join(gpu, s.clone(), rank, part.world(), id)?,
-        None => Ranks::single(),
+    let ranks = match (ahead, shared.id) {
+        (Some(ranks), _) => ranks,
+        (None, Some(id)) => Ranks::join(gpu, s.clone(), rank, part.world(), id)?,
+        (None, None) => Ranks::single(),
     };
     if let Blocks::Device(shapes) = &shared.p {
         match whole {
