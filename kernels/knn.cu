@@ -33,6 +33,19 @@ extern "C" __global__ void knn_fill(float* dist, int* idx, long long count, floa
     }
 }
 
+// The first `keep` of each of the n rows of k (idx, dist) entries, packed into n * keep:
+// the few nearest a host stage reads (the quality measure's 10 of k = 90), so that only
+// they cross to the host.
+extern "C" __global__ void knn_leading(long long n, int k, int keep, const int* __restrict__ idx,
+                                       const float* __restrict__ dist, int* __restrict__ idx_out,
+                                       float* __restrict__ dist_out) {
+    GRID_STRIDE(e, n * keep) {
+        const long long at = e / keep * k + e % keep;
+        idx_out[e] = idx[at];
+        dist_out[e] = dist[at];
+    }
+}
+
 // Inserts (x, xi) into the warp's sorted list: slot p = 32 * r + lane holds (v[r], id[r]).
 // Every lane takes part; x is warp-uniform. Entries equal to x stay in front of it.
 template <int KR>

@@ -84,51 +84,10 @@ pub fn pinned<T: AnyBits>(
     Ok(buf)
 }
 
-/// The first `keep` of the `cols` columns of the row-major `rows × cols` device matrix
-/// `src`, on the host as a row-major `rows × keep` matrix: the rows come down in chunks
-/// through a page-locked buffer, each chunk's leading columns taken before the next, so
-/// the host never holds the whole matrix (the quality measure reads the 10
-/// nearest of a run's k = 90 neighbours: 0.8 GB kept instead of 7.2 GB at 10M points). A
-/// pitched copy of the columns alone moved 40-byte rows one by one: 5.5 s at 10M.
-pub fn leading_columns_dtoh<T: AnyBits + Copy>(
-    gpu: &Gpu,
-    src: &CudaSlice<T>,
-    rows: usize,
-    cols: usize,
-    keep: usize,
-) -> Result<Vec<T>, GpuError> {
-    leading_columns_staged(gpu, src, (rows, cols, keep), STAGING_BYTES)
-}
-
-/// [`leading_columns_dtoh`] through a buffer of `staging` bytes.
-fn leading_columns_staged<T: AnyBits + Copy>(
-    gpu: &Gpu,
-    src: &CudaSlice<T>,
-    (rows, cols, keep): (usize, usize, usize),
-    staging: usize,
-) -> Result<Vec<T>, GpuError> {
-    assert!(
-        keep <= cols && rows * cols <= src.len(),
-        "{rows} × {keep} of {rows} × {cols} from {} values",
-        src.len()
-    );
-    let mut out = Vec::with_capacity(rows * keep);
-    if rows * keep == 0 {
-        return Ok(out);
-    }
-    let chunk = (staging / (cols * std::mem::size_of::<T>())).clamp(1, rows);
-    staged_chunks(gpu, &src.slice(..rows * cols), chunk * cols, |_, host| {
-        out.extend(
-            host.chunks_exact(cols)
-                .flat_map(|r| r[..keep].iter().copied()),
-        )
-    })?;
-    Ok(out)
-}
-
 /// Copies the device `src` into the host `dst` (of the same length) through a page-locked
-/// buffer, in chunks: a copy straight into pageable memory ran at about 0.2 GB/s on the
-/// GPU machines (0.5 s for a 10M-point embedding), through the buffer at the link's rate.
+/// buffer, in chunks: on the GPU machines a copy straight into pageable memory moved about
+/// 1.4 GB/s (a 10M-point run's 7.2 GB of neighbours in 5 s), through the buffer about
+/// 5 GB/s.
 pub fn dtoh_staged<T: AnyBits + Copy>(
     gpu: &Gpu,
     src: &CudaView<'_, T>,
@@ -149,19 +108,6 @@ fn copy_staged<T: AnyBits + Copy>(
         dst.len(),
         "a staged copy's two sides differ in length"
     );
-    staged_chunks(gpu, src, chunk, |at, host| {
-        dst[at..at + host.len()].copy_from_slice(host)
-    })
-}
-
-/// Brings `src` to the host `chunk` elements at a time through one page-locked buffer,
-/// handing each chunk (with its offset) to `take` before the next is copied.
-fn staged_chunks<T: AnyBits + Copy>(
-    gpu: &Gpu,
-    src: &CudaView<'_, T>,
-    chunk: usize,
-    mut take: impl FnMut(usize, &[T]),
-) -> Result<(), GpuError> {
     let len = src.len();
     if len == 0 {
         return Ok(());
@@ -175,12 +121,12 @@ fn staged_chunks<T: AnyBits + Copy>(
         let host = &mut stage.as_mut_slice()?[..end - at];
         s.memcpy_dtoh(&src.slice(at..end), host)?;
         s.synchronize()?;
-        take(at, host);
+        dst[at..end].copy_from_slice(host);
     }
     Ok(())
 }
 
-/// Bytes of the page-locked buffer [`leading_columns_dtoh`] stages rows through.
+/// Bytes of the page-locked buffer [`dtoh_staged`] copies through.
 const STAGING_BYTES: usize = 64 << 20;
 
 /// Copies `src`, on `from`'s device, into `dst`, on `to`'s, GPU to GPU (over NVLink where
@@ -291,25 +237,6 @@ mod tests {
     use super::*;
 
     crate::gpu::gpu_test! {
-        /// The leading columns come down row by row, whatever the widths (one column, all
-        /// of them, none) and however many chunks the rows take.
-        fn leading_columns_come_down_by_rows(gpu) {
-            let (rows, cols) = (1037, 9);
-            let m: Vec<i32> = (0..(rows * cols) as i32).collect();
-            let dev = gpu.stream.clone_htod(&m).unwrap();
-            for keep in [0, 1, 4, cols] {
-                let want: Vec<i32> =
-                    m.chunks(cols).flat_map(|r| r[..keep].iter().copied()).collect();
-                let got = leading_columns_dtoh(gpu, &dev, rows, cols, keep).unwrap();
-                assert_eq!(got, want, "keep {keep}");
-                // Through buffers of 100 rows and one row: many chunks, the last short.
-                for staging in [100 * cols * 4, 1] {
-                    let got = leading_columns_staged(gpu, &dev, (rows, cols, keep), staging);
-                    assert_eq!(got.unwrap(), want, "keep {keep}, {staging} bytes");
-                }
-            }
-        }
-
         /// A staged copy brings every element, in one chunk or in many (the last short).
         fn staged_copies_bring_everything(gpu) {
             let m: Vec<f32> = (0..10_007).map(|i| i as f32 * 0.5).collect();

@@ -43,6 +43,19 @@ kernels! {
         value: f32,
     }
 
+    /// The first `keep` of each of the `n` rows of `k` entries of (`idx`, `dist`), packed
+    /// into `n × keep`.
+    pub struct KnnLeading = "knn_leading" {
+        variant: defines,
+        n: usize as i64,
+        k: usize as i32,
+        keep: usize as i32,
+        idx: in i32 [n * k],
+        dist: in f32 [n * k],
+        idx_out: out i32 [n * keep],
+        dist_out: out f32 [n * keep],
+    }
+
     /// Merges the distance tile `c` (−2 xc_r · xc_q of the rows the key multiplies, for
     /// references `ref0 ..` `ref0 + r_valid` and queries `q0 .. q0 + q_count`, column q at
     /// `q · ldc`, ldc a multiple of 128), plus the references' terms `norms`, into the
