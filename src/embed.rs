@@ -247,6 +247,8 @@ fn run_stages(
     let t = seconds.start("quality");
     let quality = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref());
     drop(neighbors);
+    // A run over several GPUs aborts its communicators while the quality is measured.
+    crate::gpu::comm::wait_ended();
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);
     }

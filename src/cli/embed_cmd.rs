@@ -30,6 +30,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let interrupts = install_interrupts(&args, plan.output.as_deref())?;
     let (pool, _) = super::worker_pool(args.threads)?;
     warm_up_gpus(&plan.params);
+    let _ended = CommsEnded;
 
     let t = Instant::now();
     let (input, name, labels) = load(&args)?;
@@ -125,6 +126,17 @@ fn warm_up_gpus(params: &EmbedParams) {
             std::thread::spawn(|| sgtsne::gpu::Gpu::device(0).is_ok());
         }
         count => sgtsne::gpu::comm::make_ahead(count),
+    }
+}
+
+/// Waits, however [`run`] returns, for the NCCL communicators being made ahead or aborted
+/// on side threads ([`sgtsne::gpu::comm::wait_ended`]): the process must not end under
+/// them.
+struct CommsEnded;
+
+impl Drop for CommsEnded {
+    fn drop(&mut self) {
+        sgtsne::gpu::comm::wait_ended();
     }
 }
 

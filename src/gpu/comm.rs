@@ -31,6 +31,60 @@ pub struct Ranks {
 // thread owns its own.
 unsafe impl Send for Ranks {}
 
+/// Aborts the communicator on a side thread: NCCL's teardown took 0.5 s at the end of a
+/// two-GPU run on the first rank (a few ms on the second), and the run's last stages need
+/// not wait for it; [`wait_ended`] does, before the process ends. A run that failed
+/// still ends the collectives in flight this way (see [`crate::backend::multi`]), a moment
+/// later.
+impl Drop for Ranks {
+    fn drop(&mut self) {
+        if let Some(comm) = self.comm.take() {
+            let ending = Ending(comm);
+            // Should no thread start, the closure, and the communicator, drop here.
+            let started = std::thread::Builder::new()
+                .name("sgtsne-nccl-end".into())
+                .spawn(move || ending.abort());
+            if let Ok(thread) = started {
+                ENDING
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(thread);
+            }
+        }
+    }
+}
+
+/// The threads aborting communicators ([`Ranks`]'s drop).
+static ENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Waits until every communicator dropped so far is aborted, and those [`make_ahead`]
+/// made and no run took are made and aborted: before the process ends (a library that
+/// exits while a thread is inside NCCL may crash in its exit-time destructors).
+pub fn wait_ended() {
+    let ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some((_, making)) = ahead {
+        drop(making.join());
+    }
+    let threads = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
+    for thread in threads {
+        let _ = thread.join();
+    }
+}
+
+/// A communicator on its way to be aborted on another thread.
+struct Ending(Comm);
+
+impl Ending {
+    /// Aborts the communicator (cudarc's `Comm` aborts when dropped).
+    fn abort(self) {
+        drop(self.0);
+    }
+}
+
+// SAFETY: as for `Ranks`: the communicator moves to the thread that aborts it, and no other
+// thread holds it any more.
+unsafe impl Send for Ending {}
+
 /// The communicators [`make_ahead`] is making: their number and the thread making them.
 type Ahead = (usize, JoinHandle<crate::Result<Vec<Ranks>>>);
 

@@ -123,7 +123,9 @@ fn check(world: usize, n: usize, method: RepulsionMethod) -> Result<Partition> {
 /// leaves it, GPU to GPU; from the host otherwise); `observer` sees Y in the same order,
 /// downloaded from GPU 0 at the iterations it asks for. Returns the report and the seconds
 /// of the set-up (the blocks placed, every buffer made, the GPUs joined: the run's
-/// `layout` stage).
+/// `layout` stage). The communicators are aborted on side threads as it returns: a caller
+/// that ends the process next waits for them first ([`comm::wait_ended`]; `embed` does
+/// while it measures the quality).
 #[allow(clippy::too_many_arguments)]
 pub fn optimize_multi(
     world: usize,
