@@ -10,7 +10,7 @@ use crate::gpu::compile::{Precompile, Variant};
 use crate::gpu::kernels::KernelId;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::Gpu;
-use crate::repulse::g2g::gpu::plan_ahead;
+use crate::repulse::g2g::gpu::{pattern_share, plan_ahead};
 use crate::repulse::GridSpec;
 use crate::Result;
 
@@ -30,7 +30,7 @@ pub(super) fn precompile(
             let sparse = matches!(input, Input::Sparse(_));
             let variants = device_kernels(d, sparse, kind, params);
             let gpu = Gpu::get()?;
-            plan_grids(gpu, params);
+            plan_grids(params)?;
             Some(gpu.precompile(&variants, rayon::current_num_threads()))
         }
     })
@@ -41,19 +41,26 @@ pub(super) fn precompile(
 /// exaggeration, when a few outliers stretch the box (`benches/sweeps/`, grid3d.sh).
 const PLANNED_EXTENT: f64 = 400.0;
 
-/// Plans, on a side thread, the FFTs of every size class an adaptive FFT grid passes
-/// through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s `plan_ahead`), so that a fresh
-/// machine's cuFFT planning overlaps the kNN instead of the first iterations.
-fn plan_grids(gpu: &'static Gpu, params: &EmbedParams) {
+/// Plans, on a side thread per GPU, the FFTs of every size class an adaptive FFT grid
+/// passes through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s `plan_ahead`), for each GPU's
+/// share of the parity patterns (all of them on one GPU), so that a fresh machine's cuFFT
+/// planning overlaps the kNN instead of the first iterations.
+fn plan_grids(params: &EmbedParams) -> Result<()> {
     let grid = params.grid.map(|g| g.for_kernel(params.kernel));
     let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
-        return;
+        return Ok(());
     };
     let largest = (PLANNED_EXTENT / h).ceil() as usize + 4;
-    match params.precision {
-        Precision::F32 => plan_ahead::<f32>(gpu, params.dims, largest),
-        Precision::F64 => plan_ahead::<f64>(gpu, params.dims, largest),
+    let (dims, world) = (params.dims, params.gpus.unwrap_or(1).max(1));
+    for rank in 0..world {
+        let gpu = Gpu::device(rank)?;
+        let patterns = pattern_share(dims, rank, world).len();
+        match params.precision {
+            Precision::F32 => plan_ahead::<f32>(gpu, dims, largest, patterns),
+            Precision::F64 => plan_ahead::<f64>(gpu, dims, largest, patterns),
+        }
     }
+    Ok(())
 }
 
 /// The kernel files and variants a run on the `backend` device uses, roughly in the order

@@ -87,12 +87,22 @@ impl Plans {
 
 /// Starts making, on a side thread, the plans of every size class of a `dims`-dimensional
 /// grid up to `largest` nodes per axis (capped), smallest first, the order an adaptive grid
-/// grows through them, for grids in `T`. Called while the points are searched, so that a
-/// first run's cuFFT planning (2.4 s at 1.3M points on a fresh H100 machine) overlaps it.
-pub(crate) fn plan_ahead<T: DeviceReal>(gpu: &'static Gpu, dims: usize, largest: usize) {
+/// grows through them, for grids in `T` and `patterns` parity patterns (all 2^dims on one
+/// GPU, a share on each of several: [`pattern_share`]). Called while the points are
+/// searched, so that a first run's cuFFT planning (2.4 s at 1.3M points on a fresh H100
+/// machine) overlaps it.
+pub(crate) fn plan_ahead<T: DeviceReal>(
+    gpu: &'static Gpu,
+    dims: usize,
+    largest: usize,
+    patterns: usize,
+) {
+    if patterns == 0 {
+        return;
+    }
     let plans = classes_up_to(dims, largest)
         .into_iter()
-        .flat_map(|p| Plans::batches(dims, 1 << dims).map(|batch| (vec![p; dims], batch, T::C2C)))
+        .flat_map(|p| Plans::batches(dims, patterns).map(|batch| (vec![p; dims], batch, T::C2C)))
         .collect();
     gpu.plan_ahead(plans);
 }
