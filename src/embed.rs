@@ -25,6 +25,7 @@ mod search;
 mod setup;
 mod sparse;
 
+pub use kernels::compile_ahead;
 pub use params::{
     AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
     AUTO_APPROX_GPU_MIN, AUTO_EXACT_MAX, MAX_NEIGHBORS,

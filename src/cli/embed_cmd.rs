@@ -29,8 +29,8 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let mut plan = plan(&args)?;
     let interrupts = install_interrupts(&args, plan.output.as_deref())?;
     let (pool, _) = super::worker_pool(args.threads)?;
-    warm_up_gpus(&plan.params);
     let _ended = CommsEnded;
+    let _warm = warm_up_gpus(&plan.params);
 
     let t = Instant::now();
     let (input, name, labels) = load(&args)?;
@@ -113,19 +113,39 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 }
 
 /// Starts the GPUs a run off the cpu backend will use (device 0; with `--gpus N`, devices
-/// 0 … N − 1, and their NCCL communicators: [`sgtsne::gpu::comm::make_ahead`]) on a side
-/// thread, so that the driver, the contexts (a second and more on a host of four GPUs) and
-/// NCCL's set-up start while the input loads; a failure is left for the run's own use of the
-/// device to report.
-fn warm_up_gpus(params: &EmbedParams) {
+/// 0 … N − 1, and their NCCL communicators: [`sgtsne::gpu::comm::make_ahead`]) and the
+/// compilation of its kernels and FFT plans ([`sgtsne::embed::compile_ahead`], the points'
+/// dimension taken as `--pca`'s) on side threads, so that the driver, the contexts, NCCL's
+/// set-up and NVRTC work while the input loads; a failure is left for the run's own use of
+/// the device to report. The compilation's guard comes back through the returned
+/// [`WarmUp`], which the run keeps to its end.
+fn warm_up_gpus(params: &EmbedParams) -> WarmUp {
     if params.backend == sgtsne::backend::BackendKind::Cpu {
-        return;
+        return WarmUp(None);
     }
-    match params.gpus.unwrap_or(1) {
-        0 | 1 => {
-            std::thread::spawn(|| sgtsne::gpu::Gpu::device(0).is_ok());
+    if let Some(count) = params.gpus.filter(|&g| g > 1) {
+        sgtsne::gpu::comm::make_ahead(count);
+    }
+    let params = params.clone();
+    let compiling = std::thread::Builder::new()
+        .name("sgtsne-warm-up".into())
+        .spawn(move || {
+            sgtsne::embed::compile_ahead(&params, params.pca)
+                .ok()
+                .flatten()
+        });
+    WarmUp(compiling.ok())
+}
+
+/// The side thread of [`warm_up_gpus`], joined (and its compilation guard dropped: what it
+/// compiles is done by then, or waited for) when the run ends.
+struct WarmUp(Option<std::thread::JoinHandle<Option<sgtsne::gpu::compile::Precompile>>>);
+
+impl Drop for WarmUp {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            drop(thread.join());
         }
-        count => sgtsne::gpu::comm::make_ahead(count),
     }
 }
 

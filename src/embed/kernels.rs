@@ -36,6 +36,31 @@ pub(super) fn precompile(
     })
 }
 
+/// The run's kernel compilation and FFT planning started before the input is read, from
+/// the parameters alone (the command line calls it while the input loads: 0.5 s of a
+/// 1.3M-point run, 2 s at 10M). The points' dimension after PCA is a guess (`d`, e.g.
+/// `--pca`'s 50), the points are taken as dense, an `auto` backend as the GPU and an
+/// `auto` kNN as the approximate one, whose files include the exact one's. What the guess
+/// misses compiles when the run's own compilation asks for it; what it wrongly adds costs a
+/// core for a while. Keep the guard until the run ends.
+pub fn compile_ahead(params: &EmbedParams, d: Option<usize>) -> Result<Option<Precompile>> {
+    let kind = match params.backend {
+        BackendKind::Cpu => return Ok(None),
+        BackendKind::Auto => BackendKind::Gpu,
+        kind => kind,
+    };
+    let mut guessed = params.clone();
+    if guessed.knn == KnnMethod::Auto {
+        guessed.knn = KnnMethod::Approx;
+    }
+    let variants = device_kernels(d, false, kind, &guessed);
+    let gpu = Gpu::get()?;
+    plan_grids(&guessed)?;
+    Ok(Some(
+        gpu.precompile(&variants, rayon::current_num_threads()),
+    ))
+}
+
 /// Extent (embedding units per axis) up to which the adaptive grid's FFTs are planned
 /// ahead: the 1.3M-point runs reached 140–250 at the end and 320–365 just after early
 /// exaggeration, when a few outliers stretch the box (`benches/sweeps/`, grid3d.sh).
