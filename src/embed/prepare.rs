@@ -309,7 +309,7 @@ pub(crate) fn search(
                 }
             }
             _ => {
-                let dev = gpu.stream.clone_htod(&points.data)?;
+                let dev = crate::gpu::memory::htod_staged(gpu, &points.data)?;
                 knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, key, None, progress)?
             }
         };

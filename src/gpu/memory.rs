@@ -126,7 +126,42 @@ fn copy_staged<T: AnyBits + Copy>(
     Ok(())
 }
 
-/// Bytes of the page-locked buffer [`dtoh_staged`] copies through.
+/// The host `src` on the device, copied through a page-locked buffer in chunks, as
+/// [`dtoh_staged`] copies the other way: the points' uploads (2 GB at 10M × 50) are the
+/// large ones of a run.
+pub fn htod_staged<T: AnyBits + Copy>(gpu: &Gpu, src: &[T]) -> Result<CudaSlice<T>, GpuError> {
+    let mut dst = alloc_uninit::<T>(gpu, src.len())?;
+    upload_staged(gpu, src, &mut dst, STAGING_BYTES / std::mem::size_of::<T>())?;
+    Ok(dst)
+}
+
+/// [`htod_staged`] into `dst` (at least as long as `src`), `chunk` elements at a time.
+fn upload_staged<T: AnyBits + Copy>(
+    gpu: &Gpu,
+    src: &[T],
+    dst: &mut CudaSlice<T>,
+    chunk: usize,
+) -> Result<(), GpuError> {
+    let len = src.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let s = &gpu.stream;
+    let chunk = chunk.clamp(1, len);
+    let mut stage = pinned::<T>(gpu, chunk, 0)?;
+    for at in (0..len).step_by(chunk) {
+        let end = (at + chunk).min(len);
+        // The last copy must be done before the buffer is filled again.
+        s.synchronize()?;
+        let host = &mut stage.as_mut_slice()?[..end - at];
+        host.copy_from_slice(&src[at..end]);
+        s.memcpy_htod(&*host, &mut dst.slice_mut(at..end))?;
+    }
+    s.synchronize()?;
+    Ok(())
+}
+
+/// Bytes of the page-locked buffer [`dtoh_staged`] and [`htod_staged`] copy through.
 const STAGING_BYTES: usize = 64 << 20;
 
 /// Copies `src`, on `from`'s device, into `dst`, on `to`'s, GPU to GPU (over NVLink where
@@ -237,6 +272,17 @@ mod tests {
     use super::*;
 
     crate::gpu::gpu_test! {
+        /// A staged upload places every element, in one chunk or in many (the last short).
+        fn staged_uploads_place_everything(gpu) {
+            let m: Vec<i32> = (0..10_007).collect();
+            assert_eq!(gpu.stream.clone_dtoh(&htod_staged(gpu, &m).unwrap()).unwrap(), m);
+            for chunk in [1, 100, 10_006, 20_000] {
+                let mut dst = gpu.stream.alloc_zeros::<i32>(m.len()).unwrap();
+                upload_staged(gpu, &m, &mut dst, chunk).unwrap();
+                assert_eq!(gpu.stream.clone_dtoh(&dst).unwrap(), m, "chunks of {chunk}");
+            }
+        }
+
         /// A staged copy brings every element, in one chunk or in many (the last short).
         fn staged_copies_bring_everything(gpu) {
             let m: Vec<f32> = (0..10_007).map(|i| i as f32 * 0.5).collect();

@@ -29,7 +29,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     }
     let (n, d) = (points.n, points.d);
     let s = &gpu.stream;
-    let x = s.clone_htod(&points.data)?;
+    let x = crate::gpu::memory::htod_staged(gpu, &points.data)?;
     let Centred { xc, mean, .. } = centre_on_device(gpu, &x, n, d, n)?;
     drop(x);
     let blas = CudaBlas::new(s.clone())?;
@@ -86,7 +86,7 @@ pub fn wide_pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     validate(points, m)?;
     let (n, d) = (points.n, points.d);
     let s = &gpu.stream;
-    let x = s.clone_htod(&points.data)?;
+    let x = crate::gpu::memory::htod_staged(gpu, &points.data)?;
     let Centred { xc, .. } = centre_on_device(gpu, &x, n, d, n)?;
     drop(x);
     let blas = CudaBlas::new(s.clone())?;

@@ -32,7 +32,7 @@ use super::refine::refine;
 use super::{check_params, fill_lists, key_rows, Answer, KeyRows, Shape, SLACK};
 use crate::gpu::kernels::ivf::{IvfAssign, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
-use crate::gpu::memory::{alloc_uninit, copy_peer};
+use crate::gpu::memory::{alloc_uninit, copy_peer, htod_staged};
 use crate::gpu::{Gpu, GpuError};
 use crate::knn::ivf::{self as host, Cells, IvfParams};
 use crate::knn::Key;
@@ -165,7 +165,7 @@ pub fn approx_device(
     drop(sample_dev);
     seconds.kmeans = clock.lap()?;
     let centroids = host::order_cells(&centroids, d);
-    let x = s.clone_htod(&points.data)?;
+    let x = htod_staged(gpu, &points.data)?;
     let labels = assign(gpu, &x, n, d, &centroids)?;
     drop(x);
     let mut cells = Cells::sort(&labels, lists);
@@ -385,7 +385,7 @@ fn sweep_inputs(
     sorted_points: &Points,
     shape: Shape,
 ) -> Result<(CudaSlice<f32>, Split), GpuError> {
-    let sorted = gpu.stream.clone_htod(&sorted_points.data)?;
+    let sorted = htod_staged(gpu, &sorted_points.data)?;
     let split = split_rows(gpu, &sorted, shape)?;
     Ok((sorted, split))
 }

@@ -128,7 +128,7 @@ pub fn exact_gpu(
     let (n, d) = (points.n, points.d);
     check_params(n, d, k)?;
     let gpu = Gpu::get()?;
-    let x = gpu.stream.clone_htod(&points.data)?;
+    let x = crate::gpu::memory::htod_staged(gpu, &points.data)?;
     let (idx, dist) = exact_device_with(gpu, &x, n, d, k, key, None, progress)?;
     let indices: Vec<i32> = gpu.stream.clone_dtoh(&idx)?;
     let distances = gpu.stream.clone_dtoh(&dist)?;
