@@ -566,15 +566,7 @@ struct RecallSample {
     candidates: Vec<Vec<u32>>,
 }
 
-/// Sweep blocks per multiprocessor the recall sample's exact sweep aims at: the fused
-/// kernel fits two (`knn_fused`'s layout), so one wave.
-const RECALL_BLOCKS_PER_SM: usize = 2;
-
 impl RecallSample {
-    /// Draws the sample and sweeps every reference for it. Each sampled block's sweep is
-    /// cut into parts over consecutive reference chunks, each part a block of its own with
-    /// its own lists, merged here: the sample's 79 blocks alone left most of the device
-    /// idle (0.6 s of a 10M-point kNN on one H200).
     fn exact(
         gpu: &Gpu,
         cells: &Cells,
@@ -589,37 +581,25 @@ impl RecallSample {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x0dd_ba11);
         let mut chosen: Vec<usize> = sample(&mut rng, blocks, take).into_vec();
         chosen.sort_unstable();
-        let steps = n.div_ceil(CHUNK);
-        let parts = (RECALL_BLOCKS_PER_SM * gpu.multiprocessors())
-            .div_ceil(take)
-            .clamp(1, steps);
-        let mut qrows = Vec::with_capacity(take * parts * QUERIES);
-        let mut runs = Vec::with_capacity(2 * take * parts);
+        let steps = n.div_ceil(CHUNK) as i32;
+        let mut qrows = Vec::with_capacity(take * QUERIES);
         for &b in &chosen {
-            for part in 0..parts {
-                qrows.extend((b * QUERIES..(b + 1) * QUERIES).map(|p| {
-                    if p < n {
-                        p as i32
-                    } else {
-                        -1
-                    }
-                }));
-                let (first, end) = (steps * part / parts, steps * (part + 1) / parts);
-                runs.extend([first as i32, (end - first) as i32]);
-            }
+            qrows.extend(
+                (b * QUERIES..(b + 1) * QUERIES).map(|p| if p < n { p as i32 } else { -1 }),
+            );
         }
-        let swept = take * parts;
-        let run_off: Vec<i32> = (0..=swept as i32).collect();
+        let runs: Vec<i32> = (0..take).flat_map(|_| [0, steps]).collect();
+        let run_off: Vec<i32> = (0..=take as i32).collect();
         let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
         let list = shape.list();
-        let mut state_d = s.alloc_zeros::<f32>(swept * QUERIES * list)?;
-        let mut state_i = s.alloc_zeros::<i32>(swept * QUERIES * list)?;
+        let mut state_d = s.alloc_zeros::<f32>(take * QUERIES * list)?;
+        let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
         fill_lists(
             gpu,
             shape.kr,
             &mut state_d,
             &mut state_i,
-            swept * QUERIES * list,
+            take * QUERIES * list,
             f32::INFINITY,
         )?;
         let lists = Lists {
@@ -631,14 +611,13 @@ impl RecallSample {
             gpu,
             split,
             &plan,
-            0..swept,
+            0..take,
             kr,
             lists,
             &[],
             &crate::progress::Silent,
         )?;
-        let exact_i: Vec<i32> = s.clone_dtoh(&state_i)?;
-        let exact_d: Vec<f32> = s.clone_dtoh(&state_d)?;
+        let exact: Vec<i32> = s.clone_dtoh(&state_i)?;
         let order = &cells.order;
         let mut sample = RecallSample {
             positions: Vec::new(),
@@ -649,24 +628,14 @@ impl RecallSample {
             for p in b * QUERIES..((b + 1) * QUERIES).min(n) {
                 sample.positions.push(p);
                 sample.rows.push(order[p]);
-                // The parts' lists (disjoint references, one key per query), the best
-                // `list` of them kept.
-                let mut merged: Vec<(f32, i32)> = (0..parts)
-                    .flat_map(|part| {
-                        let slot = (t * parts + part) * QUERIES + (p - b * QUERIES);
-                        let at = slot * list..(slot + 1) * list;
-                        exact_d[at.clone()]
-                            .iter()
-                            .copied()
-                            .zip(exact_i[at].iter().copied())
-                    })
-                    .filter(|&(_, j)| j >= 0)
-                    .collect();
-                merged.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-                merged.truncate(list);
-                sample
-                    .candidates
-                    .push(merged.iter().map(|&(_, j)| order[j as usize]).collect());
+                let slot = t * QUERIES + (p - b * QUERIES);
+                sample.candidates.push(
+                    exact[slot * list..(slot + 1) * list]
+                        .iter()
+                        .filter(|&&j| j >= 0)
+                        .map(|&j| order[j as usize])
+                        .collect(),
+                );
             }
         }
         Ok(sample)
