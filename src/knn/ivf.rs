@@ -288,14 +288,24 @@ impl Cells {
                         (dist, m as u32)
                     })
                     .collect();
-                by_distance.sort_unstable_by(super::by_dist_then_index);
                 let wanted = probes.max(own.end() - own.start() + 1);
+                // The nearest `wanted` in order; the rest sorted only if they are needed
+                // (a full sort of every cell's distance per block took most of this step).
+                let head = wanted.min(lists);
+                if head < lists {
+                    by_distance.select_nth_unstable_by(head, super::by_dist_then_index);
+                }
+                by_distance[..head].sort_unstable_by(super::by_dist_then_index);
                 let mut probed = Vec::with_capacity(wanted);
                 let mut points = 0;
-                for (_, m) in by_distance {
+                for at in 0..lists {
                     if probed.len() >= wanted && points >= min_points {
                         break;
                     }
+                    if at == head {
+                        by_distance[head..].sort_unstable_by(super::by_dist_then_index);
+                    }
+                    let m = by_distance[at].1;
                     points += self.offsets[m as usize + 1] - self.offsets[m as usize];
                     probed.push(m);
                 }
@@ -506,6 +516,73 @@ mod tests {
         // At least 8 points: everything.
         let probes = cells.block_probes(&sorted, &centroids, Key::SqEuclidean, 1, 8, 2);
         assert_eq!(probes[0], vec![0, 1, 2, 3]);
+    }
+
+    /// On random cells the probes are each block's own cells, then the others nearest its
+    /// mean first (ties by number), every nearer cell taken before a farther one, and they
+    /// stop at the first cell that makes both enough cells and enough points (the partial
+    /// sort gives what a full sort of the distances gives).
+    #[test]
+    fn block_probes_are_the_nearest_cells_in_order() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let (n, d, lists, block) = (3000, 3, 200, 16);
+        let labels: Vec<u32> = (0..n).map(|_| rng.random_range(0..lists as u32)).collect();
+        let cells = Cells::sort(&labels, lists);
+        let data: Vec<f32> = (0..n * d).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let sorted = Points::new(n, d, data);
+        let centroids: Vec<f32> = (0..lists * d)
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
+        let size = |m: u32| cells.offsets[m as usize + 1] - cells.offsets[m as usize];
+        for (probes, min_points) in [(5, 0), (5, 400), (1, 2000), (lists, 0)] {
+            let all = cells.block_probes(
+                &sorted,
+                &centroids,
+                Key::SqEuclidean,
+                probes,
+                min_points,
+                block,
+            );
+            for (b, got) in all.iter().enumerate() {
+                let (p0, p1) = (b * block, ((b + 1) * block).min(n));
+                let own: Vec<u32> = (cells.cell_of(p0)..=cells.cell_of(p1 - 1))
+                    .map(|m| m as u32)
+                    .collect();
+                assert_eq!(got[..own.len()], own[..], "block {b}: own cells first");
+                let mean: Vec<f32> = (0..d)
+                    .map(|a| {
+                        let s: f64 = (p0..p1).map(|p| sorted.row(p)[a] as f64).sum();
+                        (s / (p1 - p0) as f64) as f32
+                    })
+                    .collect();
+                let dist = |m: u32| Key::SqEuclidean.eval(&mean, &centroids[m as usize * d..][..d]);
+                let rest: Vec<(f32, u32)> =
+                    got[own.len()..].iter().map(|&m| (dist(m), m)).collect();
+                assert!(rest
+                    .windows(2)
+                    .all(|w| super::super::by_dist_then_index(&w[0], &w[1]).is_lt()));
+                if let Some(last) = rest.last() {
+                    for m in (0..lists as u32).filter(|m| !got.contains(m)) {
+                        assert!(super::super::by_dist_then_index(last, &(dist(m), m)).is_lt());
+                    }
+                }
+                let wanted = probes.max(own.len());
+                let points: Vec<usize> = got
+                    .iter()
+                    .scan(0, |s, &m| {
+                        *s += size(m);
+                        Some(*s)
+                    })
+                    .collect();
+                let enough = |i: usize| i + 1 >= wanted && points[i] >= min_points;
+                let stop = (0..got.len()).find(|&i| enough(i)).map_or(lists, |i| i + 1);
+                assert_eq!(
+                    got.len(),
+                    stop,
+                    "block {b}: stops at the first cell that is enough"
+                );
+            }
+        }
     }
 
     /// Within each cell the points follow a locality order; the cells keep their points.
