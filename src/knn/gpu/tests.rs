@@ -499,3 +499,23 @@ crate::gpu::gpu_test! {
         }
     }
 }
+
+crate::gpu::gpu_test! {
+    /// The packed leading neighbours are each row's first `keep` of k, for keep from none
+    /// to all.
+    fn leading_neighbors_keep_each_rows_first(gpu) {
+        let (n, k) = (1031, 90);
+        let idx: Vec<i32> = (0..(n * k) as i32).collect();
+        let dist: Vec<f32> = (0..n * k).map(|e| e as f32 * 0.25).collect();
+        let (idx_dev, dist_dev) = (gpu.stream.clone_htod(&idx).unwrap(), gpu.stream.clone_htod(&dist).unwrap());
+        for keep in [0, 1, 10, k] {
+            let (i, d) = leading_neighbors(gpu, (&idx_dev, &dist_dev), n, k, keep).unwrap();
+            let got_i = gpu.stream.clone_dtoh(&i.slice(..n * keep)).unwrap();
+            let got_d = gpu.stream.clone_dtoh(&d.slice(..n * keep)).unwrap();
+            let want_i: Vec<i32> = idx.chunks(k).flat_map(|r| r[..keep].iter().copied()).collect();
+            let want_d: Vec<f32> = dist.chunks(k).flat_map(|r| r[..keep].iter().copied()).collect();
+            assert_eq!(got_i, want_i, "keep {keep}");
+            assert_eq!(got_d, want_d, "keep {keep}");
+        }
+    }
+}
