@@ -108,22 +108,13 @@ fn copy_staged<T: AnyBits + Copy>(
         dst.len(),
         "a staged copy's two sides differ in length"
     );
-    let len = src.len();
-    if len == 0 {
-        return Ok(());
-    }
     let s = &gpu.stream;
-    let chunk = chunk.clamp(1, len);
-    let mut stage = pinned::<T>(gpu, chunk, 0)?;
-    for at in (0..len).step_by(chunk) {
-        let end = (at + chunk).min(len);
-        // A host slice of the exact length: the driver's copy takes the destination's.
-        let host = &mut stage.as_mut_slice()?[..end - at];
-        s.memcpy_dtoh(&src.slice(at..end), host)?;
+    through_stage(gpu, src.len(), chunk, |host, at| {
+        s.memcpy_dtoh(&src.slice(at.clone()), host)?;
         s.synchronize()?;
-        dst[at..end].copy_from_slice(host);
-    }
-    Ok(())
+        dst[at].copy_from_slice(host);
+        Ok(())
+    })
 }
 
 /// The host `src` on the device, copied through a page-locked buffer in chunks, as
@@ -142,22 +133,34 @@ fn upload_staged<T: AnyBits + Copy>(
     dst: &mut CudaSlice<T>,
     chunk: usize,
 ) -> Result<(), GpuError> {
-    let len = src.len();
+    let s = &gpu.stream;
+    through_stage(gpu, src.len(), chunk, |host, at| {
+        host.copy_from_slice(&src[at.clone()]);
+        s.memcpy_htod(&*host, &mut dst.slice_mut(at))?;
+        // Done before the buffer is filled again.
+        s.synchronize()?;
+        Ok(())
+    })
+}
+
+/// Hands `step` each range of at most `chunk` of the `len` elements in order, with one
+/// page-locked buffer cut to that range's length (the driver's copies take the host
+/// side's length), for the staged copies either way.
+fn through_stage<T: AnyBits>(
+    gpu: &Gpu,
+    len: usize,
+    chunk: usize,
+    mut step: impl FnMut(&mut [T], std::ops::Range<usize>) -> Result<(), GpuError>,
+) -> Result<(), GpuError> {
     if len == 0 {
         return Ok(());
     }
-    let s = &gpu.stream;
     let chunk = chunk.clamp(1, len);
     let mut stage = pinned::<T>(gpu, chunk, 0)?;
     for at in (0..len).step_by(chunk) {
         let end = (at + chunk).min(len);
-        // The last copy must be done before the buffer is filled again.
-        s.synchronize()?;
-        let host = &mut stage.as_mut_slice()?[..end - at];
-        host.copy_from_slice(&src[at..end]);
-        s.memcpy_htod(&*host, &mut dst.slice_mut(at..end))?;
+        step(&mut stage.as_mut_slice()?[..end - at], at..end)?;
     }
-    s.synchronize()?;
     Ok(())
 }
 

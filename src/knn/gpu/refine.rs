@@ -57,19 +57,6 @@ pub fn refine(
         return Ok(graph);
     }
     let (n, _, k) = shape;
-    if others.is_empty() {
-        let mut current = graph;
-        let mut next = first.stream.alloc_zeros::<i32>(n * k)?;
-        let launches = rounds * n.div_ceil(ROWS_PER_LAUNCH);
-        let mut done = LaggedProgress::begin(progress, "knn refine", launches);
-        let round = Round { x, shape, key, fan };
-        for _ in 0..rounds {
-            round.rows(first, 0..n, &current, &mut next, distances, &mut done)?;
-            std::mem::swap(&mut current, &mut next);
-        }
-        done.end()?;
-        return Ok(current);
-    }
     let share = n.div_ceil(gpus.len());
     let rows = |g: usize| (g * share).min(n)..((g + 1) * share).min(n);
     // Each other GPU's points, graph, next graph and keys.
