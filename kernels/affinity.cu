@@ -18,8 +18,10 @@
 //   tile_sums: ceil(n / (blockDim.x * SCAN_ITEMS)) + 1 long longs, the same blockDim.x for
 //   affinity_scan_tiles and affinity_scan_apply (grid = that count minus one), one block
 //   for affinity_scan_sums. coo_off: n long longs, the exclusive scan of
-//   max(len_i - K, 0); ELL arrays K*n entries (slot s of row i at s*n + i), COO arrays
-//   tile_sums[nt] entries.
+//   max(len_i - K, 0). affinity_fill writes the rows lo .. lo + rows (0 and n: all of P):
+//   ELL arrays K*rows entries (slot s of row i at s*rows + i - lo), COO arrays the block's
+//   coo_off[lo + rows] - coo_off[lo] entries (tile_sums[nt] for all of P), coo0 =
+//   coo_off[lo].
 //   Launches: affinity_perplexity with blockDim.x a multiple of 32 and
 //   blockDim.x * stride floats of dynamic shared memory; the warp-per-row kernels
 //   (sort, count, fill) with blockDim.x a multiple of 32, affinity_sort with
@@ -262,17 +264,22 @@ extern "C" __global__ void affinity_count(int n, int k, const unsigned long long
     exact_block_add(local, plp);
 }
 
-// Entry number `slot` of row `row` in HYB: ELL when slot < K, else COO.
-__device__ inline void put(int n, int K, const long long* __restrict__ coo_off, int row,
-                           int slot, int col, float val, int* __restrict__ ell_cols,
-                           float* __restrict__ ell_vals, int* __restrict__ coo_rows,
-                           int* __restrict__ coo_cols, float* __restrict__ coo_vals) {
+// Entry number `slot` of row `row` in the HYB of rows lo .. lo + rows (the whole P when
+// lo = 0 and rows = n): ELL when slot < K, else COO, whose part starts at entry coo0 of
+// the whole's. Rows outside the block are not written.
+__device__ inline void put(int lo, int rows, int K, const long long* __restrict__ coo_off,
+                           long long coo0, int row, int slot, int col, float val,
+                           int* __restrict__ ell_cols, float* __restrict__ ell_vals,
+                           int* __restrict__ coo_rows, int* __restrict__ coo_cols,
+                           float* __restrict__ coo_vals) {
+    int r = row - lo;
+    if (r < 0 || r >= rows) return;
     if (slot < K) {
-        long long e = (long long)slot * n + row;
+        long long e = (long long)slot * rows + r;
         ell_cols[e] = col;
         ell_vals[e] = val;
     } else {
-        long long e = coo_off[row] + (slot - K);
+        long long e = coo_off[row] - coo0 + (slot - K);
         coo_rows[e] = row;
         coo_cols[e] = col;
         coo_vals[e] = val;
@@ -282,8 +289,11 @@ __device__ inline void put(int n, int K, const long long* __restrict__ coo_off, 
 // One warp per row i: the entries appended from other rows take slots 0..extra[i]-1 (each
 // at the rank affinity_count gave it), the row's own entries the following slots (in
 // column order), and the ELL slots from len_i = own_count[i] + extra[i] up to K get the
-// padding (column i, value 0). No atomics: every slot is known from the counts.
-extern "C" __global__ void affinity_fill(int n, int k, int K, const int* __restrict__ sidx,
+// padding (column i, value 0). No atomics: every slot is known from the counts. Only the
+// rows lo .. lo + rows are written (a GPU's block of P, `put`); every row is read, as the
+// entries appended to a block's rows come from any row.
+extern "C" __global__ void affinity_fill(int n, int k, int K, int lo, int rows, long long coo0,
+                                         const int* __restrict__ sidx,
                                          const float* __restrict__ own,
                                          const float* __restrict__ rank,
                                          const int* __restrict__ own_count,
@@ -308,16 +318,17 @@ extern "C" __global__ void affinity_fill(int n, int k, int K, const int* __restr
             if (keep) {
                 int j = sidx[base + s];
                 float p = fabsf(enc);
-                put(n, K, coo_off, i, written + __popc(kept & lanemask_lt()), j, p, ell_cols,
-                    ell_vals, coo_rows, coo_cols, coo_vals);
+                put(lo, rows, K, coo_off, coo0, i, written + __popc(kept & lanemask_lt()), j,
+                    p, ell_cols, ell_vals, coo_rows, coo_cols, coo_vals);
                 if (signbit(enc))
-                    put(n, K, coo_off, j, __float_as_int(rank[base + s]), i, p, ell_cols,
-                        ell_vals, coo_rows, coo_cols, coo_vals);
+                    put(lo, rows, K, coo_off, coo0, j, __float_as_int(rank[base + s]), i, p,
+                        ell_cols, ell_vals, coo_rows, coo_cols, coo_vals);
             }
             written += __popc(kept);
         }
+        if (i < lo || i - lo >= rows) continue;
         for (int s = written + lane; s < K; s += 32) {
-            long long e = (long long)s * n + i;
+            long long e = (long long)s * rows + (i - lo);
             ell_cols[e] = i;
             ell_vals[e] = 0.f;
         }

@@ -39,6 +39,8 @@ pub struct RunShape {
     pub k: usize,
     /// Embedding dimensions.
     pub dims: usize,
+    /// GPUs of the run (`--gpus`; 1 on the cpu and hybrid backends).
+    pub gpus: usize,
 }
 
 /// What a run is estimated to need, and what it used.
@@ -61,8 +63,10 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
         d,
         k,
         dims,
+        gpus,
     } = shape;
     let (n, d_in, d, k, dims) = (n as u64, d_in as u64, d as u64, k as u64, dims as u64);
+    let gpus = gpus.max(1) as u64;
     // P, symmetric: at most 2k entries per row, a value and a column index each, 8 bytes.
     let p = n * 2 * k * 8;
     let on_gpu = backend != BackendKind::Cpu;
@@ -84,18 +88,23 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
             ..MemoryReport::default()
         };
     }
-    // Device, the larger of two peaks. The kNN: the points (and their cell-sorted copy
-    // for approx), their TF32 split (2 × 64 floats), the answer (index and distance), the
-    // refinement's second index buffer and one batch of candidate lists (a fraction of the
-    // answer; the sweep batches to fit). The affinities: the kNN graph, the conditional
-    // probabilities, the symmetrisation's pairs (8 bytes per entry) and P itself in HYB,
-    // whose ELL part pads rows to a common width (a quarter more).
+    // Device, GPU 0's (which runs the kNN's serial steps and the affinities; over several
+    // GPUs the others hold less), the largest of its peaks. The kNN: the points (and their
+    // cell-sorted copy for approx), their TF32 split (2 × 64 floats), the answer (index and
+    // distance), the refinement's second index buffer and one batch of candidate lists (a
+    // fraction of the answer; the sweep batches to fit). The affinities consume the answer
+    // as they read it: the sort holds the indices, the conditional probabilities and the
+    // sorted pairs (16 bytes per entry); the fill the pairs (12 bytes per entry) and P in
+    // HYB, whose ELL part pads rows to a common width (a quarter more), one GPU's block of
+    // it at a time. The optimisation: that GPU's block of P, and all of Y with the
+    // optimiser's vectors.
     let approx = method == KnnMethod::Approx;
     let knn = n * (d * 4 * if approx { 2 } else { 1 } + 512 + k * 8)
         + if approx { n * k * 4 } else { 0 }
         + n * k * 2;
-    let affinities = n * k * 8 + n * k * 4 + n * k * 8 + p * 5 / 4;
-    let optimise = p * 5 / 4 + n * dims * 4 * 8;
+    let hyb = p * 5 / 4 / gpus;
+    let affinities = (n * k * 16).max(n * k * 12 + hyb);
+    let optimise = hyb + n * dims * 4 * 8;
     // The PCA of dense points wider than the components kept (`prep::gpu`): the points and
     // their centred copy, the scores, and the d_in × d_in scatter matrix up to
     // EXACT_MAX_D features, the randomised method's thin products (64 columns) beyond.
@@ -222,6 +231,10 @@ pub(crate) fn plan(
         d,
         k: params.k().min(n.saturating_sub(1)),
         dims: params.dims,
+        gpus: match backend {
+            BackendKind::Gpu => params.gpus.unwrap_or(1),
+            _ => 1,
+        },
     };
     let estimate = estimate(shape, backend, params.knn);
     let device = if on_gpu {
@@ -315,6 +328,7 @@ mod tests {
             d: 50,
             k: 90,
             dims: 2,
+            gpus: 1,
         }
     }
 

@@ -86,7 +86,7 @@ pub(crate) fn prepare_points(
     let t = seconds.start("affinities");
     let (p, nb) = match found {
         Found::Device(indices, distances) => {
-            gpu_affinities(&indices, &distances, r.points.n, report.k, params, seconds)?
+            gpu_affinities(indices, distances, r.points.n, report.k, params, seconds)?
         }
         Found::Host(nb) => {
             let p = P::from_csr(affinity::from_neighbors_multiscale(&nb, &params.scales())?);
@@ -376,11 +376,14 @@ fn hnsw_with_recall(
     Ok(nb)
 }
 
-/// Affinities on the GPU from device neighbours: P is born in HYB on the device. Each
-/// point's nearest few neighbours come down, for the quality measure.
+/// Affinities on the GPU from device neighbours: P is born in HYB on the device, whole, or
+/// in a run over several GPUs (`--gpus`) in their row blocks, each on its GPU
+/// ([`affinity::gpu::affinities_device_blocks`]). Each point's nearest few neighbours come
+/// down first, for the quality measure; then the stage consumes the neighbours, freeing
+/// each array once read.
 fn gpu_affinities(
-    indices: &CudaSlice<i32>,
-    distances: &CudaSlice<f32>,
+    indices: CudaSlice<i32>,
+    distances: CudaSlice<f32>,
     n: usize,
     k: usize,
     params: &EmbedParams,
@@ -388,11 +391,23 @@ fn gpu_affinities(
 ) -> Result<(P, Neighbors)> {
     let gpu = Gpu::get()?;
     let t = seconds.start("affinities");
-    let (hyb, stats) =
-        affinity::gpu::affinities_device(gpu, indices, distances, n, k, params.perplexity)?;
-    let nb = download_neighbors(indices, distances, n, k, super::QUALITY_K)?;
+    let nb = download_neighbors(&indices, &distances, n, k, super::QUALITY_K)?;
+    let u = params.perplexity;
+    let world = params.gpus.unwrap_or(1);
+    let p = if world > 1 {
+        let part = crate::backend::multi::Partition::new(n, world)?;
+        let blocks = (0..world)
+            .map(|r| Ok((part.rows(r), Gpu::device(r)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let (blocks, stats) =
+            affinity::gpu::affinities_device_blocks(gpu, indices, distances, n, k, u, &blocks)?;
+        P::from_hyb_blocks(blocks, stats.p_log_p, stats.nnz)
+    } else {
+        let (hyb, stats) = affinity::gpu::affinities_device(gpu, indices, distances, n, k, u)?;
+        P::from_hyb(hyb, stats.p_log_p, stats.nnz)
+    };
     seconds.affinities = t.elapsed().as_secs_f64();
-    Ok((P::from_hyb(hyb, stats.p_log_p, stats.nnz), nb))
+    Ok((p, nb))
 }
 
 /// The `keep` nearest of each point's k device neighbours (n × k indices and squared

@@ -28,6 +28,9 @@ pub enum Layout {
     Csb(Csb),
     /// HYB on the device, for the GPU attraction (built there by the GPU affinity stage).
     Hyb(HybGpu),
+    /// HYB in row blocks, block r on GPU r, in order: P of a run over several GPUs, made
+    /// there by the GPU affinity stage ([`crate::affinity::gpu::affinities_device_blocks`]).
+    HybBlocks(Vec<HybGpu>),
 }
 
 impl Layout {
@@ -36,6 +39,7 @@ impl Layout {
             Layout::Csr(_) => "CSR",
             Layout::Csb(_) => "CSB",
             Layout::Hyb(_) => "HYB on the device",
+            Layout::HybBlocks(_) => "HYB row blocks on several GPUs",
         }
     }
 }
@@ -59,6 +63,16 @@ impl P {
         }
     }
 
+    /// P from the GPU affinity stage in row blocks on several GPUs (block r on GPU r), with
+    /// the whole P's Σ p ln p and non-zeros.
+    pub fn from_hyb_blocks(blocks: Vec<HybGpu>, p_log_p: f64, nnz: usize) -> P {
+        P {
+            layout: Layout::HybBlocks(blocks),
+            p_log_p,
+            nnz,
+        }
+    }
+
     /// For the cpu and hybrid backends: CSB of block size `beta` (the backends take
     /// [`Csb::default_beta`] for their workers). P must be on the host.
     pub fn into_csb(self, beta: usize) -> Result<P> {
@@ -66,7 +80,9 @@ impl P {
         let layout = match self.layout {
             Layout::Csr(csr) => Layout::Csb(Csb::from_csr(&csr, beta)?),
             Layout::Csb(csb) => Layout::Csb(csb),
-            Layout::Hyb(_) => return Err(wrong_layout("CSB", &self.layout).into()),
+            Layout::Hyb(_) | Layout::HybBlocks(_) => {
+                return Err(wrong_layout("CSB", &self.layout).into())
+            }
         };
         Ok(P {
             layout,
@@ -82,7 +98,9 @@ impl P {
         let layout = match self.layout {
             Layout::Csr(csr) => Layout::Hyb(HybGpu::new(gpu, &Hyb::from_csr(&csr, None)?)?),
             Layout::Hyb(hyb) => Layout::Hyb(hyb),
-            Layout::Csb(_) => return Err(wrong_layout("HYB", &self.layout).into()),
+            Layout::Csb(_) | Layout::HybBlocks(_) => {
+                return Err(wrong_layout("HYB", &self.layout).into())
+            }
         };
         Ok(P {
             layout,
@@ -131,6 +149,7 @@ impl P {
             Layout::Csr(csr) => csr.rows(),
             Layout::Csb(csb) => csb.n(),
             Layout::Hyb(hyb) => hyb.n(),
+            Layout::HybBlocks(blocks) => blocks.iter().map(HybGpu::n).sum(),
         }
     }
 

@@ -39,16 +39,22 @@
 //!    0..extra_i − 1 at their ranks, own entries the next slots in column order (so a row
 //!    is not sorted), slot s < K goes to ELL (s·n + i), the rest to COO, and the unused
 //!    ELL slots get the padding (column i, value 0). No atomics: every slot is known.
+//!    For a run over several GPUs the fill writes one GPU's row block at a time (every row
+//!    is read, as appended entries come from any row), moved to its GPU before the next.
 //!
-//! Device memory (k neighbours, K the ELL width, m the COO length, inputs excluded):
-//! 12·n·k bytes during steps 2–5, then 12·n·k + 8·n·K + 12·m + 16·n during step 6; each
-//! phase is checked against the free memory first (an error, never a panic).
+//! Device memory (k neighbours, K the ELL width, m the COO length): the neighbours, 8·n·k
+//! bytes, are consumed as they are read (the distances by step 1, the indices by step 2);
+//! 16·n·k bytes at most during steps 1–5, then 12·n·k + 8·n_b·K + 12·m_b + 16·n during
+//! step 6 for a block of n_b rows and m_b COO entries (all n and m on one GPU); each phase
+//! is checked against the free memory first (an error, never a panic).
 //!
 //! Measured on one H100 (n = 1.3M, k = 90, `bench_affinities`, medians of 5): perplexity
 //! 6.8 ms (f64 bisection, compute-bound); symmetrisation + HYB 11 ms when every edge is
 //! mutual, 27–36 ms when almost none is (the scattered appends of `affinity_fill` take
 //! 17–25 ms of that); against a floor of about 1 ms for reading the neighbours and
 //! writing HYB once at 3 TB/s.
+
+use std::ops::Range;
 
 use cudarc::driver::CudaSlice;
 
@@ -59,7 +65,6 @@ mod symmetrize;
 
 pub(crate) use calibrate::{calibrate, Conditional};
 pub use exact::exact_affinities_gpu;
-pub(crate) use fill::fill;
 pub(crate) use symmetrize::{count, Counted};
 
 use super::AffinityError;
@@ -104,11 +109,13 @@ pub fn affinities_gpu(neighbors: &Neighbors, perplexity: f64) -> Result<(HybGpu,
     let idx_dev = s.clone_htod(&indices)?;
     drop(indices);
     let dist_dev = s.clone_htod(&neighbors.distances)?;
-    affinities_device(gpu, &idx_dev, &dist_dev, n, k, perplexity)
+    affinities_device(gpu, idx_dev, dist_dev, n, k, perplexity)
 }
 
 /// Device neighbours (indices n × k, squared distances n × k ascending per row, both
-/// row-major) → P in HYB on the device, with its [`AffinityStats`].
+/// row-major) → P in HYB on the device, with its [`AffinityStats`]. The neighbours are
+/// consumed: each array is freed as soon as the stage has read it (the distances after the
+/// calibration, the indices after the sort), leaving their memory to P.
 ///
 /// Errors: perplexity not below k ([`AffinityError::PerplexityTooLarge`]), k above
 /// [`MAX_K`], an index outside [0, n) ([`crate::sparse::SparseError::Invariant`]), or a
@@ -116,12 +123,34 @@ pub fn affinities_gpu(neighbors: &Neighbors, perplexity: f64) -> Result<(HybGpu,
 /// ([`crate::gpu::GpuError::OutOfMemory`]).
 pub fn affinities_device(
     gpu: &'static Gpu,
-    indices: &CudaSlice<i32>,
-    distances: &CudaSlice<f32>,
+    indices: CudaSlice<i32>,
+    distances: CudaSlice<f32>,
     n: usize,
     k: usize,
     perplexity: f64,
 ) -> Result<(HybGpu, AffinityStats)> {
+    let blocks = [(0..n, gpu)];
+    let (mut p, stats) =
+        affinities_device_blocks(gpu, indices, distances, n, k, perplexity, &blocks)?;
+    Ok((p.swap_remove(0), stats))
+}
+
+/// [`affinities_device`] with P made in the row blocks `blocks` (ranges covering 0..n in
+/// order, each with the GPU it goes to): each block is filled on `gpu`, then moved to its
+/// GPU peer to peer ([`HybGpu::moved_to`]) before the next is made, so that `gpu` never
+/// holds more of P than one block beside the symmetrisation's arrays. For a run over
+/// several GPUs ([`crate::backend::multi`]), whose P may not fit on one: at 50M points and
+/// k = 90, about 60 GB in HYB beside the symmetrisation's 54 GB. The blocks equal the
+/// whole P's [`HybGpu::row_block`]s, bit for bit.
+pub fn affinities_device_blocks(
+    gpu: &'static Gpu,
+    indices: CudaSlice<i32>,
+    distances: CudaSlice<f32>,
+    n: usize,
+    k: usize,
+    perplexity: f64,
+    blocks: &[(Range<usize>, &'static Gpu)],
+) -> Result<(Vec<HybGpu>, AffinityStats)> {
     check_args(n, k, perplexity)?;
     if indices.len() < n * k || distances.len() < n * k {
         return Err(Error::param(
@@ -133,25 +162,60 @@ pub fn affinities_device(
             ),
         ));
     }
-    let cond = calibrate(gpu, distances, n, k, perplexity)?;
-    symmetrize_device(gpu, indices, cond, n, k)
+    let mut end = 0;
+    for (rows, _) in blocks {
+        if rows.start != end || rows.end < rows.start {
+            return Err(Error::param(
+                "blocks",
+                format!("row blocks must follow each other from 0; {rows:?} after {end}"),
+            ));
+        }
+        end = rows.end;
+    }
+    if end != n {
+        return Err(Error::param(
+            "blocks",
+            format!("row blocks cover 0..{end}, not the n = {n} rows"),
+        ));
+    }
+    let cond = calibrate(gpu, &distances, n, k, perplexity)?;
+    drop(distances);
+    let counted = count(gpu, indices, cond, n, k)?;
+    let offsets = fill::offsets(gpu, &counted)?;
+    let mut p = Vec::with_capacity(blocks.len());
+    for (rows, to) in blocks {
+        let block = fill::fill_rows(gpu, &counted, &offsets, rows.clone())?;
+        p.push(block.moved_to(to)?);
+        // The moved block's memory back in the pool before the next block is checked.
+        gpu.stream
+            .synchronize()
+            .map_err(crate::gpu::GpuError::from)?;
+    }
+    let stats = AffinityStats {
+        nnz: counted.nnz,
+        p_log_p: counted.p_log_p,
+        ell_width: counted.width,
+        coo_len: offsets.coo_len(),
+    };
+    Ok((p, stats))
 }
 
 /// Steps 2–6: the conditionals `cond` of the neighbours `indices` (n × k) symmetrised into
 /// HYB.
+#[cfg(test)]
 pub(crate) fn symmetrize_device(
     gpu: &'static Gpu,
-    indices: &CudaSlice<i32>,
+    indices: CudaSlice<i32>,
     cond: Conditional,
     n: usize,
     k: usize,
 ) -> Result<(HybGpu, AffinityStats)> {
     let counted = count(gpu, indices, cond, n, k)?;
-    let (p_log_p, nnz) = (counted.p_log_p, counted.nnz);
-    let hyb = fill(gpu, counted)?;
+    let offsets = fill::offsets(gpu, &counted)?;
+    let hyb = fill::fill_rows(gpu, &counted, &offsets, 0..n)?;
     let stats = AffinityStats {
-        nnz,
-        p_log_p,
+        nnz: counted.nnz,
+        p_log_p: counted.p_log_p,
         ell_width: hyb.width(),
         coo_len: hyb.coo_len(),
     };

@@ -150,7 +150,7 @@ crate::gpu::gpu_test! {
             let idx = gpu.stream.clone_htod(&idx).unwrap();
             let dist = gpu.stream.clone_htod(&nb.distances).unwrap();
             let cond = calibrate(gpu, &dist, n, k, u).unwrap();
-            let (parts, stats) = symmetrize_device(gpu, &idx, cond, n, k).unwrap();
+            let (parts, stats) = symmetrize_device(gpu, idx, cond, n, k).unwrap();
             let got = download_rows(&parts);
             assert_eq!(stats.nnz, want.nnz(), "n={n} k={k}: nnz");
             let hyb = Hyb::from_csr(&want, None).unwrap();
@@ -185,6 +185,49 @@ crate::gpu::gpu_test! {
                 "the COO part must be exercised"
             );
         }
+    }
+}
+
+crate::gpu::gpu_test! {
+    /// P made in row blocks (one of a single row, one empty, spread round robin over the
+    /// GPUs the host shows) equals the whole P's row blocks bit for bit, with the same
+    /// statistics; the rows that append entries to a block lie in other blocks.
+    fn gpu_affinity_blocks_equal_the_whole_cut(gpu) {
+        let mut rng = StdRng::seed_from_u64(7);
+        let (n, k, u) = (20_000, 90, 30.0);
+        let nb = awkward_neighbors(n, k, &mut rng);
+        let (whole, want) = affinities_gpu(&nb, u).unwrap();
+        let whole = whole.to_host().unwrap();
+        let gpus = crate::gpu::device_count().unwrap_or(1).max(1);
+        let cuts = [0, 1, 7_000, 7_000, 13_500, n];
+        let blocks: Vec<_> = cuts
+            .windows(2)
+            .enumerate()
+            .map(|(b, w)| (w[0]..w[1], Gpu::device(b % gpus).unwrap()))
+            .collect();
+        let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
+        let idx = gpu.stream.clone_htod(&idx).unwrap();
+        let dist = gpu.stream.clone_htod(&nb.distances).unwrap();
+        let (got, stats) = affinities_device_blocks(gpu, idx, dist, n, k, u, &blocks).unwrap();
+        assert_eq!(stats, want);
+        assert_eq!(got.len(), blocks.len());
+        for ((rows, to), block) in blocks.iter().zip(&got) {
+            assert!(std::ptr::eq(block.gpu(), *to), "block {rows:?} on the wrong GPU");
+            let (got, want) = (block.to_host().unwrap(), whole.row_block(rows.clone()));
+            assert_eq!((got.n, got.row0, got.k), (want.n, want.row0, want.k), "{rows:?}");
+            assert_eq!(got.ell_cols, want.ell_cols, "{rows:?}: ELL columns");
+            assert_eq!(got.coo_rows, want.coo_rows, "{rows:?}: COO rows");
+            assert_eq!(got.coo_cols, want.coo_cols, "{rows:?}: COO columns");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got.ell_vals), bits(&want.ell_vals), "{rows:?}: ELL values");
+            assert_eq!(bits(&got.coo_vals), bits(&want.coo_vals), "{rows:?}: COO values");
+        }
+        let (idx, dist) = (
+            gpu.stream.clone_htod(&[0i32; 90]).unwrap(),
+            gpu.stream.clone_htod(&[1f32; 90]).unwrap(),
+        );
+        let gap = [(0..0, gpu), (1..1, gpu)];
+        assert!(affinities_device_blocks(gpu, idx, dist, 1, 90, 30.0, &gap).is_err());
     }
 }
 
@@ -494,7 +537,7 @@ crate::gpu::gpu_test! {
                     let cond = calibrate(gpu, &dist, n, k, u).unwrap();
                     s.synchronize().unwrap();
                     let t1 = std::time::Instant::now();
-                    let (parts, stats) = symmetrize_device(gpu, &idx, cond, n, k).unwrap();
+                    let (parts, stats) = symmetrize_device(gpu, idx.clone(), cond, n, k).unwrap();
                     s.synchronize().unwrap();
                     let t2 = std::time::Instant::now();
                     cal_t.push((t1 - t0).as_secs_f64());
@@ -537,7 +580,7 @@ crate::gpu::gpu_test! {
                 profile::ON.store(true, std::sync::atomic::Ordering::Relaxed);
                 profile::lap(gpu, "start");
                 let cond = calibrate(gpu, &dist, n, k, u).unwrap();
-                drop(symmetrize_device(gpu, &idx, cond, n, k).unwrap());
+                drop(symmetrize_device(gpu, idx.clone(), cond, n, k).unwrap());
                 profile::ON.store(false, std::sync::atomic::Ordering::Relaxed);
                 let log = std::mem::take(&mut profile::LOG.lock().unwrap().1);
                 for (label, dt) in &log[1..] {

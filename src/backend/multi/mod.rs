@@ -17,9 +17,12 @@
 //!   over two of them ([`crate::knn::gpu::ivf`], `IvfParams::gpus`; points and graphs
 //!   travel GPU to GPU); its cells and recall sample and the affinities run on GPU 0 as in
 //!   a one-GPU run. GPU 0
-//!   then cuts P's HYB into the GPUs' row blocks and sends each its own over NCCL
-//!   ([`crate::sparse::HybGpu::send_block`]; columns and COO rows keep whole-P numbers). A P
-//!   made on the host (graph mode) is cut there and uploaded ([`Hyb::row_block`]).
+//!   fills P's HYB one GPU's row block at a time and moves each block to its GPU, peer to
+//!   peer, before making the next ([`crate::affinity::gpu::affinities_device_blocks`];
+//!   columns and COO rows keep whole-P numbers), so that GPU 0 never holds the whole P
+//!   (about 60 GB at 50M points). A whole P on GPU 0 (a library caller's) is cut there and
+//!   sent over NCCL ([`crate::sparse::HybGpu::send_block`]); a P made on the host (graph
+//!   mode) is cut there and uploaded ([`Hyb::row_block`]).
 //! - **Per iteration**, on every GPU: the attraction of its rows against every point (each
 //!   GPU holds all of Y: 80 MB at 10M points in 2-D); the FFT repulsion of its points on a
 //!   grid placed from the box of all points (the same on every GPU, as Y is), its charges
@@ -66,8 +69,9 @@ use crate::kernel::Kernel;
 use crate::optim::{GpuSeconds, Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::{RepulsionMethod, RepulsionSpec};
-use crate::sparse::{Hyb, Layout, P};
+use crate::sparse::{Hyb, HybGpu, Layout, P};
 use crate::{Error, Result};
+use std::sync::Mutex;
 
 /// Below this many points `--gpus` left unset uses one GPU: the collectives' fixed cost
 /// per iteration outweighs the split there.
@@ -182,6 +186,11 @@ pub fn optimize_multi(
                 Some(whole),
             )
         }
+        Layout::HybBlocks(placed) => {
+            placed_right(&placed, &part)?;
+            let placed = placed.into_iter().map(|b| Mutex::new(Some(b))).collect();
+            (rank::Blocks::Placed(placed), None)
+        }
         Layout::Csr(csr) => {
             host = Hyb::from_csr(&csr, None)?;
             (rank::Blocks::Host(&host), None)
@@ -263,6 +272,29 @@ pub fn optimize_multi(
         report.per_gpu = Some(shares);
     }
     Ok((report, setup))
+}
+
+/// Refuses P's row blocks unless block r holds the partition's rows r and lives on GPU r.
+fn placed_right(placed: &[HybGpu], part: &Partition) -> Result<()> {
+    let ok = placed.len() == part.world()
+        && placed.iter().enumerate().all(|(r, b)| {
+            let rows = part.rows(r);
+            b.row0() == rows.start
+                && b.n() == rows.len()
+                && Gpu::device(r).is_ok_and(|g| std::ptr::eq(g, b.gpu()))
+        });
+    match ok {
+        true => Ok(()),
+        false => Err(Error::param(
+            "p",
+            format!(
+                "P's {} row blocks are not the {} GPUs' partition of its {} rows",
+                placed.len(),
+                part.world(),
+                part.n()
+            ),
+        )),
+    }
 }
 
 #[cfg(test)]

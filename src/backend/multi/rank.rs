@@ -13,21 +13,25 @@ use crate::optim::{stops, Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::{Pending, RepulseGpu, RepulsionSpec};
 use crate::sparse::{BlockShape, Hyb, HybGpu};
-use crate::Result;
+use crate::{Error, Result};
+use std::sync::Mutex;
 
 /// Where the GPUs' blocks of P come from.
 pub(super) enum Blocks<'a> {
     /// P on the host (graph mode, host affinities): each GPU uploads its rows.
     Host(&'a Hyb),
-    /// P on GPU 0, where the affinity stage made it ([`Lead::whole`]): GPU 0 copies its own
-    /// block and sends the others theirs, GPU to GPU; their shapes, per rank.
+    /// P on GPU 0 ([`Lead::whole`]): GPU 0 copies its own block and sends the others
+    /// theirs, GPU to GPU; their shapes, per rank.
     Device(Vec<BlockShape>),
+    /// P in its row blocks on their GPUs already, where the affinity stage placed them:
+    /// each rank takes its own.
+    Placed(Vec<Mutex<Option<HybGpu>>>),
 }
 
 /// What every rank reads: the problem and the ranks' shared state.
 pub(super) struct Shared<'a> {
     pub part: Partition,
-    /// P, whole.
+    /// Where each GPU's rows of P come from.
     pub p: Blocks<'a>,
     /// Σ p ln p of the whole P.
     pub p_log_p: f64,
@@ -124,6 +128,11 @@ fn set_up(
         (Blocks::Host(hyb), _) => HybGpu::new(gpu, &hyb.row_block(rows.clone()))?,
         (Blocks::Device(shapes), Some(whole)) => whole.row_block(&shapes[rank])?,
         (Blocks::Device(shapes), None) => HybGpu::for_block(gpu, &shapes[rank])?,
+        (Blocks::Placed(blocks), _) => blocks[rank]
+            .lock()
+            .map_err(|_| Error::param("p", "a GPU's thread panicked"))?
+            .take()
+            .ok_or_else(|| Error::param("p", format!("GPU {rank}'s block of P was taken")))?,
     };
     let mut y_all = s.alloc_zeros::<f32>(part.world() * block * dims)?;
     s.memcpy_htod(shared.y0, &mut y_all.slice_mut(..n * dims))?;

@@ -117,22 +117,27 @@ kernels! {
         coo_off: out i64 [n],
     }
 
-    /// Step 6: ELL (slot s of row i at s · n + i, padding (i, 0)) and COO (`coo_len` entries
-    /// sorted by row, at the offsets `coo_off`) from the encoded rows; `rank` is the value
-    /// array after [`AffinityCount`]. One warp per row.
+    /// Step 6: the rows `lo .. lo + rows` of P (all n, or one GPU's block) into ELL (slot s
+    /// of row i at s · `rows` + i − `lo`, padding (i, 0)) and COO (`coo_len` entries sorted
+    /// by row, entry e of the whole's at e − `coo0`, by the offsets `coo_off`) from the
+    /// encoded rows; `rank` is the value array after [`AffinityCount`]. One warp per row,
+    /// over all n rows (entries appended to the block come from any row).
     pub struct AffinityFill = "affinity_fill" {
         coo_len: host,
         n: usize as i32,
         k: usize as i32,
         width: usize as i32,
+        lo: usize as i32,
+        rows: usize as i32,
+        coo0: i64,
         sidx: in i32 [n * k],
         own: in f32 [n * k],
         rank: in f32 [n * k],
         own_count: in i32 [n],
         extra: in i32 [n],
         coo_off: in i64 [n],
-        ell_cols: out i32 [n * width],
-        ell_vals: out f32 [n * width],
+        ell_cols: out i32 [rows * width],
+        ell_vals: out f32 [rows * width],
         coo_rows: out i32 [coo_len],
         coo_cols: out i32 [coo_len],
         coo_vals: out f32 [coo_len],

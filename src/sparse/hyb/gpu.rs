@@ -7,7 +7,7 @@ use cudarc::driver::CudaSlice;
 
 use super::Hyb;
 use crate::gpu::comm::Ranks;
-use crate::gpu::memory::alloc_uninit;
+use crate::gpu::memory::{alloc_uninit, copy_peer};
 use crate::gpu::{Gpu, GpuError};
 
 /// P in HYB, resident on the device, with the layout and invariants of [`Hyb`]: ELL slot s
@@ -47,6 +47,11 @@ impl HybGpu {
             coo_cols: s.clone_htod(&pad_i(&hyb.coo_cols))?,
             coo_vals: s.clone_htod(&pad_f(&hyb.coo_vals))?,
         })
+    }
+
+    /// The device holding it.
+    pub fn gpu(&self) -> &'static Gpu {
+        self.gpu
     }
 
     /// Number of rows.
@@ -132,6 +137,53 @@ impl HybGpu {
             coo_cols: alloc_uninit(gpu, m)?,
             coo_vals: alloc_uninit(gpu, m)?,
         })
+    }
+
+    /// This P (or block) on `to`, copied there peer to peer and freed here (itself when it
+    /// is on `to` already): how the affinity stage hands each GPU of a run over several its
+    /// block ([`crate::affinity::gpu::affinities_device_blocks`]).
+    pub fn moved_to(self, to: &'static Gpu) -> Result<Self, GpuError> {
+        if std::ptr::eq(self.gpu, to) {
+            return Ok(self);
+        }
+        let shape = BlockShape {
+            rows: self.row0..self.row0 + self.n,
+            width: self.width,
+            coo: 0..self.coo_len,
+        };
+        let mut moved = Self::for_block(to, &shape)?;
+        let from = self.gpu;
+        copy_peer(
+            to,
+            &mut moved.ell_cols.slice_mut(..),
+            from,
+            &self.ell_cols.slice(..),
+        )?;
+        copy_peer(
+            to,
+            &mut moved.ell_vals.slice_mut(..),
+            from,
+            &self.ell_vals.slice(..),
+        )?;
+        copy_peer(
+            to,
+            &mut moved.coo_rows.slice_mut(..),
+            from,
+            &self.coo_rows.slice(..),
+        )?;
+        copy_peer(
+            to,
+            &mut moved.coo_cols.slice_mut(..),
+            from,
+            &self.coo_cols.slice(..),
+        )?;
+        copy_peer(
+            to,
+            &mut moved.coo_vals.slice_mut(..),
+            from,
+            &self.coo_vals.slice(..),
+        )?;
+        Ok(moved)
     }
 
     /// The block `shape` of this (whole) P copied on its own device: the ELL slots' runs of
