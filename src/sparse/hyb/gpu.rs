@@ -7,7 +7,7 @@ use cudarc::driver::CudaSlice;
 
 use super::Hyb;
 use crate::gpu::comm::Ranks;
-use crate::gpu::memory::{alloc_uninit, copy_peer};
+use crate::gpu::memory::{alloc_uninit, copy_peer, ensure_fits};
 use crate::gpu::{Gpu, GpuError};
 
 /// P in HYB, resident on the device, with the layout and invariants of [`Hyb`]: ELL slot s
@@ -151,6 +151,9 @@ impl HybGpu {
             width: self.width,
             coo: 0..self.coo_len,
         };
+        let (ell, m) = ((self.n * self.width).max(1), self.coo_len.max(1));
+        let what = format!("GPU {}'s block of P", to.device.context.ordinal());
+        ensure_fits(to, &what, ell * 8 + m * 12)?;
         let mut moved = Self::for_block(to, &shape)?;
         let from = self.gpu;
         copy_peer(
