@@ -1,7 +1,6 @@
 //! Points from `.npy`: streamed in chunks, each decoded on all cores, into one row-major
-//! `f32` buffer; a file of `f32` in the machine's byte order is read straight into that
-//! buffer by all cores at once. (Decoding element by element on one thread took 0.7–1.0 s
-//! for a 260 MB file of 1.3M × 50 `f32`; the read itself is a fraction of that.)
+//! `f32` buffer. (Decoding element by element on one thread took 0.7–1.0 s for a 260 MB
+//! file of 1.3M × 50 `f32`; the read itself is a fraction of that.)
 
 use std::io::Read;
 use std::path::Path;
@@ -18,23 +17,16 @@ const CHUNK_ELEMS: usize = 1 << 20;
 /// Elements one rayon task decodes.
 const TASK_ELEMS: usize = 1 << 15;
 
-/// Bytes one positioned read of [`read_f32_at`] fetches.
-const PIECE_BYTES: usize = 8 << 20;
-
 /// Reads a 2-D (or 1-D, as n × 1) numeric array as row-major, finite `f32` points, and its
 /// element type. `accept` sees the element type and its dtype string (`<f4`, `|u1`, `|b1`, …)
-/// before any data is read; its `Err` is the reason the dtype is refused. `r` is read in
-/// order; when it is the `file` given and holds `f32` in the machine's byte order, the data
-/// are read straight into the points instead, at their offsets, by every core at once
-/// ([`read_f32_at`]).
+/// before any data is read; its `Err` is the reason the dtype is refused.
 fn read_points_from(
     mut r: impl Read,
     total: u64,
     path: &Path,
-    file: Option<&std::fs::File>,
     accept: impl FnOnce(Num, &str) -> Result<(), &'static str>,
 ) -> Result<(Points, Num), IoError> {
-    let (h, offset) = Header::read(&mut r, total, path)?;
+    let (h, _) = Header::read(&mut r, total, path)?;
     let dtype_error = |reason| IoError::Dtype {
         path: path.into(),
         dtype: h.dtype.clone(),
@@ -52,61 +44,37 @@ fn read_points_from(
     }
     let size = h.elem.size();
     let len = h.data_bytes(path)? / size;
-    // The value stored at element k, not finite as an f32: the error naming its cell.
-    let not_finite = |k: usize, v: f64| {
-        let (row, col) = h.cell(k);
-        let at = Place::Cell {
-            row: row + 1,
-            col: col + 1,
-            line: None,
-        };
-        to_f32(v, path, at, None).expect_err("not finite as an f32")
-    };
     // Values in storage order; Fortran order is transposed at the end.
     let mut stored = vec![0f32; len];
-    let native = num == Num::F32 && big == cfg!(target_endian = "big");
-    match file {
-        Some(file) if native => {
-            read_f32_at(file, offset, &mut stored, path)?;
-            let first_bad = stored
-                .par_chunks(TASK_ELEMS)
-                .enumerate()
-                .filter_map(|(t, c)| {
-                    c.iter()
-                        .position(|x| !x.is_finite())
-                        .map(|k| t * TASK_ELEMS + k)
-                })
-                .min();
-            if let Some(k) = first_bad {
-                return Err(not_finite(k, f64::from(stored[k])));
-            }
+    let mut buf = vec![0u8; CHUNK_ELEMS.min(len) * size];
+    let mut done = 0;
+    while done < len {
+        let m = CHUNK_ELEMS.min(len - done);
+        let chunk = &mut buf[..m * size];
+        r.read_exact(chunk).map_err(|e| IoError::read(path, e))?;
+        let first_bad = stored[done..done + m]
+            .par_chunks_mut(TASK_ELEMS)
+            .zip(chunk.par_chunks(TASK_ELEMS * size))
+            .enumerate()
+            .filter_map(|(t, (out, bytes))| {
+                decode(num, big, bytes, out).map(|k| t * TASK_ELEMS + k)
+            })
+            .min();
+        if let Some(k) = first_bad {
+            let mut v = 0.0;
+            for_each_f64(num, big, &chunk[k * size..(k + 1) * size], |_, x| {
+                v = x;
+                Ok::<(), IoError>(())
+            })?;
+            let (row, col) = h.cell(done + k);
+            let at = Place::Cell {
+                row: row + 1,
+                col: col + 1,
+                line: None,
+            };
+            return Err(to_f32(v, path, at, None).expect_err("decode flagged it"));
         }
-        _ => {
-            let mut buf = vec![0u8; CHUNK_ELEMS.min(len) * size];
-            let mut done = 0;
-            while done < len {
-                let m = CHUNK_ELEMS.min(len - done);
-                let chunk = &mut buf[..m * size];
-                r.read_exact(chunk).map_err(|e| IoError::read(path, e))?;
-                let first_bad = stored[done..done + m]
-                    .par_chunks_mut(TASK_ELEMS)
-                    .zip(chunk.par_chunks(TASK_ELEMS * size))
-                    .enumerate()
-                    .filter_map(|(t, (out, bytes))| {
-                        decode(num, big, bytes, out).map(|k| t * TASK_ELEMS + k)
-                    })
-                    .min();
-                if let Some(k) = first_bad {
-                    let mut v = 0.0;
-                    for_each_f64(num, big, &chunk[k * size..(k + 1) * size], |_, x| {
-                        v = x;
-                        Ok::<(), IoError>(())
-                    })?;
-                    return Err(not_finite(done + k, v));
-                }
-                done += m;
-            }
-        }
+        done += m;
     }
     let data = if h.fortran && h.cols > 1 {
         let mut data = vec![0f32; len];
@@ -122,28 +90,6 @@ fn read_points_from(
         stored
     };
     Ok((Points::new(h.rows, h.cols, data), num))
-}
-
-/// Fills `out` with the `f32` values (in the machine's byte order) stored from byte
-/// `offset` of `file`, in pieces of [`PIECE_BYTES`] read at their own offsets by all cores
-/// at once: positioned reads share no cursor, and the output's pages are first touched by
-/// the threads that fill them. Reading in order on one thread, then decoding, took 1.9 s
-/// for the 2 GB of 10M × 50 points on the H100 machines' hosts (10.6 s for 50M).
-fn read_f32_at(
-    file: &std::fs::File,
-    offset: u64,
-    out: &mut [f32],
-    path: &Path,
-) -> Result<(), IoError> {
-    use std::os::unix::fs::FileExt;
-    let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
-    bytes
-        .par_chunks_mut(PIECE_BYTES)
-        .enumerate()
-        .try_for_each(|(p, piece)| {
-            file.read_exact_at(piece, offset + (p * PIECE_BYTES) as u64)
-                .map_err(|e| IoError::read(path, e))
-        })
 }
 
 /// Decodes `bytes` into `out` as `f32`; the index of the first value that is not finite
@@ -176,13 +122,12 @@ pub(crate) fn read_points_npy_as(
 ) -> Result<(Points, Num), IoError> {
     let file = std::fs::File::open(path).map_err(|e| IoError::read(path, e))?;
     let total = file.metadata().map_err(|e| IoError::read(path, e))?.len();
-    read_points_from(&file, total, path, Some(&file), accept)
+    read_points_from(file, total, path, accept)
 }
 
 /// Reads points from the bytes of an `.npy` file; `name` stands for the path in errors.
 pub fn read_points_npy_bytes(bytes: &[u8], name: &str) -> Result<Points, IoError> {
-    let path = Path::new(name);
-    Ok(read_points_from(bytes, bytes.len() as u64, path, None, |_, _| Ok(()))?.0)
+    Ok(read_points_from(bytes, bytes.len() as u64, Path::new(name), |_, _| Ok(()))?.0)
 }
 
 #[cfg(test)]
@@ -344,44 +289,6 @@ mod tests {
             e.to_string(),
             "x.npy: no data (the file is empty (0 bytes))"
         );
-    }
-
-    #[test]
-    fn files_of_native_f32_read_in_pieces_as_streamed_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        // Several pieces of the positioned read, the last one short.
-        let (n, d) = (2 * PIECE_BYTES / 4 / 7 + 11, 7);
-        let mut vals: Vec<f32> = (0..n * d).map(|k| (k % 1009) as f32 - 500.0).collect();
-        let file = |vals: &[f32], name: &str, shape: &str| {
-            let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
-            let bytes = npy_file("<f4", false, shape, &data);
-            let p = dir.path().join(name);
-            std::fs::write(&p, &bytes).unwrap();
-            (p, bytes)
-        };
-        let shape = format!("({n}, {d})");
-        let (p, bytes) = file(&vals, "a.npy", &shape);
-        let got = read_points(&p).unwrap();
-        assert_eq!(got, read_points_npy_bytes(&bytes, "a.npy").unwrap());
-        assert_eq!(got.data, vals);
-        // The first bad value in storage order is named, as the streamed read names it.
-        vals[PIECE_BYTES / 4 + 5] = f32::INFINITY;
-        vals[PIECE_BYTES / 4 + 3] = f32::NAN;
-        let (p, bytes) = file(&vals, "b.npy", &shape);
-        let e = read_points(&p).unwrap_err().to_string();
-        let k = PIECE_BYTES / 4 + 3;
-        assert!(
-            e.contains(&format!("NaN at row {}, column {}", k / d + 1, k % d + 1)),
-            "{e}"
-        );
-        let streamed = read_points_npy_bytes(&bytes, "b.npy")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e.replace(&*p.to_string_lossy(), "b.npy"), streamed);
-        // A file cut short says so.
-        std::fs::write(&p, &bytes[..bytes.len() - 3]).unwrap();
-        let e = read_points(&p).unwrap_err().to_string();
-        assert!(e.contains("bytes of data"), "{e}");
     }
 
     #[test]
