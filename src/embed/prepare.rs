@@ -378,7 +378,7 @@ fn hnsw_with_recall(
 
 /// Affinities on the GPU from device neighbours: P is born in HYB on the device, whole, or
 /// in a run over several GPUs (`--gpus`) in their row blocks, each on its GPU
-/// ([`affinity::gpu::affinities_device_blocks`]). Each point's nearest few neighbours come
+/// ([`affinity::gpu::affinities_device`]). Each point's nearest few neighbours come
 /// down first, for the quality measure; then the stage consumes the neighbours, freeing
 /// each array once read.
 fn gpu_affinities(
@@ -392,19 +392,22 @@ fn gpu_affinities(
     let gpu = Gpu::get()?;
     let t = seconds.start("affinities");
     let nb = download_neighbors(&indices, &distances, n, k, super::QUALITY_K)?;
-    let u = params.perplexity;
     let world = params.gpus.unwrap_or(1);
-    let p = if world > 1 {
-        let part = crate::backend::multi::Partition::new(n, world)?;
-        let blocks = (0..world)
-            .map(|r| Ok((part.rows(r), Gpu::device(r)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let (blocks, stats) =
-            affinity::gpu::affinities_device_blocks(gpu, indices, distances, n, k, u, &blocks)?;
-        P::from_hyb_blocks(blocks, stats.p_log_p, stats.nnz)
-    } else {
-        let (hyb, stats) = affinity::gpu::affinities_device(gpu, indices, distances, n, k, u)?;
-        P::from_hyb(hyb, stats.p_log_p, stats.nnz)
+    let blocks = match world {
+        1 => vec![(0..n, gpu)],
+        _ => {
+            let part = crate::backend::multi::Partition::new(n, world)?;
+            (0..world)
+                .map(|r| Ok((part.rows(r), Gpu::device(r)?)))
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    let u = params.perplexity;
+    let (mut blocks, stats) =
+        affinity::gpu::affinities_device(gpu, indices, distances, n, k, u, &blocks)?;
+    let p = match world {
+        1 => P::from_hyb(blocks.swap_remove(0), stats.p_log_p, stats.nnz),
+        _ => P::from_hyb_blocks(blocks, stats.p_log_p, stats.nnz),
     };
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok((p, nb))

@@ -29,7 +29,7 @@ pub enum Layout {
     /// HYB on the device, for the GPU attraction (built there by the GPU affinity stage).
     Hyb(HybGpu),
     /// HYB in row blocks, block r on GPU r, in order: P of a run over several GPUs, made
-    /// there by the GPU affinity stage ([`crate::affinity::gpu::affinities_device_blocks`]).
+    /// there by the GPU affinity stage ([`crate::affinity::gpu::affinities_device`]).
     HybBlocks(Vec<HybGpu>),
 }
 

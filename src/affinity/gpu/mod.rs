@@ -109,40 +109,29 @@ pub fn affinities_gpu(neighbors: &Neighbors, perplexity: f64) -> Result<(HybGpu,
     let idx_dev = s.clone_htod(&indices)?;
     drop(indices);
     let dist_dev = s.clone_htod(&neighbors.distances)?;
-    affinities_device(gpu, idx_dev, dist_dev, n, k, perplexity)
-}
-
-/// Device neighbours (indices n × k, squared distances n × k ascending per row, both
-/// row-major) → P in HYB on the device, with its [`AffinityStats`]. The neighbours are
-/// consumed: each array is freed as soon as the stage has read it (the distances after the
-/// calibration, the indices after the sort), leaving their memory to P.
-///
-/// Errors: perplexity not below k ([`AffinityError::PerplexityTooLarge`]), k above
-/// [`MAX_K`], an index outside [0, n) ([`crate::sparse::SparseError::Invariant`]), or a
-/// phase that does not fit in the device's free memory
-/// ([`crate::gpu::GpuError::OutOfMemory`]).
-pub fn affinities_device(
-    gpu: &'static Gpu,
-    indices: CudaSlice<i32>,
-    distances: CudaSlice<f32>,
-    n: usize,
-    k: usize,
-    perplexity: f64,
-) -> Result<(HybGpu, AffinityStats)> {
-    let blocks = [(0..n, gpu)];
     let (mut p, stats) =
-        affinities_device_blocks(gpu, indices, distances, n, k, perplexity, &blocks)?;
+        affinities_device(gpu, idx_dev, dist_dev, n, k, perplexity, &[(0..n, gpu)])?;
     Ok((p.swap_remove(0), stats))
 }
 
-/// [`affinities_device`] with P made in the row blocks `blocks` (ranges covering 0..n in
-/// order, each with the GPU it goes to): each block is filled on `gpu`, then moved to its
-/// GPU peer to peer ([`HybGpu::moved_to`]) before the next is made, so that `gpu` never
-/// holds more of P than one block beside the symmetrisation's arrays. For a run over
-/// several GPUs ([`crate::backend::multi`]), whose P may not fit on one: at 50M points and
-/// k = 90, about 60 GB in HYB beside the symmetrisation's 54 GB. The blocks equal the
-/// whole P's [`HybGpu::row_block`]s, bit for bit.
-pub fn affinities_device_blocks(
+/// Device neighbours (indices n × k, squared distances n × k ascending per row, both
+/// row-major) → P in HYB in the row blocks `blocks` (ranges covering 0..n in order, each
+/// with the GPU it goes to; one block `(0..n, gpu)` for the whole P), with its
+/// [`AffinityStats`]. The neighbours are consumed: each array is freed as soon as the stage
+/// has read it (the distances after the calibration, the indices after the sort), leaving
+/// their memory to P. Each block is filled on `gpu`, then moved to its GPU peer to peer
+/// ([`HybGpu::moved_to`]) before the next is made, so that `gpu` never holds more of P than
+/// one block beside the symmetrisation's arrays: a run over several GPUs
+/// ([`crate::backend::multi`]) whose P would not fit on one (at 50M points and k = 90,
+/// about 60 GB in HYB beside the symmetrisation's 54 GB). The blocks hold the whole P's
+/// [`HybGpu::row_block`]s' entries (a row's appended entries in the order the count's
+/// atomics gave them, which varies from run to run).
+///
+/// Errors: perplexity not below k ([`AffinityError::PerplexityTooLarge`]), k above
+/// [`MAX_K`], an index outside [0, n) ([`crate::sparse::SparseError::Invariant`]), blocks
+/// that do not cover 0..n in order, or a phase or a block that does not fit in its
+/// device's free memory ([`crate::gpu::GpuError::OutOfMemory`]).
+pub fn affinities_device(
     gpu: &'static Gpu,
     indices: CudaSlice<i32>,
     distances: CudaSlice<f32>,

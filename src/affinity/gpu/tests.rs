@@ -227,7 +227,7 @@ crate::gpu::gpu_test! {
         let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
         let idx = gpu.stream.clone_htod(&idx).unwrap();
         let dist = gpu.stream.clone_htod(&nb.distances).unwrap();
-        let (got, stats) = affinities_device_blocks(gpu, idx, dist, n, k, u, &blocks).unwrap();
+        let (got, stats) = affinities_device(gpu, idx, dist, n, k, u, &blocks).unwrap();
         assert_eq!(stats, want);
         assert_eq!(got.len(), blocks.len());
         // Appended entries take their slots in the order of the count's atomics, which
@@ -244,7 +244,7 @@ crate::gpu::gpu_test! {
             gpu.stream.clone_htod(&[1f32; 90]).unwrap(),
         );
         let gap = [(0..0, gpu), (1..1, gpu)];
-        assert!(affinities_device_blocks(gpu, idx, dist, 1, 90, 30.0, &gap).is_err());
+        assert!(affinities_device(gpu, idx, dist, 1, 90, 30.0, &gap).is_err());
     }
 }
 

@@ -18,7 +18,7 @@
 //!   travel GPU to GPU); its cells and recall sample and the affinities run on GPU 0 as in
 //!   a one-GPU run. GPU 0
 //!   fills P's HYB one GPU's row block at a time and moves each block to its GPU, peer to
-//!   peer, before making the next ([`crate::affinity::gpu::affinities_device_blocks`];
+//!   peer, before making the next ([`crate::affinity::gpu::affinities_device`];
 //!   columns and COO rows keep whole-P numbers), so that GPU 0 never holds the whole P
 //!   (about 60 GB at 50M points). A whole P on GPU 0 (a library caller's) is cut there and
 //!   sent over NCCL ([`crate::sparse::HybGpu::send_block`]); a P made on the host (graph

@@ -141,7 +141,7 @@ impl HybGpu {
 
     /// This P (or block) on `to`, copied there peer to peer and freed here (itself when it
     /// is on `to` already): how the affinity stage hands each GPU of a run over several its
-    /// block ([`crate::affinity::gpu::affinities_device_blocks`]).
+    /// block ([`crate::affinity::gpu::affinities_device`]).
     pub fn moved_to(self, to: &'static Gpu) -> Result<Self, GpuError> {
         if std::ptr::eq(self.gpu, to) {
             return Ok(self);
@@ -156,36 +156,11 @@ impl HybGpu {
         ensure_fits(to, &what, ell * 8 + m * 12)?;
         let mut moved = Self::for_block(to, &shape)?;
         let from = self.gpu;
-        copy_peer(
-            to,
-            &mut moved.ell_cols.slice_mut(..),
-            from,
-            &self.ell_cols.slice(..),
-        )?;
-        copy_peer(
-            to,
-            &mut moved.ell_vals.slice_mut(..),
-            from,
-            &self.ell_vals.slice(..),
-        )?;
-        copy_peer(
-            to,
-            &mut moved.coo_rows.slice_mut(..),
-            from,
-            &self.coo_rows.slice(..),
-        )?;
-        copy_peer(
-            to,
-            &mut moved.coo_cols.slice_mut(..),
-            from,
-            &self.coo_cols.slice(..),
-        )?;
-        copy_peer(
-            to,
-            &mut moved.coo_vals.slice_mut(..),
-            from,
-            &self.coo_vals.slice(..),
-        )?;
+        whole(to, &mut moved.ell_cols, from, &self.ell_cols)?;
+        whole(to, &mut moved.ell_vals, from, &self.ell_vals)?;
+        whole(to, &mut moved.coo_rows, from, &self.coo_rows)?;
+        whole(to, &mut moved.coo_cols, from, &self.coo_cols)?;
+        whole(to, &mut moved.coo_vals, from, &self.coo_vals)?;
         Ok(moved)
     }
 
@@ -263,6 +238,16 @@ impl HybGpu {
         }
         Ok(())
     }
+}
+
+/// [`copy_peer`] of a whole buffer (equal lengths) from `from`'s device to `to`'s.
+fn whole<T: cudarc::driver::DeviceRepr>(
+    to: &Gpu,
+    dst: &mut CudaSlice<T>,
+    from: &Gpu,
+    src: &CudaSlice<T>,
+) -> Result<(), GpuError> {
+    copy_peer(to, &mut dst.slice_mut(..), from, &src.slice(..))
 }
 
 /// The number of entries of the ascending device array `sorted` below `target` (its
