@@ -65,6 +65,10 @@ def line(work, name):
     if ivf:
         knn_text += " (kmeans / cells / sweep / refine / recall " + " / ".join(
             num(ivf.get(k)) for k in ("kmeans", "cells", "sweep", "refine", "recall")) + ")"
+        steps = ivf.get("cell_steps")
+        if steps:
+            knn_text += " (cells: assign / order / plan / upload " + " / ".join(
+                num(steps.get(k)) for k in ("assign", "order", "plan", "upload")) + ")"
     mem = r.get("memory") or {}
     dev = mem.get("peak_device_bytes")
     est = mem.get("estimated_device_bytes")

@@ -95,15 +95,21 @@ pub fn approx_cpu(
     }
     seconds.kmeans = lap();
     let centroids = host::order_cells(&centroids, d);
-    let mut cells = Cells::sort(&assign(&points.data, d, &centroids), lists);
+    let labels = assign(&points.data, d, &centroids);
+    seconds.cell_steps.assign = lap();
+    let mut cells = Cells::sort(&labels, lists);
+    drop(labels);
     let sorted = cells.order_within(points);
+    seconds.cell_steps.order = lap();
     let probes = cells.block_probes(&sorted, &centroids, key, params.probes, 2 * (k + 1), BLOCK);
     let chunk = 32;
     let (runs, run_off) = cells.block_runs(&probes, BLOCK, chunk);
     drop(probes);
     let candidates = runs.chunks_exact(2).map(|r| r[1] as f64).sum::<f64>() * chunk as f64
         / n.div_ceil(BLOCK) as f64;
-    seconds.cells = lap();
+    seconds.cell_steps.plan = lap();
+    let steps = seconds.cell_steps;
+    seconds.cells = steps.assign + steps.order + steps.plan;
 
     // The sweep: each block's GEMM tiles against its runs, then the exact finish.
     let identity: Vec<u32> = (0..n as u32).collect();

@@ -71,14 +71,33 @@ pub struct ApproxStats {
 pub struct ApproxSeconds {
     /// k-means on the sample.
     pub kmeans: f64,
-    /// Assignment of every point, the sort by cell, the probe plan and the split points.
+    /// Assignment of every point, the sort by cell, the probe plan and the split points
+    /// (the sum of [`ApproxSeconds::cell_steps`]).
     pub cells: f64,
+    /// The cells stage's steps.
+    pub cell_steps: CellSteps,
     /// The sweep of each block's probe cells, with the exact finish.
     pub sweep: f64,
     /// The refinement rounds.
     pub refine: f64,
     /// The recall sample's exact neighbours and both recalls.
     pub recall: f64,
+}
+
+/// Seconds of the cells stage's steps: the largest part of the kNN that runs on one GPU
+/// and the host in a run over several.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct CellSteps {
+    /// Every point to its nearest centroid (on the GPU: the points' upload, the assignment
+    /// and the labels' download).
+    pub assign: f64,
+    /// The counting sort by cell and the PCA-tree order within each cell (host).
+    pub order: f64,
+    /// Each query block's probe cells and its runs of reference chunks (host), and their
+    /// upload.
+    pub plan: f64,
+    /// The sorted points to the device and their split for the sweep (0 on the host).
+    pub upload: f64,
 }
 
 /// The approximate kNN of the points sorted by cell.
@@ -168,9 +187,14 @@ pub fn approx_device(
     let x = htod_staged(gpu, &points.data)?;
     let labels = assign(gpu, &x, n, d, &centroids)?;
     drop(x);
+    let mut steps = CellSteps {
+        assign: clock.lap()?,
+        ..CellSteps::default()
+    };
     let mut cells = Cells::sort(&labels, lists);
     drop(labels);
     let sorted_points = cells.order_within(points);
+    steps.order = clock.lap()?;
 
     // The probe plan: each block's runs of reference chunks.
     let probes = cells.block_probes(
@@ -196,9 +220,13 @@ pub fn approx_device(
         run_off: &run_off,
     };
 
+    steps.plan = clock.lap()?;
+
     // The sorted points on the device, the key's rows split for the sweep.
     let (sorted, split) = sweep_inputs(gpu, &sorted_points, shape)?;
-    seconds.cells = clock.lap()?;
+    steps.upload = clock.lap()?;
+    seconds.cells = steps.assign + steps.order + steps.plan + steps.upload;
+    seconds.cell_steps = steps;
 
     let mut answer = Answer::poisoned(gpu, shape)?;
     let all = 0..plan.blocks;
