@@ -9,8 +9,9 @@ use crate::Result;
 /// P with the two constants the KL needs, in one of its layouts.
 ///
 /// The affinity stage makes it where it ran ([`P::from_csr`] on the host, [`P::from_hyb`]
-/// on the device); the backend then converts it, once, into the layout its attraction
-/// reads ([`P::into_csb`] for cpu and hybrid, [`P::into_hyb`] for gpu).
+/// on the device, [`P::from_hyb_blocks`] over several GPUs); the backend then converts it,
+/// once, into the layout its attraction reads ([`P::into_csb`] for cpu and hybrid,
+/// [`P::into_hyb`] for gpu; the GPUs' blocks as they are).
 pub struct P {
     layout: Layout,
     /// Σ p ln p of the symmetric P (the constant part of KL(P‖Q)); computed with the

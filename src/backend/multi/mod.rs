@@ -16,13 +16,13 @@
 //!   query blocks over the GPUs in runs of equal work, and each refinement round by rows
 //!   over two of them ([`crate::knn::gpu::ivf`], `IvfParams::gpus`; points and graphs
 //!   travel GPU to GPU); its cells and recall sample and the affinities run on GPU 0 as in
-//!   a one-GPU run. GPU 0
-//!   fills P's HYB one GPU's row block at a time and moves each block to its GPU, peer to
-//!   peer, before making the next ([`crate::affinity::gpu::affinities_device`];
-//!   columns and COO rows keep whole-P numbers), so that GPU 0 never holds the whole P
-//!   (about 60 GB at 50M points). A whole P on GPU 0 (a library caller's) is cut there and
-//!   sent over NCCL ([`crate::sparse::HybGpu::send_block`]); a P made on the host (graph
-//!   mode) is cut there and uploaded ([`Hyb::row_block`]).
+//!   a one-GPU run. GPU 0 fills P's HYB one GPU's row block at a time and moves each block
+//!   to its GPU, peer to peer, before making the next
+//!   ([`crate::affinity::gpu::affinities_device`]; columns and COO rows keep whole-P
+//!   numbers), so that it never holds the whole P (about 60 GB at 50M points). A whole P
+//!   on GPU 0 (a library caller's) is cut there and sent over NCCL
+//!   ([`crate::sparse::HybGpu::send_block`]); a P made on the host (graph mode) is cut
+//!   there and uploaded ([`Hyb::row_block`]).
 //! - **Per iteration**, on every GPU: the attraction of its rows against every point (each
 //!   GPU holds all of Y: 80 MB at 10M points in 2-D); the FFT repulsion of its points on a
 //!   grid placed from the box of all points (the same on every GPU, as Y is), its charges
@@ -63,6 +63,8 @@ pub mod watch;
 
 pub use partition::Partition;
 
+use std::sync::Mutex;
+
 use crate::gpu::comm::{self, nccl_present, Ranks};
 use crate::gpu::{device_count, Gpu};
 use crate::kernel::Kernel;
@@ -71,7 +73,6 @@ use crate::progress::Progress;
 use crate::repulse::{RepulsionMethod, RepulsionSpec};
 use crate::sparse::{Hyb, HybGpu, Layout, P};
 use crate::{Error, Result};
-use std::sync::Mutex;
 
 /// Below this many points `--gpus` left unset uses one GPU: the collectives' fixed cost
 /// per iteration outweighs the split there.

@@ -1,6 +1,8 @@
 //! One GPU's part of a run over several: its set-up, then the iterations of
 //! [`super`]'s design, on the thread that drives that GPU.
 
+use std::sync::Mutex;
+
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
 
 use super::partition::Partition;
@@ -14,7 +16,6 @@ use crate::progress::Progress;
 use crate::repulse::{Pending, RepulseGpu, RepulsionSpec};
 use crate::sparse::{BlockShape, Hyb, HybGpu};
 use crate::{Error, Result};
-use std::sync::Mutex;
 
 /// Where the GPUs' blocks of P come from.
 pub(super) enum Blocks<'a> {
