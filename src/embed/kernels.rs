@@ -27,11 +27,7 @@ pub(super) fn precompile(
         BackendKind::Cpu => None,
         kind => {
             let d = input.d().map(|d| params.pca.map_or(d, |m| m.min(d)));
-            let sparse = matches!(input, Input::Sparse(_));
-            let variants = device_kernels(d, sparse, kind, params);
-            let gpu = Gpu::get()?;
-            plan_grids(params)?;
-            Some(gpu.precompile(&variants, rayon::current_num_threads()))
+            Some(start(d, matches!(input, Input::Sparse(_)), kind, params)?)
         }
     })
 }
@@ -53,12 +49,21 @@ pub fn compile_ahead(params: &EmbedParams, d: Option<usize>) -> Result<Option<Pr
     if guessed.knn == KnnMethod::Auto {
         guessed.knn = KnnMethod::Approx;
     }
-    let variants = device_kernels(d, false, kind, &guessed);
+    Ok(Some(start(d, false, kind, &guessed)?))
+}
+
+/// Starts compiling the kernels of points of dimension `d` (`sparse` or dense) on the
+/// `backend` device, on as many threads as the run may use, and planning the FFTs.
+fn start(
+    d: Option<usize>,
+    sparse: bool,
+    backend: BackendKind,
+    params: &EmbedParams,
+) -> Result<Precompile> {
+    let variants = device_kernels(d, sparse, backend, params);
     let gpu = Gpu::get()?;
-    plan_grids(&guessed)?;
-    Ok(Some(
-        gpu.precompile(&variants, rayon::current_num_threads()),
-    ))
+    plan_grids(params)?;
+    Ok(gpu.precompile(&variants, rayon::current_num_threads()))
 }
 
 /// Extent (embedding units per axis) up to which the adaptive grid's FFTs are planned

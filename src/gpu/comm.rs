@@ -119,10 +119,17 @@ pub fn make_ahead(world: usize) {
 /// rank; none when it was not asked for that many or failed (the run then joins its own,
 /// and reports the failure if it happens again).
 pub fn take_ahead(world: usize) -> Option<Vec<Ranks>> {
-    let ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner).take();
-    match ahead {
-        Some((w, making)) if w == world => making.join().ok()?.ok(),
-        _ => None,
+    let mut ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner);
+    match ahead.take() {
+        Some((w, making)) if w == world => {
+            drop(ahead);
+            making.join().ok()?.ok()
+        }
+        // Made for another number of GPUs: left for `wait_ended` to end.
+        other => {
+            *ahead = other;
+            None
+        }
     }
 }
 

@@ -93,11 +93,11 @@ pub fn dtoh_staged<T: AnyBits + Copy>(
     src: &CudaView<'_, T>,
     dst: &mut [T],
 ) -> Result<(), GpuError> {
-    copy_staged(gpu, src, dst, STAGING_BYTES / std::mem::size_of::<T>())
+    download_staged(gpu, src, dst, STAGING_BYTES / std::mem::size_of::<T>())
 }
 
 /// [`dtoh_staged`] `chunk` elements at a time.
-fn copy_staged<T: AnyBits + Copy>(
+fn download_staged<T: AnyBits + Copy>(
     gpu: &Gpu,
     src: &CudaView<'_, T>,
     dst: &mut [T],
@@ -295,7 +295,7 @@ mod tests {
             assert_eq!(got, m[7..]);
             for chunk in [1, 100, 10_006, 20_000] {
                 let mut got = vec![-1f32; m.len()];
-                copy_staged(gpu, &dev.slice(..), &mut got, chunk).unwrap();
+                download_staged(gpu, &dev.slice(..), &mut got, chunk).unwrap();
                 assert_eq!(got, m, "chunks of {chunk}");
             }
         }

@@ -38,6 +38,7 @@ use super::{Key, Neighbors};
 use crate::gpu::centre::{centre_on_device, Centred};
 use crate::gpu::kernels::knn::{list_variant, KnnFill, KnnFinish, KnnLeading, MAX_KR, WARPS};
 use crate::gpu::launch::DeviceIn;
+use crate::gpu::memory::alloc_uninit;
 use crate::gpu::{Gpu, GpuError};
 use crate::progress::{Progress, Silent};
 use crate::{Error, Points, Result};
@@ -341,8 +342,8 @@ pub fn leading_neighbors(
 ) -> Result<(CudaSlice<i32>, CudaSlice<f32>), GpuError> {
     assert!(keep <= k, "the leading {keep} of {k} neighbours");
     let s = &gpu.stream;
-    let mut idx_out = s.alloc_zeros::<i32>((n * keep).max(1))?;
-    let mut dist_out = s.alloc_zeros::<f32>((n * keep).max(1))?;
+    let mut idx_out = alloc_uninit::<i32>(gpu, n * keep)?;
+    let mut dist_out = alloc_uninit::<f32>(gpu, n * keep)?;
     if n * keep > 0 {
         KnnLeading {
             variant: knn_variant(k),
