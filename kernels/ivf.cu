@@ -5,7 +5,8 @@
 // Argument contract (declared in src/gpu/kernels/ivf.rs):
 //   x: n x d floats, row-major, d <= IVF_MAX_DIM; centroids: lists x d floats;
 //   labels: n ints; order: n ints, a permutation (sorted position -> input row);
-//   sorted_i, sorted_d, out_i, out_d: n x k entries.
+//   sorted_i, sorted_d, out_i, out_d: n x k entries; pos: count ints in [0, n);
+//   rows: count x k ints.
 
 // IVF_THREADS (points per block of ivf_assign), IVF_TILE (centroids staged per step) and
 // IVF_MAX_DIM come from src/gpu/kernels/ivf.rs as -D options.
@@ -72,5 +73,17 @@ extern "C" __global__ void ivf_unsort(const int* __restrict__ sorted_i,
             oi[at] = ij;
             od[at] = dj;
         }
+    }
+}
+
+// Row pos[r] of src (n x k ints) into row r of rows: the recall sample's approximate
+// neighbours fetched from the answer at their sorted positions. One thread per entry.
+extern "C" __global__ void ivf_rows(const int* __restrict__ src, long long n, int k,
+                                    const int* __restrict__ pos, long long count,
+                                    int* __restrict__ rows) {
+    GRID_STRIDE(e, count * k) {
+        const long long r = e / k, c = e - r * k;
+        const long long p = pos[r];
+        rows[e] = p >= 0 && p < n ? src[p * k + c] : -1;
     }
 }

@@ -1,5 +1,5 @@
-//! `kernels/ivf.cu`: the approximate kNN's k-means assignment and its return to input order
-//! (`crate::knn::gpu::ivf`).
+//! `kernels/ivf.cu`: the approximate kNN's k-means assignment, its return to input order
+//! and the recall sample's rows (`crate::knn::gpu::ivf`).
 
 use crate::gpu::launch::kernels;
 
@@ -43,5 +43,16 @@ kernels! {
         k: usize as i32,
         out_i: out i32 [n * k],
         out_d: out f32 [n * k],
+    }
+
+    /// Row `pos[r]` of `src` (n × k) into row r of `rows` (−1s for a position outside
+    /// `0..n`). One thread per entry.
+    pub struct IvfRows = "ivf_rows" {
+        src: in i32 [n * k],
+        n: usize as i64,
+        k: usize as i32,
+        pos: in i32 [count],
+        count: usize as i64,
+        rows: out i32 [count * k],
     }
 }

@@ -11,9 +11,9 @@
 //! the answer (n × k, and one more index buffer for the refinement), and candidate lists
 //! for as many query blocks at a time as the free memory holds; never n × n nor n × lists.
 //!
-//! Every run measures its recall: the exact kNN of whole query blocks drawn at random (a
-//! sweep of all references for those slots), against the approximate rows
-//! ([`crate::knn::ivf::sample_recall`]).
+//! Every run measures its recall: the exact kNN of [`RECALL_SAMPLE`] rows drawn at random
+//! (a sweep of all references for them, on the device while the host orders the cells),
+//! against the approximate rows ([`crate::knn::ivf::sample_recall`]).
 //!
 //! Everything but the cells ranks by the search's [`Key`], as the CPU twin
 //! ([`crate::knn::ivf_cpu`]) does: the cells probed (nearest to each query block by the key,
@@ -23,14 +23,15 @@
 //! products.
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
-use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
+use rand::{rngs::StdRng, SeedableRng};
+use rayon::prelude::*;
 
 use std::time::Instant;
 
 use super::fused::{self, Lists, Plan, Split};
 use super::refine::refine;
 use super::{check_params, fill_lists, key_rows, Answer, KeyRows, Shape, SLACK};
-use crate::gpu::kernels::ivf::{IvfAssign, IvfUnsort, THREADS};
+use crate::gpu::kernels::ivf::{IvfAssign, IvfRows, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
 use crate::gpu::memory::{alloc_uninit, copy_peer, htod_staged};
 use crate::gpu::{Gpu, GpuError};
@@ -40,7 +41,7 @@ use crate::knn::Neighbors;
 use crate::progress::Progress;
 use crate::{Error, Points, Result};
 
-/// Points in the recall sample (whole query blocks of [`QUERIES`]).
+/// Points in the recall sample.
 pub const RECALL_SAMPLE: usize = 10_000;
 
 /// What an approximate kNN run measured, for the report.
@@ -80,7 +81,8 @@ pub struct ApproxSeconds {
     pub sweep: f64,
     /// The refinement rounds.
     pub refine: f64,
-    /// The recall sample's exact neighbours and both recalls.
+    /// What the recall sample adds: the wait for its exact neighbours beyond the cells'
+    /// order (which they run beside) and both recalls.
     pub recall: f64,
 }
 
@@ -186,15 +188,34 @@ pub fn approx_device(
     let centroids = host::order_cells(&centroids, d);
     let x = htod_staged(gpu, &points.data)?;
     let labels = assign(gpu, &x, n, d, &centroids)?;
-    drop(x);
     let mut steps = CellSteps {
         assign: clock.lap()?,
         ..CellSteps::default()
     };
-    let mut cells = Cells::sort(&labels, lists);
-    drop(labels);
-    let sorted_points = cells.order_within(points);
-    steps.order = clock.lap()?;
+    // The host sorts and orders the cells while the device finds the recall sample's
+    // exact neighbours among the points as they came (a sweep of all of them, 0.5 s at
+    // 10M points, off the path).
+    let shape = Shape::new(n, d, k, key);
+    let (sample, cells, sorted_points, order_seconds) = std::thread::scope(|scope| {
+        let exact = scope.spawn(|| -> Result<RecallSample, GpuError> {
+            gpu.device.context.bind_to_thread()?;
+            RecallSample::exact(gpu, &x, shape, params.seed)
+        });
+        let t = Instant::now();
+        let mut cells = Cells::sort(&labels, lists);
+        let sorted_points = cells.order_within(points);
+        let order_seconds = t.elapsed().as_secs_f64();
+        let sample = exact
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (sample, cells, sorted_points, order_seconds)
+    });
+    let mut sample = sample?;
+    drop((x, labels));
+    sample.place(&cells);
+    steps.order = order_seconds;
+    // The wait for the sample beyond the order is the recall's.
+    seconds.recall = (clock.lap()? - order_seconds).max(0.0);
 
     // The probe plan: each block's runs of reference chunks.
     let probes = cells.block_probes(
@@ -208,7 +229,6 @@ pub fn approx_device(
     let (runs, run_off) = cells.block_runs(&probes, QUERIES, CHUNK);
     drop(probes);
     let candidates = mean_candidates(&runs, &run_off);
-    let shape = Shape::new(n, d, k, key);
     let n_pad = n.div_ceil(QUERIES) * QUERIES;
     let qrows: Vec<i32> = (0..n_pad)
         .map(|i| if i < n { i as i32 } else { -1 })
@@ -249,10 +269,9 @@ pub fn approx_device(
     drop((plan, qrows, runs, run_off));
     seconds.sweep = clock.lap()?;
 
-    let sample = RecallSample::exact(gpu, &cells, &split, shape, params.seed)?;
     drop(split);
     let recall_sweep = sample.recall(gpu, points, &cells, &answer.indices, shape)?;
-    seconds.recall = clock.lap()?;
+    seconds.recall += clock.lap()?;
 
     let fan = params.fan.min(k);
     let Answer {
@@ -582,40 +601,34 @@ fn sweep_in_batches(
     Ok(())
 }
 
-/// The recall sample: whole query blocks drawn at random (about [`RECALL_SAMPLE`]
-/// points), with their exact candidate lists (a sweep over every reference), in the
-/// input's numbering.
+/// The recall sample: [`RECALL_SAMPLE`] input rows drawn at random (the CPU twin's,
+/// [`host::recall_sample`]), with their exact candidate lists from a sweep over every
+/// reference.
 struct RecallSample {
-    /// The sorted positions of the sample, block by block.
-    positions: Vec<usize>,
-    /// The input rows at those positions.
+    /// The input rows of the sample, ascending.
     rows: Vec<u32>,
+    /// Their sorted positions, once the cells are known ([`RecallSample::place`]).
+    positions: Vec<i32>,
     /// Each row's exact candidates (a superset of its k nearest), input rows.
     candidates: Vec<Vec<u32>>,
 }
 
 impl RecallSample {
-    fn exact(
-        gpu: &Gpu,
-        cells: &Cells,
-        split: &Split,
-        shape: Shape,
-        seed: u64,
-    ) -> Result<Self, GpuError> {
+    /// The sample's exact candidates among the points `x` (n × d on `gpu`, input order):
+    /// the key's rows of all of them split for the sweep, the sample's rows as the queries,
+    /// every reference chunk as each block's run.
+    fn exact(gpu: &Gpu, x: &CudaSlice<f32>, shape: Shape, seed: u64) -> Result<Self, GpuError> {
         let s = &gpu.stream;
-        let Shape { n, kr, .. } = shape;
-        let blocks = n.div_ceil(QUERIES);
-        let take = RECALL_SAMPLE.div_ceil(QUERIES).min(blocks);
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x0dd_ba11);
-        let mut chosen: Vec<usize> = sample(&mut rng, blocks, take).into_vec();
-        chosen.sort_unstable();
+        let Shape { n, d, kr, key, .. } = shape;
+        let rows = host::recall_sample(n, RECALL_SAMPLE, seed);
+        let KeyRows { rows: xc, terms } = key_rows(gpu, x, n, d, key, n)?;
+        let split = Split::new(gpu, &xc, &terms, n, d, &[])?;
+        drop((xc, terms));
+        let take = rows.len().div_ceil(QUERIES);
+        let qrows: Vec<i32> = (0..take * QUERIES)
+            .map(|q| rows.get(q).map_or(-1, |&r| r as i32))
+            .collect();
         let steps = n.div_ceil(CHUNK) as i32;
-        let mut qrows = Vec::with_capacity(take * QUERIES);
-        for &b in &chosen {
-            qrows.extend(
-                (b * QUERIES..(b + 1) * QUERIES).map(|p| if p < n { p as i32 } else { -1 }),
-            );
-        }
         let runs: Vec<i32> = (0..take).flat_map(|_| [0, steps]).collect();
         let run_off: Vec<i32> = (0..=take as i32).collect();
         let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
@@ -624,7 +637,7 @@ impl RecallSample {
         let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
         fill_lists(
             gpu,
-            shape.kr,
+            kr,
             &mut state_d,
             &mut state_i,
             take * QUERIES * list,
@@ -635,38 +648,38 @@ impl RecallSample {
             i: &mut state_i,
             slot0: 0,
         };
-        fused::sweep(
-            gpu,
-            split,
-            &plan,
-            0..take,
-            kr,
-            lists,
-            &[],
-            &crate::progress::Silent,
-        )?;
+        let silent = &crate::progress::Silent;
+        fused::sweep(gpu, &split, &plan, 0..take, kr, lists, &[], silent)?;
         let exact: Vec<i32> = s.clone_dtoh(&state_i)?;
-        let order = &cells.order;
-        let mut sample = RecallSample {
+        let candidates = exact
+            .chunks_exact(list)
+            .take(rows.len())
+            .map(|slot| {
+                slot.iter()
+                    .filter(|&&j| j >= 0)
+                    .map(|&j| j as u32)
+                    .collect()
+            })
+            .collect();
+        Ok(RecallSample {
+            rows,
             positions: Vec::new(),
-            rows: Vec::new(),
-            candidates: Vec::new(),
-        };
-        for (t, &b) in chosen.iter().enumerate() {
-            for p in b * QUERIES..((b + 1) * QUERIES).min(n) {
-                sample.positions.push(p);
-                sample.rows.push(order[p]);
-                let slot = t * QUERIES + (p - b * QUERIES);
-                sample.candidates.push(
-                    exact[slot * list..(slot + 1) * list]
-                        .iter()
-                        .filter(|&&j| j >= 0)
-                        .map(|&j| order[j as usize])
-                        .collect(),
-                );
-            }
+            candidates,
+        })
+    }
+
+    /// Finds the sample's sorted positions in `cells.order`.
+    fn place(&mut self, cells: &Cells) {
+        let found: Vec<(usize, i32)> = cells
+            .order
+            .par_iter()
+            .enumerate()
+            .filter_map(|(p, i)| self.rows.binary_search(i).ok().map(|s| (s, p as i32)))
+            .collect();
+        self.positions = vec![-1; self.rows.len()];
+        for (s, p) in found {
+            self.positions[s] = p;
         }
-        Ok(sample)
     }
 
     /// The recall of the graph `indices` (n × k sorted positions, rows by sorted position)
@@ -679,15 +692,28 @@ impl RecallSample {
         indices: &CudaSlice<i32>,
         shape: Shape,
     ) -> Result<f64, GpuError> {
-        let Shape { k, key, .. } = shape;
+        let Shape { n, k, key, .. } = shape;
         let s = &gpu.stream;
-        let mut approx = Vec::with_capacity(self.positions.len() * k);
-        // The positions come in whole blocks: copy a block's rows at once.
-        for block in self.positions.chunk_by(|a, b| b / QUERIES == a / QUERIES) {
-            let (p0, p1) = (block[0], block[block.len() - 1] + 1);
-            let rows = s.clone_dtoh(&indices.slice(p0 * k..p1 * k))?;
-            approx.extend(rows.iter().map(|&j| cells.order[j as usize]));
+        let count = self.positions.len();
+        if count == 0 || k == 0 {
+            return Ok(host::sample_recall(points, key, k, &[], &[], &[]));
         }
+        let pos = s.clone_htod(&self.positions)?;
+        let mut rows = alloc_uninit::<i32>(gpu, count * k)?;
+        IvfRows {
+            src: indices,
+            n,
+            k,
+            pos: &pos,
+            count,
+            rows: &mut rows,
+        }
+        .launch(gpu, s, gpu.config(count * k))?;
+        let approx: Vec<u32> = s
+            .clone_dtoh(&rows)?
+            .into_iter()
+            .map(|j| cells.order[j as usize])
+            .collect();
         Ok(host::sample_recall(
             points,
             key,
