@@ -291,17 +291,15 @@ fn measure(
     neighbors: Option<&Neighbors>,
     order: Option<&[u32]>,
 ) -> Quality {
-    let embedded = quality::embedding_neighbors(y, dims, QUALITY_K);
-    let codes = labels.map(|l| match order {
+    let codes: Option<Vec<u32>> = labels.map(|l| match order {
         Some(order) => order.iter().map(|&i| l.codes[i as usize]).collect(),
         None => l.codes.clone(),
     });
+    let (knn_accuracy_10, knn_preservation_10) =
+        quality::embedding_scores(y, dims, QUALITY_K, codes.as_deref(), neighbors);
     Quality {
-        knn_accuracy_10: codes
-            .as_ref()
-            .map(|c| quality::knn_accuracy(&embedded, QUALITY_K, c)),
-        knn_preservation_10: neighbors
-            .map(|nb| quality::knn_preservation(nb, &embedded, QUALITY_K)),
+        knn_accuracy_10,
+        knn_preservation_10,
     }
 }
 

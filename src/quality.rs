@@ -28,6 +28,42 @@ pub fn embedding_neighbors(y: &[f32], dims: usize, k: usize) -> Vec<u32> {
     }
 }
 
+/// The 10-NN measures of an embedding in one pass over its neighbours, none of them kept:
+/// the k-NN label accuracy with `labels` ([`knn_accuracy`]) and the preservation of the
+/// input's neighbours `input` ([`knn_preservation`]), in the numbering of `y`.
+pub fn embedding_scores(
+    y: &[f32],
+    dims: usize,
+    k: usize,
+    labels: Option<&[u32]>,
+    input: Option<&Neighbors>,
+) -> (Option<f64>, Option<f64>) {
+    if labels.is_none() && input.is_none() {
+        return (None, None);
+    }
+    let n = y.len() / dims.max(1);
+    let kept_k = input.map_or(0, |nb| k.min(nb.k));
+    let score = |i: usize, row: &[u32]| {
+        let correct = labels.map_or(0, |l| u64::from(majority(row, l) == l[i]));
+        let kept = input.map_or(0, |nb| {
+            let a = &nb.indices[i * nb.k..i * nb.k + kept_k];
+            a.iter()
+                .filter(|j| row[..kept_k.min(row.len())].contains(j))
+                .count() as u64
+        });
+        [correct, kept]
+    };
+    let [correct, kept] = match dims {
+        1 => embedding_knn::sum_over_rows::<1, _>(y, k, score),
+        2 => embedding_knn::sum_over_rows::<2, _>(y, k, score),
+        _ => embedding_knn::sum_over_rows::<3, _>(y, k, score),
+    };
+    (
+        labels.map(|_| correct as f64 / n as f64),
+        input.map(|_| kept as f64 / (n * kept_k) as f64),
+    )
+}
+
 /// Leave-one-out k-NN classification accuracy: the fraction of points whose label is the
 /// majority label of their k nearest embedding neighbours (ties → smallest label).
 pub fn knn_accuracy(neighbors: &[u32], k: usize, labels: &[u32]) -> f64 {
@@ -39,28 +75,26 @@ pub fn knn_accuracy(neighbors: &[u32], k: usize, labels: &[u32]) -> f64 {
 /// smallest label). Row i of `neighbors` holds query i's neighbours as indices into `known`.
 pub fn knn_accuracy_among(neighbors: &[u32], k: usize, labels: &[u32], known: &[u32]) -> f64 {
     let n = labels.len();
-    let n_classes = labels
-        .iter()
-        .chain(known)
-        .copied()
-        .max()
-        .map_or(0, |m| m as usize + 1);
     let correct: usize = neighbors
         .par_chunks(k)
-        .enumerate()
-        .map_init(
-            || vec![0u32; n_classes],
-            |votes, (i, row)| {
-                votes.fill(0);
-                for &j in row {
-                    votes[known[j as usize] as usize] += 1;
-                }
-                let best = (0..n_classes).max_by_key(|&c| (votes[c], std::cmp::Reverse(c)));
-                usize::from(best == Some(labels[i] as usize))
-            },
-        )
+        .zip(labels.par_iter())
+        .map(|(row, &label)| usize::from(majority(row, known) == label))
         .sum();
     correct as f64 / n as f64
+}
+
+/// The most frequent label among the neighbours `row` (`known[j]` for each), the smallest
+/// on ties; 0 for no neighbours. By pairs, as rows are short (k = 10).
+fn majority(row: &[u32], known: &[u32]) -> u32 {
+    let mut best = (0usize, 0u32);
+    for &a in row {
+        let c = known[a as usize];
+        let votes = row.iter().filter(|&&b| known[b as usize] == c).count();
+        if votes > best.0 || (votes == best.0 && c < best.1) {
+            best = (votes, c);
+        }
+    }
+    best.1
 }
 
 /// Mean fraction of each point's `k` nearest input-space neighbours that are also among
@@ -141,6 +175,42 @@ mod tests {
         let nb = embedding_neighbors(&y, 2, 5);
         let acc = knn_accuracy(&nb, 5, &labels);
         assert!((acc - 39.0 / 40.0).abs() < 1e-12, "{acc}");
+    }
+
+    /// The one-pass scores equal the measures of the neighbour table, in 1–3 D, with
+    /// clusters, ties, a far outlier (beyond the grid's bulk) and as many labels as points.
+    #[test]
+    fn one_pass_scores_match_the_table() {
+        use rand::{rngs::StdRng, Rng, SeedableRng};
+        let mut rng = StdRng::seed_from_u64(3);
+        for dims in 1..=3 {
+            for (n, classes) in [(3000, 7u32), (50, 50), (12, 2)] {
+                // n > 10: rows of 10.
+                let mut y: Vec<f32> = (0..n * dims)
+                    .map(|e| (e / dims % 4) as f32 * 20.0 + rng.random_range(-1.0f32..1.0))
+                    .collect();
+                y[..dims].fill(5e4);
+                let copy = y[dims..2 * dims].to_vec();
+                y[2 * dims..3 * dims].copy_from_slice(&copy);
+                let labels: Vec<u32> = (0..n).map(|_| rng.random_range(0..classes)).collect();
+                let input = Neighbors {
+                    n,
+                    k: 12,
+                    indices: (0..n * 12).map(|_| rng.random_range(0..n as u32)).collect(),
+                    distances: vec![0.0; n * 12],
+                };
+                let table = embedding_neighbors(&y, dims, 10);
+                let (acc, kept) = embedding_scores(&y, dims, 10, Some(&labels), Some(&input));
+                assert_eq!(
+                    acc,
+                    Some(knn_accuracy(&table, 10, &labels)),
+                    "{dims}-D, n {n}"
+                );
+                let want = knn_preservation(&input, &table, 10);
+                assert_eq!(kept, Some(want), "{dims}-D, n {n}");
+                assert_eq!(embedding_scores(&y, dims, 10, None, None), (None, None));
+            }
+        }
     }
 
     /// Against the definition Σ p ln(p/q) over all pairs, on 3 points in 2-D.

@@ -4,7 +4,22 @@
 //! after ring, until no unvisited cell can hold a nearer point. (With a k-d tree, whose
 //! build runs on one thread, the quality stage took 1.8–2.3 s at 10M points on 64 cores;
 //! with the grid 0.95–1.24 s, `benches/RESULTS.md`.)
+//!
+//! A grid spans the bulk of its points, not their bounding box: a few far points (which a
+//! final t-SNE layout may have) would stretch the cells until the clusters share a few of
+//! them, and the search slows with the points per cell; and a far query's rings, bounded
+//! only along one axis, would sweep the whole grid (5M points in 2-D with 20 far ones on 2
+//! cores: 13.0 s in one bounding-box grid, 4.1 s in levels, 3.7 s without the far
+//! points). The points beyond the bulk go to a grid of their own, built the same way
+//! (so a level's cells hold only points inside them), and every query searches each level
+//! whose box is near enough: its own first, where its nearest usually are, which then
+//! rules the others out. The stopping distance is the true distance from the query to the
+//! cells not yet visited, so a far query stops as soon as its neighbours are found.
+//!
+//! [`sum_over_rows`] hands each point's row to a scoring function as it is found, so that
+//! the quality measures need no n × k table (400 MB at 10M points and k = 10).
 
+use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 use rayon::prelude::*;
 
 /// Points per grid cell on average.
@@ -12,6 +27,18 @@ const PER_CELL: f64 = 4.0;
 
 /// Most cells of a grid (their offsets are kept: 4 bytes each).
 const MAX_CELLS: f64 = (1u64 << 28) as f64;
+
+/// Points drawn to find the bulk's extent on each axis.
+const BULK_SAMPLE: usize = 1 << 16;
+
+/// The fraction of the sample left out on each side of each axis's extent.
+const BULK_TAIL: f64 = 1e-3;
+
+/// Most levels; the last takes every point left, in its bounding box.
+const MAX_LEVELS: usize = 6;
+
+/// A level of at most this many points takes every point left.
+const LAST_LEVEL: usize = 256;
 
 /// The `k` nearest other points of each of the points `y` (row-major n × D), nearest
 /// first, ties by index; row-major n × k' indices with k' = min(k, n − 1).
@@ -21,26 +48,21 @@ pub(crate) fn neighbors<const D: usize>(y: &[f32], k: usize) -> Vec<u32> {
     if k == 0 {
         return Vec::new();
     }
-    let grid = Grid::<D>::new(y, n);
-    let (order, starts) = grid.bucket(y, n);
-    let sorted: Vec<[f32; D]> = order
-        .par_iter()
-        .map(|&i| point::<D>(y, i as usize))
-        .collect();
+    let search = Search::<D>::new(y, n);
     // Queries in cell order (neighbouring queries read the same cells), then the rows put
     // back in the points' order.
     let mut by_position = vec![0u32; n * k];
     by_position.par_chunks_mut(k).enumerate().for_each_init(
         || Vec::with_capacity(k + 1),
         |best: &mut Vec<(f32, u32)>, (s, row)| {
-            grid.nearest(&sorted, &order, &starts, sorted[s], order[s], k, best);
+            search.nearest_at(s, k, best);
             for (slot, &(_, j)) in row.iter_mut().zip(best.iter()) {
                 *slot = j;
             }
         },
     );
     let mut position = vec![0u32; n];
-    for (s, &i) in order.iter().enumerate() {
+    for (s, &i) in search.order.iter().enumerate() {
         position[i as usize] = s as u32;
     }
     let mut out = vec![0u32; n * k];
@@ -51,43 +73,182 @@ pub(crate) fn neighbors<const D: usize>(y: &[f32], k: usize) -> Vec<u32> {
     out
 }
 
+/// The sums over the points of `score(i, row)`, where row holds point i's
+/// k' = min(k, n − 1) nearest other points as [`neighbors`] finds them; the rows are never
+/// kept.
+pub(crate) fn sum_over_rows<const D: usize, S>(y: &[f32], k: usize, score: S) -> [u64; 2]
+where
+    S: Fn(usize, &[u32]) -> [u64; 2] + Sync,
+{
+    let add = |a: [u64; 2], b: [u64; 2]| [a[0] + b[0], a[1] + b[1]];
+    let n = y.len() / D;
+    let k = k.min(n.saturating_sub(1));
+    if k == 0 {
+        return (0..n).map(|i| score(i, &[])).fold([0, 0], add);
+    }
+    let search = Search::<D>::new(y, n);
+    (0..n)
+        .into_par_iter()
+        .map_init(
+            || (Vec::with_capacity(k + 1), Vec::with_capacity(k)),
+            |(best, row): &mut (Vec<(f32, u32)>, Vec<u32>), s| {
+                search.nearest_at(s, k, best);
+                row.clear();
+                row.extend(best.iter().map(|&(_, j)| j));
+                score(search.order[s] as usize, row)
+            },
+        )
+        .reduce(|| [0, 0], add)
+}
+
 fn point<const D: usize>(y: &[f32], i: usize) -> [f32; D] {
     std::array::from_fn(|a| y[i * D + a])
 }
 
-/// The grid: its corner, cell widths and cells per axis.
+/// The points in levels: position s (levels one after the other, each in cell order) holds
+/// point `order[s]`.
+struct Search<const D: usize> {
+    levels: Vec<Level<D>>,
+    /// Each level's first position.
+    first: Vec<usize>,
+    order: Vec<u32>,
+}
+
+impl<const D: usize> Search<D> {
+    fn new(y: &[f32], n: usize) -> Self {
+        let mut levels = Vec::new();
+        let mut rest: Vec<u32> = (0..n as u32).collect();
+        while !rest.is_empty() {
+            let last = levels.len() + 1 == MAX_LEVELS || rest.len() <= LAST_LEVEL;
+            let (lo, hi) = if last {
+                bounds::<D>(y, &rest)
+            } else {
+                bulk::<D>(y, &rest)
+            };
+            let (inside, outside): (Vec<u32>, Vec<u32>) = if last {
+                (std::mem::take(&mut rest), Vec::new())
+            } else {
+                rest.par_iter().partition(|&&i| {
+                    let p = point::<D>(y, i as usize);
+                    (0..D).all(|a| lo[a] <= p[a] && p[a] <= hi[a])
+                })
+            };
+            levels.push(Level::new(y, &inside, lo, hi));
+            rest = outside;
+        }
+        let order = levels
+            .iter()
+            .flat_map(|l| l.order.iter().copied())
+            .collect();
+        let first = levels
+            .iter()
+            .scan(0, |at, l| {
+                let f = *at;
+                *at += l.order.len();
+                Some(f)
+            })
+            .collect();
+        Search {
+            levels,
+            first,
+            order,
+        }
+    }
+
+    /// The k nearest other points of the point at position `s` into `best`: its own
+    /// level's first, then the others'.
+    fn nearest_at(&self, s: usize, k: usize, best: &mut Vec<(f32, u32)>) {
+        best.clear();
+        let own = self.first.partition_point(|&f| f <= s) - 1;
+        let level = &self.levels[own];
+        let at = s - self.first[own];
+        let (q, me) = (level.sorted[at], level.order[at]);
+        level.nearest(q, me, k, best);
+        for (l, other) in self.levels.iter().enumerate() {
+            if l != own {
+                other.nearest(q, me, k, best);
+            }
+        }
+    }
+}
+
+/// One level: its grid, its points by cell (`order`), each cell's first position
+/// (`starts`) and the points' coordinates in that order.
+struct Level<const D: usize> {
+    grid: Grid<D>,
+    order: Vec<u32>,
+    starts: Vec<u32>,
+    sorted: Vec<[f32; D]>,
+}
+
+impl<const D: usize> Level<D> {
+    /// The points `ids` of `y` (all inside the box `lo`..`hi`) in their grid.
+    fn new(y: &[f32], ids: &[u32], lo: [f32; D], hi: [f32; D]) -> Self {
+        let grid = Grid::<D>::over(lo, hi, ids.len());
+        let (order, starts) = grid.bucket(y, ids);
+        let sorted = order
+            .par_iter()
+            .map(|&i| point::<D>(y, i as usize))
+            .collect();
+        Level {
+            grid,
+            order,
+            starts,
+            sorted,
+        }
+    }
+
+    /// Adds the level's points nearer `q` (point `me`, left out) than the k-th of `best`
+    /// (nearest first, ties by index, at most k): the cells at Chebyshev distance 0, 1, 2,
+    /// … from q's, until the k-th distance found is no more than the distance from q to the
+    /// cells not yet visited, less a margin for the rounding of the cells' edges and of the
+    /// points' cells (relative to the largest coordinate in play: the query's or the
+    /// level's box's). Nothing when the whole level is that far.
+    fn nearest(&self, q: [f32; D], me: u32, k: usize, best: &mut Vec<(f32, u32)>) {
+        let grid = &self.grid;
+        let slack = 1e-5 * grid.scale(q);
+        let done = |best: &Vec<(f32, u32)>, gap: f32| {
+            let gap = (gap - slack).max(0.0);
+            best.len() == k && (gap == f32::INFINITY || best[k - 1].0 <= gap * gap)
+        };
+        if done(best, grid.box_distance(q)) {
+            return;
+        }
+        let c = grid.cell(q);
+        for r in 0..=grid.cells as isize {
+            grid.ring(c, r, |id| {
+                for s in self.starts[id] as usize..self.starts[id + 1] as usize {
+                    let j = self.order[s];
+                    if j == me {
+                        continue;
+                    }
+                    let p = self.sorted[s];
+                    let d: f32 = (0..D).map(|a| (p[a] - q[a]) * (p[a] - q[a])).sum();
+                    if best.len() < k || (d, j) < best[k - 1] {
+                        let at = best.partition_point(|&e| e < (d, j));
+                        best.insert(at, (d, j));
+                        best.truncate(k);
+                    }
+                }
+            });
+            if done(best, grid.unvisited_distance(q, c, r)) {
+                return;
+            }
+        }
+    }
+}
+
+/// A grid: its corner, cell widths and cells per axis.
 struct Grid<const D: usize> {
     lo: [f32; D],
     width: [f32; D],
     cells: usize,
-    /// Distances this close to a cell's edge may lie on either side of it.
-    slack: f32,
 }
 
 impl<const D: usize> Grid<D> {
-    fn new(y: &[f32], n: usize) -> Self {
-        let (lo, hi) = y
-            .par_chunks_exact(D)
-            .fold(
-                || ([f32::INFINITY; D], [f32::NEG_INFINITY; D]),
-                |(mut lo, mut hi), p| {
-                    for a in 0..D {
-                        lo[a] = lo[a].min(p[a]);
-                        hi[a] = hi[a].max(p[a]);
-                    }
-                    (lo, hi)
-                },
-            )
-            .reduce(
-                || ([f32::INFINITY; D], [f32::NEG_INFINITY; D]),
-                |(l1, h1), (l2, h2)| {
-                    (
-                        std::array::from_fn(|a| l1[a].min(l2[a])),
-                        std::array::from_fn(|a| h1[a].max(h2[a])),
-                    )
-                },
-            );
-        let total = (n as f64 / PER_CELL).clamp(1.0, MAX_CELLS);
+    /// About [`PER_CELL`] of `count` points a cell over the box `lo`..`hi`.
+    fn over(lo: [f32; D], hi: [f32; D], count: usize) -> Self {
+        let total = (count as f64 / PER_CELL).clamp(1.0, MAX_CELLS);
         let cells = total.powf(1.0 / D as f64).floor().max(1.0) as usize;
         let width = std::array::from_fn(|a| {
             let w = (hi[a] - lo[a]) / cells as f32;
@@ -97,14 +258,61 @@ impl<const D: usize> Grid<D> {
                 1.0
             }
         });
-        let extent = (0..D).map(|a| width[a] * cells as f32).fold(0f32, f32::max);
-        let slack = 1e-5 * extent.max(lo.iter().fold(0f32, |m, &l| m.max(l.abs())));
-        Grid {
-            lo,
-            width,
-            cells,
-            slack,
+        Grid { lo, width, cells }
+    }
+
+    /// The distance from `q` to the slab of axis `a` between `from` and `to`, the other
+    /// axes spanning the grid.
+    fn slab_distance(&self, q: [f32; D], a: usize, from: f32, to: f32) -> f32 {
+        let outside = |v: f32, lo: f32, hi: f32| (lo - v).max(v - hi).max(0.0);
+        (0..D)
+            .map(|b| {
+                let t = if b == a {
+                    outside(q[b], from, to)
+                } else {
+                    let lo = self.lo[b];
+                    outside(q[b], lo, lo + self.cells as f32 * self.width[b])
+                };
+                t * t
+            })
+            .sum::<f32>()
+            .sqrt()
+    }
+
+    /// The largest coordinate of `q` and of the grid's box, in magnitude.
+    fn scale(&self, q: [f32; D]) -> f32 {
+        (0..D)
+            .map(|a| {
+                let end = self.lo[a] + self.cells as f32 * self.width[a];
+                q[a].abs().max(self.lo[a].abs()).max(end.abs())
+            })
+            .fold(0f32, f32::max)
+    }
+
+    /// The distance from `q` to the grid's box.
+    fn box_distance(&self, q: [f32; D]) -> f32 {
+        let (lo, end) = (self.lo[0], self.lo[0] + self.cells as f32 * self.width[0]);
+        self.slab_distance(q, 0, lo, end)
+    }
+
+    /// The distance from `q` to the cells beyond Chebyshev distance `r` of cell `c` (∞ when
+    /// there are none).
+    fn unvisited_distance(&self, q: [f32; D], c: [usize; D], r: isize) -> f32 {
+        let g = self.cells as isize;
+        let mut gap = f32::INFINITY;
+        for (a, &ca) in c.iter().enumerate() {
+            let (ca, lo, w) = (ca as isize, self.lo[a], self.width[a]);
+            let end = lo + self.cells as f32 * w;
+            if ca - r > 0 {
+                let face = lo + (ca - r) as f32 * w;
+                gap = gap.min(self.slab_distance(q, a, lo, face));
+            }
+            if ca + r < g - 1 {
+                let face = lo + (ca + r + 1) as f32 * w;
+                gap = gap.min(self.slab_distance(q, a, face, end));
+            }
         }
+        gap
     }
 
     /// The cell of `p` on each axis.
@@ -121,10 +329,10 @@ impl<const D: usize> Grid<D> {
 
     /// The points by cell (`order`) and each cell's first position in it (`starts`, one
     /// more than the cells).
-    fn bucket(&self, y: &[f32], n: usize) -> (Vec<u32>, Vec<u32>) {
-        let mut keyed: Vec<(u32, u32)> = (0..n)
-            .into_par_iter()
-            .map(|i| (self.id(self.cell(point::<D>(y, i))) as u32, i as u32))
+    fn bucket(&self, y: &[f32], ids: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let mut keyed: Vec<(u32, u32)> = ids
+            .par_iter()
+            .map(|&i| (self.id(self.cell(point::<D>(y, i as usize))) as u32, i))
             .collect();
         keyed.par_sort_unstable();
         let total = self.cells.pow(D as u32);
@@ -136,61 +344,6 @@ impl<const D: usize> Grid<D> {
             starts[c + 1] += starts[c];
         }
         (keyed.into_iter().map(|(_, i)| i).collect(), starts)
-    }
-
-    /// The k nearest points to `q` (point `me`, left out) into `best`, nearest first, ties
-    /// by index: the cells at Chebyshev distance 0, 1, 2, … from q's, until the k-th
-    /// distance found is no more than the distance from q to the cells not yet visited.
-    #[allow(clippy::too_many_arguments)]
-    fn nearest(
-        &self,
-        sorted: &[[f32; D]],
-        order: &[u32],
-        starts: &[u32],
-        q: [f32; D],
-        me: u32,
-        k: usize,
-        best: &mut Vec<(f32, u32)>,
-    ) {
-        best.clear();
-        let c = self.cell(q);
-        let g = self.cells as isize;
-        for r in 0..=g {
-            self.ring(c, r, |id| {
-                for s in starts[id] as usize..starts[id + 1] as usize {
-                    let j = order[s];
-                    if j == me {
-                        continue;
-                    }
-                    let p = sorted[s];
-                    let d: f32 = (0..D).map(|a| (p[a] - q[a]) * (p[a] - q[a])).sum();
-                    if best.len() < k || (d, j) < best[k - 1] {
-                        let at = best.partition_point(|&e| e < (d, j));
-                        best.insert(at, (d, j));
-                        best.truncate(k);
-                    }
-                }
-            });
-            if best.len() == k {
-                // Distance from q to the nearest cell beyond the rings visited.
-                let mut gap = f32::INFINITY;
-                for a in 0..D {
-                    let (ca, r) = (c[a] as isize, r);
-                    if ca - r > 0 {
-                        gap = gap.min(q[a] - (self.lo[a] + (ca - r) as f32 * self.width[a]));
-                    }
-                    if ca + r < g - 1 {
-                        gap = gap.min(self.lo[a] + (ca + r + 1) as f32 * self.width[a] - q[a]);
-                    }
-                }
-                // Less a margin for the rounding of the cells' edges and of the points'
-                // cells.
-                let gap = (gap - self.slack).max(0.0);
-                if gap == f32::INFINITY || best[k - 1].0 <= gap * gap {
-                    return;
-                }
-            }
-        }
     }
 
     /// Calls `visit` with the id of every cell at Chebyshev distance `r` from `c`, inside
@@ -231,6 +384,50 @@ impl<const D: usize> Grid<D> {
             }
         }
     }
+}
+
+/// The smallest and largest coordinate of the points `ids` on each axis.
+fn bounds<const D: usize>(y: &[f32], ids: &[u32]) -> ([f32; D], [f32; D]) {
+    ids.par_iter()
+        .fold(
+            || ([f32::INFINITY; D], [f32::NEG_INFINITY; D]),
+            |(mut lo, mut hi), &i| {
+                let p = point::<D>(y, i as usize);
+                for a in 0..D {
+                    lo[a] = lo[a].min(p[a]);
+                    hi[a] = hi[a].max(p[a]);
+                }
+                (lo, hi)
+            },
+        )
+        .reduce(
+            || ([f32::INFINITY; D], [f32::NEG_INFINITY; D]),
+            |(l1, h1), (l2, h2)| {
+                (
+                    std::array::from_fn(|a| l1[a].min(l2[a])),
+                    std::array::from_fn(|a| h1[a].max(h2[a])),
+                )
+            },
+        )
+}
+
+/// The extent of the bulk of the points `ids` on each axis: from the [`BULK_TAIL`] to the
+/// 1 − [`BULK_TAIL`] quantile of up to [`BULK_SAMPLE`] of them, drawn at random (seeded:
+/// evenly spaced ones could follow a pattern of the input's order).
+fn bulk<const D: usize>(y: &[f32], ids: &[u32]) -> ([f32; D], [f32; D]) {
+    let mut rng = StdRng::seed_from_u64(0xb01c);
+    let drawn = sample(&mut rng, ids.len(), BULK_SAMPLE.min(ids.len())).into_vec();
+    let tail = (drawn.len() as f64 * BULK_TAIL).ceil() as usize;
+    let mut lo = [0f32; D];
+    let mut hi = [0f32; D];
+    let mut axis: Vec<f32> = Vec::with_capacity(drawn.len());
+    for a in 0..D {
+        axis.clear();
+        axis.extend(drawn.iter().map(|&s| y[ids[s] as usize * D + a]));
+        axis.sort_unstable_by(f32::total_cmp);
+        (lo[a], hi[a]) = (axis[tail], axis[axis.len() - 1 - tail]);
+    }
+    (lo, hi)
 }
 
 #[cfg(test)]
@@ -302,6 +499,57 @@ mod tests {
         let same = vec![2.5f32; 7 * D];
         assert_eq!(neighbors::<D>(&same, 3), brute::<D>(&same, 3));
         assert!(neighbors::<D>(&same[..D], 3).is_empty());
+    }
+
+    /// Points at three scales (a core, a halo, far stragglers) spread over three levels or
+    /// more; the rows of a sample of them, the far ones included, are brute force's.
+    fn levels_agree<const D: usize>() {
+        // About 2 · D · BULK_TAIL of the points lie beyond a level's bulk: enough for a
+        // second level that leaves some beyond its own bulk.
+        let n = 600_000 / D;
+        let mut rng = StdRng::seed_from_u64(D as u64);
+        let y: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                let spread = match i % 2000 {
+                    0 => 1e5,
+                    1..=5 => 100.0,
+                    _ => 15.0,
+                };
+                (0..D)
+                    .map(|_| 15.0 + spread * rng.random_range(-1.0f32..1.0))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let search = Search::<D>::new(&y, n);
+        let sizes: Vec<usize> = search.levels.iter().map(|l| l.order.len()).collect();
+        assert!(sizes.len() >= 3, "{D}-D: levels of {sizes:?}");
+        let k = 10;
+        let got = neighbors::<D>(&y, k);
+        let mut rows: Vec<usize> = (0..n).step_by(2000).take(100).collect();
+        rows.extend((0..300).map(|_| rng.random_range(0..n)));
+        for i in rows {
+            let q = point::<D>(&y, i);
+            let mut all: Vec<(f32, u32)> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| {
+                    let p = point::<D>(&y, j);
+                    let d = (0..D).map(|a| (p[a] - q[a]) * (p[a] - q[a])).sum();
+                    (d, j as u32)
+                })
+                .collect();
+            all.select_nth_unstable_by(k, |a, b| a.partial_cmp(b).unwrap());
+            all.truncate(k);
+            all.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            let want: Vec<u32> = all.iter().map(|&(_, j)| j).collect();
+            assert_eq!(&got[i * k..(i + 1) * k], &want[..], "{D}-D, point {i}");
+        }
+    }
+
+    #[test]
+    fn far_points_in_levels_are_exact() {
+        levels_agree::<1>();
+        levels_agree::<2>();
+        levels_agree::<3>();
     }
 
     /// The grid's neighbours are brute force's, order and ties included, in 1, 2 and 3
