@@ -115,6 +115,16 @@ impl Cubins {
         })
     }
 
+    /// Whether the cubin of `id` with `defines` is at hand (compiled or read from the
+    /// cache by an earlier request or a background compilation), so that
+    /// [`Cubins::get`] would not wait.
+    pub fn ready(&self, id: KernelId, defines: &'static [&'static str]) -> bool {
+        let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots
+            .get(&(id, defines))
+            .is_some_and(|slot| slot.get().is_some())
+    }
+
     /// The cubin of `id` compiled with `defines`: from this process's earlier request, from
     /// a background compilation (waiting for it to finish), from the disk cache, or compiled
     /// now (then cached).

@@ -177,6 +177,12 @@ impl Gpu {
         Ok(module.load_function(name)?)
     }
 
+    /// Whether the kernels of `id` with `defines` are loaded or their cubin at hand:
+    /// [`Gpu::function`] would not wait for a compilation.
+    pub fn kernel_ready(&self, id: KernelId, defines: &'static [&'static str]) -> bool {
+        self.modules_lock().contains_key(&(id, defines)) || self.cubins.ready(id, defines)
+    }
+
     /// The loaded modules; a poisoned lock still guards a whole map (a panic cannot leave
     /// an insert half done).
     fn modules_lock(&self) -> std::sync::MutexGuard<'_, HashMap<Variant, Arc<CudaModule>>> {

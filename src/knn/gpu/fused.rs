@@ -61,6 +61,12 @@ pub(crate) fn sweep_variant(d: usize) -> &'static [&'static str] {
     VARIANTS[(padded_dim(d) / 8).clamp(1, 8) - 1]
 }
 
+/// Whether the sweep for points of `d` dimensions can start on `gpu` without waiting for
+/// its compilation (a first run compiles it while the points load).
+pub(super) fn sweep_ready(gpu: &Gpu, d: usize) -> bool {
+    gpu.kernel_ready(KernelId::KnnFused, sweep_variant(d))
+}
+
 /// `variant`, or for `&[]` the run's own ([`sweep_variant`]).
 fn variant_for(variant: &'static [&'static str], d: usize) -> &'static [&'static str] {
     if variant.is_empty() {

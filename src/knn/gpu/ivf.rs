@@ -194,25 +194,34 @@ pub fn approx_device(
     };
     // The host sorts and orders the cells while the device finds the recall sample's
     // exact neighbours among the points as they came (a sweep of all of them, 0.5 s at
-    // 10M points, off the path).
+    // 10M points, off the path); in a first run, whose sweep kernel is still compiling,
+    // after the search instead.
     let shape = Shape::new(n, d, k, key);
-    let (sample, cells, sorted_points, order_seconds) = std::thread::scope(|scope| {
-        let exact = scope.spawn(|| -> Result<RecallSample, GpuError> {
+    let mut sample = RecallSample::new(n, params.seed);
+    let (beside, cells, sorted_points, order_seconds) = std::thread::scope(|scope| {
+        let exact = scope.spawn(|| -> Result<Option<Vec<Vec<u32>>>, GpuError> {
+            if !fused::sweep_ready(gpu, d) {
+                return Ok(None);
+            }
             gpu.device.context.bind_to_thread()?;
-            RecallSample::exact(gpu, &x, shape, params.seed)
+            let split = split_rows(gpu, &x, shape)?;
+            let queries: Vec<i32> = sample.rows.iter().map(|&r| r as i32).collect();
+            exact_candidates(gpu, &split, &queries, None, shape).map(Some)
         });
         let t = Instant::now();
         let mut cells = Cells::sort(&labels, lists);
         let sorted_points = cells.order_within(points);
         let order_seconds = t.elapsed().as_secs_f64();
-        let sample = exact
+        let beside = exact
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (sample, cells, sorted_points, order_seconds)
+        (beside, cells, sorted_points, order_seconds)
     });
-    let mut sample = sample?;
     drop((x, labels));
     sample.place(&cells);
+    if let Some(candidates) = beside? {
+        sample.candidates = candidates;
+    }
     steps.order = order_seconds;
     // The wait for the sample beyond the order is the recall's.
     seconds.recall = (clock.lap()? - order_seconds).max(0.0);
@@ -269,6 +278,10 @@ pub fn approx_device(
     drop((plan, qrows, runs, run_off));
     seconds.sweep = clock.lap()?;
 
+    if sample.candidates.len() < sample.rows.len() {
+        let order = &cells.order;
+        sample.candidates = exact_candidates(gpu, &split, &sample.positions, Some(order), shape)?;
+    }
     drop(split);
     let recall_sweep = sample.recall(gpu, points, &cells, &answer.indices, shape)?;
     seconds.recall += clock.lap()?;
@@ -601,6 +614,53 @@ fn sweep_in_batches(
     Ok(())
 }
 
+/// The exact candidates (a superset of the k nearest, input rows) of the rows `queries` of
+/// `split`, whose rows are input rows `names` (`None`: input rows themselves): a sweep of
+/// every reference chunk for each block of queries.
+fn exact_candidates(
+    gpu: &Gpu,
+    split: &Split,
+    queries: &[i32],
+    names: Option<&[u32]>,
+    shape: Shape,
+) -> Result<Vec<Vec<u32>>, GpuError> {
+    let s = &gpu.stream;
+    let Shape { n, kr, .. } = shape;
+    let take = queries.len().div_ceil(QUERIES);
+    let qrows: Vec<i32> = (0..take * QUERIES)
+        .map(|q| queries.get(q).copied().unwrap_or(-1))
+        .collect();
+    let steps = n.div_ceil(CHUNK) as i32;
+    let runs: Vec<i32> = (0..take).flat_map(|_| [0, steps]).collect();
+    let run_off: Vec<i32> = (0..=take as i32).collect();
+    let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
+    let list = shape.list();
+    let mut state_d = s.alloc_zeros::<f32>(take * QUERIES * list)?;
+    let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
+    fill_lists(
+        gpu,
+        kr,
+        &mut state_d,
+        &mut state_i,
+        take * QUERIES * list,
+        f32::INFINITY,
+    )?;
+    let lists = Lists {
+        d: &mut state_d,
+        i: &mut state_i,
+        slot0: 0,
+    };
+    let silent = &crate::progress::Silent;
+    fused::sweep(gpu, split, &plan, 0..take, kr, lists, &[], silent)?;
+    let exact: Vec<i32> = s.clone_dtoh(&state_i)?;
+    let name = |j: i32| names.map_or(j as u32, |order| order[j as usize]);
+    Ok(exact
+        .chunks_exact(list)
+        .take(queries.len())
+        .map(|slot| slot.iter().filter(|&&j| j >= 0).map(|&j| name(j)).collect())
+        .collect())
+}
+
 /// The recall sample: [`RECALL_SAMPLE`] input rows drawn at random (the CPU twin's,
 /// [`host::recall_sample`]), with their exact candidate lists from a sweep over every
 /// reference.
@@ -614,58 +674,13 @@ struct RecallSample {
 }
 
 impl RecallSample {
-    /// The sample's exact candidates among the points `x` (n × d on `gpu`, input order):
-    /// the key's rows of all of them split for the sweep, the sample's rows as the queries,
-    /// every reference chunk as each block's run.
-    fn exact(gpu: &Gpu, x: &CudaSlice<f32>, shape: Shape, seed: u64) -> Result<Self, GpuError> {
-        let s = &gpu.stream;
-        let Shape { n, d, kr, key, .. } = shape;
-        let rows = host::recall_sample(n, RECALL_SAMPLE, seed);
-        let KeyRows { rows: xc, terms } = key_rows(gpu, x, n, d, key, n)?;
-        let split = Split::new(gpu, &xc, &terms, n, d, &[])?;
-        drop((xc, terms));
-        let take = rows.len().div_ceil(QUERIES);
-        let qrows: Vec<i32> = (0..take * QUERIES)
-            .map(|q| rows.get(q).map_or(-1, |&r| r as i32))
-            .collect();
-        let steps = n.div_ceil(CHUNK) as i32;
-        let runs: Vec<i32> = (0..take).flat_map(|_| [0, steps]).collect();
-        let run_off: Vec<i32> = (0..=take as i32).collect();
-        let plan = Plan::upload(gpu, &qrows, &runs, &run_off)?;
-        let list = shape.list();
-        let mut state_d = s.alloc_zeros::<f32>(take * QUERIES * list)?;
-        let mut state_i = s.alloc_zeros::<i32>(take * QUERIES * list)?;
-        fill_lists(
-            gpu,
-            kr,
-            &mut state_d,
-            &mut state_i,
-            take * QUERIES * list,
-            f32::INFINITY,
-        )?;
-        let lists = Lists {
-            d: &mut state_d,
-            i: &mut state_i,
-            slot0: 0,
-        };
-        let silent = &crate::progress::Silent;
-        fused::sweep(gpu, &split, &plan, 0..take, kr, lists, &[], silent)?;
-        let exact: Vec<i32> = s.clone_dtoh(&state_i)?;
-        let candidates = exact
-            .chunks_exact(list)
-            .take(rows.len())
-            .map(|slot| {
-                slot.iter()
-                    .filter(|&&j| j >= 0)
-                    .map(|&j| j as u32)
-                    .collect()
-            })
-            .collect();
-        Ok(RecallSample {
-            rows,
+    /// The sample's rows, their positions and candidates yet to be found.
+    fn new(n: usize, seed: u64) -> Self {
+        RecallSample {
+            rows: host::recall_sample(n, RECALL_SAMPLE, seed),
             positions: Vec::new(),
-            candidates,
-        })
+            candidates: Vec::new(),
+        }
     }
 
     /// Finds the sample's sorted positions in `cells.order`.
