@@ -14,6 +14,9 @@
 #              (RUNS=2 by default: about 5 minutes on 2 GPUs); `--knn approx`, KL and timings
 #              per run, medians from 2 runs
 #   10m1       10M × 50 mixture: 1 GPU, then all GPUs, once each (about 1.5 minutes on 4)
+#   load       10M × 50 mixture read by numpy and by `sgtsne info` (twice each), then
+#              embedded on 1 GPU and on all, once each: the load stage alone against the
+#              same read beside the GPUs' warm-up (about 1.5 minutes)
 #   digits10m  10M deformed MNIST digits: 1 GPU, then all GPUs, once each; carry
 #              .bench/images (about 4 minutes)
 #   50m        50M × 50 mixture on all GPUs, once, with each GPU's memory sampled every
@@ -76,6 +79,15 @@ for section in "$@"; do
       mixture 10000000
       embed 10m-g1 "${input[@]}" --knn approx --backend gpu --gpus 1
       embed "10m-g$gpus" "${input[@]}" --knn approx --backend gpu --gpus "$gpus"
+      ;;
+    load)
+      mixture 10000000
+      for r in 1 2; do
+        logged "load-numpy-$r" python3 -c 'import numpy, sys; numpy.load(sys.argv[1])' "${input[0]}"
+        logged "load-info-$r" "$sgtsne" info "${input[0]}"
+      done
+      embed load-g1 "${input[@]}" --knn approx --backend gpu --gpus 1
+      embed "load-g$gpus" "${input[@]}" --knn approx --backend gpu --gpus "$gpus"
       ;;
     digits10m)
       digits 10000000
