@@ -6,11 +6,13 @@
 //! byte-wise (Unicode code point) order for strings — so the legend reads in a predictable
 //! order whatever the order of the rows.
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
 use std::path::Path;
 
 use super::error::{extension, unknown_extension, IoError};
 use super::{npy, text};
+use rayon::prelude::*;
 
 /// Labels of n points: `codes[i]` indexes `names`.
 ///
@@ -47,19 +49,34 @@ impl Labels {
         Self::from_ordered(values)
     }
 
-    fn from_ordered<T: Ord + ToString>(values: &[T]) -> Labels {
-        let mut index: BTreeMap<&T, u32> = values.iter().map(|v| (v, 0)).collect();
-        let mut names = Vec::with_capacity(index.len());
-        for (code, (value, slot)) in index.iter_mut().enumerate() {
-            // At most n distinct values, and n < 2^32 for any data set this engine embeds;
-            // saturating keeps this panic-free regardless.
-            *slot = u32::try_from(code).unwrap_or(u32::MAX);
-            names.push(value.to_string());
-        }
-        let codes = values.iter().map(|v| index[v]).collect();
+    /// The distinct values found chunk by chunk in parallel (a hash set each, merged),
+    /// sorted, then every value coded through a hash map. (A sorted map of all n values
+    /// took 1.6 s of the load stage for 10M integer labels on 32 cores.)
+    fn from_ordered<T: Ord + Hash + ToString + Sync>(values: &[T]) -> Labels {
+        let distinct: HashSet<&T> = values
+            .par_chunks(LABEL_CHUNK)
+            .map(|chunk| chunk.iter().collect::<HashSet<&T>>())
+            .reduce(HashSet::new, |mut a, b| {
+                a.extend(b);
+                a
+            });
+        let mut sorted: Vec<&T> = distinct.into_iter().collect();
+        sorted.sort_unstable();
+        // At most n distinct values, and n < 2^32 for any data set this engine embeds;
+        // saturating keeps this panic-free regardless.
+        let index: HashMap<&T, u32> = sorted
+            .iter()
+            .enumerate()
+            .map(|(code, &v)| (v, u32::try_from(code).unwrap_or(u32::MAX)))
+            .collect();
+        let names = sorted.iter().map(|v| v.to_string()).collect();
+        let codes = values.par_iter().map(|v| index[v]).collect();
         Labels { codes, names }
     }
 }
+
+/// Labels per parallel task when the distinct values are gathered.
+const LABEL_CHUNK: usize = 1 << 16;
 
 /// Label values as decoded from a file, before coding.
 pub(crate) enum RawLabels {
