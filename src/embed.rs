@@ -4,6 +4,8 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use crate::backend::BackendKind;
 use crate::init::{self, InitKind};
 use crate::io::Labels;
@@ -292,7 +294,7 @@ fn measure(
     order: Option<&[u32]>,
 ) -> Quality {
     let codes: Option<Vec<u32>> = labels.map(|l| match order {
-        Some(order) => order.iter().map(|&i| l.codes[i as usize]).collect(),
+        Some(order) => order.par_iter().map(|&i| l.codes[i as usize]).collect(),
         None => l.codes.clone(),
     });
     let (knn_accuracy_10, knn_preservation_10) =

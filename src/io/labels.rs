@@ -51,7 +51,8 @@ impl Labels {
 
     /// The distinct values found chunk by chunk in parallel (a hash set each, merged),
     /// sorted, then every value coded through a hash map. (A sorted map of all n values
-    /// took 1.6 s of the load stage for 10M integer labels on 32 cores.)
+    /// took about 1.5 s of the load stage for 10M integer labels on 32 cores,
+    /// `benches/RESULTS.md`.)
     fn from_ordered<T: Ord + Hash + ToString + Sync>(values: &[T]) -> Labels {
         let distinct: HashSet<&T> = values
             .par_chunks(LABEL_CHUNK)
