@@ -46,10 +46,11 @@ pub fn embedding_scores(
     let score = |i: usize, row: &[u32]| {
         let correct = labels.map_or(0, |l| u64::from(majority(row, l) == l[i]));
         let kept = input.map_or(0, |nb| {
-            let a = &nb.indices[i * nb.k..i * nb.k + kept_k];
-            a.iter()
-                .filter(|j| row[..kept_k.min(row.len())].contains(j))
-                .count() as u64
+            let (wanted, found) = (
+                &nb.indices[i * nb.k..][..kept_k],
+                &row[..kept_k.min(row.len())],
+            );
+            wanted.iter().filter(|j| found.contains(j)).count() as u64
         });
         [correct, kept]
     };

@@ -218,10 +218,8 @@ pub fn approx_device(
         (beside, cells, sorted_points, order_seconds)
     });
     drop((x, labels));
+    let beside = beside?;
     sample.place(&cells);
-    if let Some(candidates) = beside? {
-        sample.candidates = candidates;
-    }
     steps.order = order_seconds;
     // The wait for the sample beyond the order is the recall's.
     seconds.recall = (clock.lap()? - order_seconds).max(0.0);
@@ -278,10 +276,13 @@ pub fn approx_device(
     drop((plan, qrows, runs, run_off));
     seconds.sweep = clock.lap()?;
 
-    if sample.candidates.len() < sample.rows.len() {
-        let order = &cells.order;
-        sample.candidates = exact_candidates(gpu, &split, &sample.positions, Some(order), shape)?;
-    }
+    sample.candidates = match beside {
+        Some(candidates) => candidates,
+        None => {
+            let order = &cells.order;
+            exact_candidates(gpu, &split, &sample.positions, Some(order), shape)?
+        }
+    };
     drop(split);
     let recall_sweep = sample.recall(gpu, points, &cells, &answer.indices, shape)?;
     seconds.recall += clock.lap()?;
