@@ -248,7 +248,8 @@ fn run_stages(
 
     // Quality measures, in the internal numbering; then Y back in input order.
     let t = seconds.start("quality");
-    let quality = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref());
+    let (quality, note) = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), kind)?;
+    setup.notes.extend(note);
     drop(neighbors);
     // A run over several GPUs aborts its communicators while the quality is measured.
     crate::gpu::comm::wait_ended();
@@ -285,24 +286,30 @@ fn prepare(
 
 /// The quality measures of the embedding `y` (in the internal numbering `order`, when it
 /// is not the input's): 10-NN label accuracy with labels, 10-NN preservation with the
-/// input's neighbours.
+/// input's neighbours; the embedding's neighbours searched on the GPU on a backend that has
+/// one, with a note when the search had to stay on the host.
 fn measure(
     y: &[f32],
     dims: usize,
     labels: Option<&Labels>,
     neighbors: Option<&Neighbors>,
     order: Option<&[u32]>,
-) -> Quality {
+    backend: BackendKind,
+) -> Result<(Quality, Option<String>)> {
     let codes: Option<Vec<u32>> = labels.map(|l| match order {
         Some(order) => order.par_iter().map(|&i| l.codes[i as usize]).collect(),
         None => l.codes.clone(),
     });
-    let (knn_accuracy_10, knn_preservation_10) =
-        quality::embedding_scores(y, dims, QUALITY_K, codes.as_deref(), neighbors);
-    Quality {
-        knn_accuracy_10,
-        knn_preservation_10,
-    }
+    let gpu = match backend {
+        BackendKind::Cpu => None,
+        _ => Some(crate::gpu::Gpu::get()?),
+    };
+    let scores = quality::embedding_scores(y, dims, QUALITY_K, codes.as_deref(), neighbors, gpu)?;
+    let quality = Quality {
+        knn_accuracy_10: scores.knn_accuracy,
+        knn_preservation_10: scores.knn_preservation,
+    };
+    Ok((quality, scores.note))
 }
 
 /// Stage 6: the initial Y of `n` points; a PCA initialisation without points to take it

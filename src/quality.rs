@@ -1,17 +1,19 @@
 //! Quality of an embedding, as DESIGN §5 measures it: 10-NN label accuracy in the
 //! embedding and the preservation of each point's input-space neighbours.
 //!
-//! Neighbours in the (1–3-D) embedding come from a uniform grid, exact and on all cores
-//! (`src/quality/embedding_knn.rs`).
+//! Neighbours in the (1–3-D) embedding come from a uniform grid, exact, searched on all
+//! cores (`src/quality/embedding_knn.rs`) or on the GPU (`src/quality/gpu.rs`).
 //!
 //! [`kl_divergence`] scores any embedding of the same points against one P, so embeddings
 //! made by other tools can be compared on equal terms (`sgtsne kl`).
 
 mod embedding_knn;
+mod gpu;
 
 use rayon::prelude::*;
 
 use crate::affinity::{self, Affinities};
+use crate::gpu::Gpu;
 use crate::kernel::Kernel;
 use crate::knn::Neighbors;
 use crate::repulse::exact_z_with;
@@ -31,17 +33,22 @@ pub fn embedding_neighbors(y: &[f32], dims: usize, k: usize) -> Vec<u32> {
 /// The 10-NN measures of an embedding in one pass over its neighbours, none of them kept:
 /// the k-NN label accuracy with `labels` ([`knn_accuracy`]) and the preservation of the
 /// input's neighbours `input` ([`knn_preservation`]), in the numbering of `y`.
+///
+/// With `gpu` the neighbours are searched on it, with the same result; on the host when
+/// the device declines (too little free memory, k above 32), which the returned note says.
 pub fn embedding_scores(
     y: &[f32],
     dims: usize,
     k: usize,
     labels: Option<&[u32]>,
     input: Option<&Neighbors>,
-) -> (Option<f64>, Option<f64>) {
-    if labels.is_none() && input.is_none() {
-        return (None, None);
-    }
+    gpu: Option<&Gpu>,
+) -> Result<Scores> {
     let n = y.len() / dims.max(1);
+    let mut scores = Scores::default();
+    if labels.is_none() && input.is_none() {
+        return Ok(scores);
+    }
     let kept_k = input.map_or(0, |nb| k.min(nb.k));
     let score = |i: usize, row: &[u32]| {
         let correct = labels.map_or(0, |l| u64::from(majority(row, l) == l[i]));
@@ -54,15 +61,39 @@ pub fn embedding_scores(
         });
         [correct, kept]
     };
-    let [correct, kept] = match dims {
-        1 => embedding_knn::sum_over_rows::<1, _>(y, k, score),
-        2 => embedding_knn::sum_over_rows::<2, _>(y, k, score),
-        _ => embedding_knn::sum_over_rows::<3, _>(y, k, score),
+    let on_device = match gpu {
+        Some(gpu) => match dims {
+            1 => gpu::sum_over_rows::<1, _>(gpu, y, k, score)?,
+            2 => gpu::sum_over_rows::<2, _>(gpu, y, k, score)?,
+            _ => gpu::sum_over_rows::<3, _>(gpu, y, k, score)?,
+        },
+        None => Err(gpu::Declined::NoDevice),
     };
-    (
-        labels.map(|_| correct as f64 / n as f64),
-        input.map(|_| kept as f64 / (n * kept_k) as f64),
-    )
+    let [correct, kept] = match on_device {
+        Ok(sums) => sums,
+        Err(declined) => {
+            scores.note = declined.note();
+            match dims {
+                1 => embedding_knn::sum_over_rows::<1, _>(y, k, score),
+                2 => embedding_knn::sum_over_rows::<2, _>(y, k, score),
+                _ => embedding_knn::sum_over_rows::<3, _>(y, k, score),
+            }
+        }
+    };
+    scores.knn_accuracy = labels.map(|_| correct as f64 / n as f64);
+    scores.knn_preservation = input.map(|_| kept as f64 / (n * kept_k) as f64);
+    Ok(scores)
+}
+
+/// What [`embedding_scores`] measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scores {
+    /// The k-NN label accuracy, with labels.
+    pub knn_accuracy: Option<f64>,
+    /// The preservation of the input's k nearest, with the input's neighbours.
+    pub knn_preservation: Option<f64>,
+    /// Why the search ran on the host though a GPU was given.
+    pub note: Option<String>,
 }
 
 /// Leave-one-out k-NN classification accuracy: the fraction of points whose label is the
@@ -201,15 +232,17 @@ mod tests {
                     distances: vec![0.0; n * 12],
                 };
                 let table = embedding_neighbors(&y, dims, 10);
-                let (acc, kept) = embedding_scores(&y, dims, 10, Some(&labels), Some(&input));
+                let scores =
+                    embedding_scores(&y, dims, 10, Some(&labels), Some(&input), None).unwrap();
                 assert_eq!(
-                    acc,
+                    scores.knn_accuracy,
                     Some(knn_accuracy(&table, 10, &labels)),
                     "{dims}-D, n {n}"
                 );
                 let want = knn_preservation(&input, &table, 10);
-                assert_eq!(kept, Some(want), "{dims}-D, n {n}");
-                assert_eq!(embedding_scores(&y, dims, 10, None, None), (None, None));
+                assert_eq!(scores.knn_preservation, Some(want), "{dims}-D, n {n}");
+                let none = embedding_scores(&y, dims, 10, None, None, None).unwrap();
+                assert_eq!(none, Scores::default());
             }
         }
     }

@@ -98,7 +98,8 @@ fn plan_grids(params: &EmbedParams) -> Result<()> {
 /// point mode the centring (PCA, kNN) and
 /// the kNN's files, then on gpu the affinities (with exact affinities, no kNN: their own
 /// file, on gpu and hybrid), the attraction and the update, and the
-/// repulsion's files (the FFT's in the grids' precision, or the exact one). A file missed
+/// repulsion's files (the FFT's in the grids' precision, or the exact one), and the quality
+/// measures' search. A file missed
 /// here still compiles when first used; one listed but unused costs a core for a while.
 fn device_kernels(
     d: Option<usize>,
@@ -158,6 +159,7 @@ fn device_kernels(
         ),
         RepulsionMethod::Exact => variants.push((KernelId::Exact, &[])),
     }
+    variants.push((KernelId::Quality, &[]));
     variants
 }
 

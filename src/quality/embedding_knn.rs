@@ -80,7 +80,6 @@ pub(crate) fn sum_over_rows<const D: usize, S>(y: &[f32], k: usize, score: S) ->
 where
     S: Fn(usize, &[u32]) -> [u64; 2] + Sync,
 {
-    let add = |a: [u64; 2], b: [u64; 2]| [a[0] + b[0], a[1] + b[1]];
     let n = y.len() / D;
     let k = k.min(n.saturating_sub(1));
     if k == 0 {
@@ -101,21 +100,66 @@ where
         .reduce(|| [0, 0], add)
 }
 
+/// The sums of two scores.
+pub(super) fn add(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
+    [a[0] + b[0], a[1] + b[1]]
+}
+
 fn point<const D: usize>(y: &[f32], i: usize) -> [f32; D] {
     std::array::from_fn(|a| y[i * D + a])
 }
 
 /// The points in levels: position s (levels one after the other, each in cell order) holds
 /// point `order[s]`.
-struct Search<const D: usize> {
+pub(super) struct Search<const D: usize> {
     levels: Vec<Level<D>>,
     /// Each level's first position.
     first: Vec<usize>,
-    order: Vec<u32>,
+    pub(super) order: Vec<u32>,
+}
+
+/// A [`Search`]'s arrays as its device twin reads them (`kernels/quality.cu`'s contract).
+pub(super) struct Layout {
+    /// The points' coordinates by position (n × D).
+    pub(super) sorted: Vec<f32>,
+    /// Every level's cell starts, one level after another.
+    pub(super) starts: Vec<u32>,
+    /// Each level's first entry in `starts`.
+    pub(super) start_at: Vec<i64>,
+    /// Each level's first position, and n.
+    pub(super) first: Vec<i64>,
+    /// Each level's corner (3 floats) and cell widths (3), and 2 unused: 8 floats a level.
+    pub(super) geom: Vec<f32>,
+    /// Each level's cells per axis.
+    pub(super) cells: Vec<i32>,
 }
 
 impl<const D: usize> Search<D> {
-    fn new(y: &[f32], n: usize) -> Self {
+    /// The arrays the device's search reads.
+    pub(super) fn layout(&self) -> Layout {
+        let mut layout = Layout {
+            sorted: Vec::with_capacity(self.order.len() * D),
+            starts: Vec::new(),
+            start_at: Vec::new(),
+            first: self.first.iter().map(|&f| f as i64).collect(),
+            geom: Vec::new(),
+            cells: Vec::new(),
+        };
+        layout.first.push(self.order.len() as i64);
+        for level in &self.levels {
+            layout.sorted.extend_from_slice(level.sorted.as_flattened());
+            layout.start_at.push(layout.starts.len() as i64);
+            layout.starts.extend_from_slice(&level.starts);
+            let mut geom = [0f32; 8];
+            geom[..D].copy_from_slice(&level.grid.lo);
+            geom[3..3 + D].copy_from_slice(&level.grid.width);
+            layout.geom.extend_from_slice(&geom);
+            layout.cells.push(level.grid.cells as i32);
+        }
+        layout
+    }
+
+    pub(super) fn new(y: &[f32], n: usize) -> Self {
         let mut levels = Vec::new();
         let mut rest: Vec<u32> = (0..n as u32).collect();
         while !rest.is_empty() {

@@ -19,6 +19,7 @@ pub mod knn_fused;
 pub mod knn_refine;
 pub mod optim;
 pub mod phi2force;
+pub mod quality;
 pub mod repulse;
 pub mod s2g;
 pub mod sparse_pca;
@@ -123,6 +124,8 @@ kernel_files! {
     Transform => "transform.cu", transform, true;
     /// The Gaussian mixtures' deviations, log-densities, log-sum-exp and diagonal sums.
     Gmm => "gmm.cu", gmm, false;
+    /// The quality measures' exact kNN in the embedding.
+    Quality => "quality.cu", quality, false;
 }
 
 impl KernelId {
