@@ -369,6 +369,81 @@ fn info_reports_the_gpu_status() {
     assert!(text.contains("gpu:"), "{text}");
 }
 
+/// `sgtsne plan-fft` (internal): plans as JSON on standard input, the mark written once
+/// they are made; bad JSON fails with a message. On a GPU, a gpu run with an empty cache
+/// starts it and its one mark appears (the run may end first: it is awaited), and a second
+/// run with that cache still succeeds.
+#[test]
+fn fft_plans_made_first_by_a_process_of_their_own() {
+    use std::io::Write;
+    let plan_fft = |json: &str, done: &Path, env: &[(&str, &str)]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sgtsne"))
+            .args(["plan-fft", "--done", done.to_str().unwrap()])
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(json.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("marks").join("done");
+    let bad = plan_fft("[{\"shape\": 32}]", &mark, &[]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("reading the plans"),
+        "{}",
+        stderr(&bad)
+    );
+    assert!(!mark.exists());
+    if !backends().contains(&sgtsne::backend::BackendKind::Gpu) {
+        eprintln!("skipped: the plans need a GPU");
+        return;
+    }
+    let json = r#"[{"shape": [32, 32], "batch": 12, "double": false},
+                   {"shape": [36, 36, 36], "batch": 32, "double": true}]"#;
+    let made = plan_fft(json, &mark, &[]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(mark.exists());
+
+    let cache = dir.path().join("cache");
+    let input = write(&dir, "x.csv", csv_rows(300).as_bytes());
+    let out = dir.path().join("y.npy");
+    let cache_env = [("SGTSNE_CACHE", cache.to_str().unwrap())];
+    let args = [
+        "embed",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--backend",
+        "gpu",
+        "--perplexity",
+        "10",
+        "-q",
+    ];
+    let marks = || -> Vec<PathBuf> {
+        std::fs::read_dir(cache.join("fft"))
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    let first = sgtsne_env(&args, &cache_env);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let start = std::time::Instant::now();
+    while marks().is_empty() && start.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(marks().len(), 1, "the first run's warmer left one mark");
+    let second = sgtsne_env(&args, &cache_env);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(marks().len(), 1);
+}
+
 /// `n` smooth s × s float images (`im.npy`) and labels i mod 3 (`lab.npy`) in `dir`.
 fn image_files(dir: &tempfile::TempDir, n: usize, s: usize) -> (PathBuf, PathBuf) {
     let pixels: Vec<f32> = (0..n * s * s)
