@@ -87,23 +87,14 @@ fn plan_grids(params: &EmbedParams) -> Result<()> {
 /// The FFT plans each GPU of a run with `params` makes ahead (by rank): every size class
 /// an adaptive FFT grid passes through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s
 /// `ahead_plans`), for the GPU's share of the parity patterns (all of them on one GPU);
-/// none for a fixed grid or the exact repulsion. A grid left unset is the device's default
-/// (as the run's set-up will make it), and `--gpus` unset is one GPU.
+/// none for a fixed grid or the exact repulsion.
 fn grid_plans(params: &EmbedParams) -> Vec<Vec<PlanSpec>> {
-    grid_plans_over(params, params.gpus.unwrap_or(1).max(1))
-}
-
-/// [`grid_plans`] over `world` GPUs.
-fn grid_plans_over(params: &EmbedParams, world: usize) -> Vec<Vec<PlanSpec>> {
-    let dims = params.dims;
-    let grid = params
-        .grid
-        .unwrap_or_else(|| GridSpec::default_for(dims, true))
-        .for_kernel(params.kernel);
-    let (GridSpec::Auto { h }, RepulsionMethod::Fft) = (grid, params.repulsion) else {
+    let grid = params.grid.map(|g| g.for_kernel(params.kernel));
+    let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
         return Vec::new();
     };
     let largest = (PLANNED_EXTENT / h).ceil() as usize + 4;
+    let (dims, world) = (params.dims, params.gpus.unwrap_or(1).max(1));
     (0..world)
         .map(|rank| {
             let patterns = pattern_share(dims, rank, world).len();
@@ -116,18 +107,13 @@ fn grid_plans_over(params: &EmbedParams, world: usize) -> Vec<Vec<PlanSpec>> {
 }
 
 /// Every FFT plan a run with `params` makes ahead on any of its GPUs, each once, in the
-/// order the run makes them (with `--gpus` unset, those of one GPU and of every GPU the
-/// process sees, either of which the run may use): what a process of its own can make
-/// first, to fill the driver's cache of cuFFT's compiled kernels on a fresh machine without
-/// stalling the run (see [`crate::gpu::fft`]; the command line's `sgtsne plan-fft`).
+/// order the run makes them: what a process of its own can make first, to fill the
+/// driver's cache of cuFFT's compiled kernels on a fresh machine without stalling the run
+/// (see [`crate::gpu::fft`]; the command line's `sgtsne plan-fft`).
 pub fn fft_plans_ahead(params: &EmbedParams) -> Vec<PlanSpec> {
-    let mut worlds = vec![params.gpus.unwrap_or(1).max(1)];
-    if params.gpus.is_none() {
-        worlds.extend(crate::gpu::device_count().ok().filter(|&c| c > 1));
-    }
     let mut all: Vec<PlanSpec> = Vec::new();
-    for world in worlds {
-        for plan in grid_plans_over(params, world).into_iter().flatten() {
+    for plans in grid_plans(params) {
+        for plan in plans {
             if !all.contains(&plan) {
                 all.push(plan);
             }
