@@ -27,7 +27,7 @@ mod search;
 mod setup;
 mod sparse;
 
-pub use kernels::{compile_ahead, fft_plans_ahead, make_fft_plans};
+pub use kernels::compile_ahead;
 pub use params::{
     AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
     AUTO_APPROX_GPU_MIN, AUTO_EXACT_MAX, MAX_NEIGHBORS,

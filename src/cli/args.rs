@@ -57,18 +57,6 @@ pub enum Command {
     },
     /// Print the manual page (roff) to standard output, e.g. `sgtsne man | man -l -`.
     Man,
-    /// Make cuFFT plans (a JSON list on standard input) on GPU 0, then mark it in the file
-    /// `--done`: what `embed` starts in a process of its own on a machine's first run, so
-    /// that the driver compiles cuFFT's kernels without stalling the run (internal).
-    #[command(hide = true)]
-    PlanFft(PlanFftArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct PlanFftArgs {
-    /// The file to create once every plan is made.
-    #[arg(long, value_name = "FILE")]
-    pub done: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -117,10 +117,8 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 /// compilation of its kernels and FFT plans ([`sgtsne::embed::compile_ahead`], the points'
 /// dimension taken as `--pca`'s) on side threads, so that the driver, the contexts, NCCL's
 /// set-up and NVRTC work while the input loads; a failure is left for the run's own use of
-/// the device to report. On a machine's first run the FFT plans are made first by a
-/// process of their own (`sgtsne plan-fft`), once the context here is made (so that a GPU
-/// in exclusive-process mode stays this process's). The compilation's guard comes back
-/// through the returned [`WarmUp`], which the run keeps to its end.
+/// the device to report. The compilation's guard comes back through the returned
+/// [`WarmUp`], which the run keeps to its end.
 fn warm_up_gpus(params: &EmbedParams) -> WarmUp {
     if params.backend == sgtsne::backend::BackendKind::Cpu {
         return WarmUp(None);
@@ -132,11 +130,6 @@ fn warm_up_gpus(params: &EmbedParams) -> WarmUp {
     let compiling = std::thread::Builder::new()
         .name("sgtsne-warm-up".into())
         .spawn(move || {
-            if sgtsne::gpu::Gpu::get().is_ok() {
-                if let Some(warmer) = super::plan_fft_cmd::start_warmer(&params) {
-                    sgtsne::gpu::fft::set_warmer(warmer);
-                }
-            }
             sgtsne::embed::compile_ahead(&params, params.pca)
                 .ok()
                 .flatten()

@@ -14,7 +14,6 @@ mod info;
 pub mod interrupt;
 mod kl_cmd;
 mod knn_cmd;
-mod plan_fft_cmd;
 mod progress_bar;
 mod sweep_cmd;
 mod transform_cmd;
@@ -34,7 +33,6 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Kl(a) => kl_cmd::run(a),
         args::Command::Knn(a) => knn_cmd::run(*a),
         args::Command::Transform(a) => transform_cmd::run(*a),
-        args::Command::PlanFft(a) => plan_fft_cmd::run(a),
         args::Command::Completions { shell } => {
             // Generated into memory first: clap_complete panics on a failed write (a closed
             // pipe), where a write of our own returns the error.

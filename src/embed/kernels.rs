@@ -7,11 +7,10 @@
 use super::{AffinityMethod, EmbedParams, Input, KnnMethod, Precision, RepulsionMethod};
 use crate::backend::BackendKind;
 use crate::gpu::compile::{Precompile, Variant};
-use crate::gpu::fft::PlanSpec;
 use crate::gpu::kernels::KernelId;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::Gpu;
-use crate::repulse::g2g::gpu::{ahead_plans, pattern_share};
+use crate::repulse::g2g::gpu::{pattern_share, plan_ahead};
 use crate::repulse::GridSpec;
 use crate::Result;
 
@@ -73,67 +72,23 @@ fn start(
 const PLANNED_EXTENT: f64 = 400.0;
 
 /// Plans, on a side thread per GPU, the FFTs of every size class an adaptive FFT grid
-/// passes through up to [`PLANNED_EXTENT`] ([`grid_plans`]), so that a fresh machine's
-/// cuFFT planning overlaps the kNN instead of the first iterations.
+/// passes through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s `plan_ahead`), for each GPU's
+/// share of the parity patterns (all of them on one GPU), so that a fresh machine's cuFFT
+/// planning overlaps the kNN instead of the first iterations.
 fn plan_grids(params: &EmbedParams) -> Result<()> {
-    for (rank, plans) in grid_plans(params).into_iter().enumerate() {
-        if !plans.is_empty() {
-            Gpu::device(rank)?.plan_ahead(plans);
-        }
-    }
-    Ok(())
-}
-
-/// The FFT plans each GPU of a run with `params` makes ahead (by rank): every size class
-/// an adaptive FFT grid passes through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s
-/// `ahead_plans`), for the GPU's share of the parity patterns (all of them on one GPU);
-/// none for a fixed grid or the exact repulsion.
-fn grid_plans(params: &EmbedParams) -> Vec<Vec<PlanSpec>> {
     let grid = params.grid.map(|g| g.for_kernel(params.kernel));
     let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
-        return Vec::new();
+        return Ok(());
     };
     let largest = (PLANNED_EXTENT / h).ceil() as usize + 4;
     let (dims, world) = (params.dims, params.gpus.unwrap_or(1).max(1));
-    (0..world)
-        .map(|rank| {
-            let patterns = pattern_share(dims, rank, world).len();
-            match params.precision {
-                Precision::F32 => ahead_plans::<f32>(dims, largest, patterns),
-                Precision::F64 => ahead_plans::<f64>(dims, largest, patterns),
-            }
-        })
-        .collect()
-}
-
-/// Every FFT plan a run with `params` makes ahead on any of its GPUs, each once, in the
-/// order the run makes them: what a process of its own can make first, to fill the
-/// driver's cache of cuFFT's compiled kernels on a fresh machine without stalling the run
-/// (see [`crate::gpu::fft`]; the command line's `sgtsne plan-fft`).
-pub fn fft_plans_ahead(params: &EmbedParams) -> Vec<PlanSpec> {
-    let mut all: Vec<PlanSpec> = Vec::new();
-    for plans in grid_plans(params) {
-        for plan in plans {
-            if !all.contains(&plan) {
-                all.push(plan);
-            }
+    for rank in 0..world {
+        let gpu = Gpu::device(rank)?;
+        let patterns = pattern_share(dims, rank, world).len();
+        match params.precision {
+            Precision::F32 => plan_ahead::<f32>(gpu, dims, largest, patterns),
+            Precision::F64 => plan_ahead::<f64>(gpu, dims, largest, patterns),
         }
-    }
-    all
-}
-
-/// Makes the FFT `plans` on the first GPU, one after the other: the work of a process that
-/// plans ahead of a run ([`fft_plans_ahead`]). The first failure ends it.
-pub fn make_fft_plans(plans: &[PlanSpec]) -> Result<()> {
-    let gpu = Gpu::get()?;
-    gpu.device
-        .context
-        .bind_to_thread()
-        .map_err(crate::gpu::GpuError::from)?;
-    for plan in plans {
-        gpu.fft_plans()
-            .get(&plan.shape, plan.batch, plan.ty())
-            .map_err(crate::gpu::GpuError::from)?;
     }
     Ok(())
 }

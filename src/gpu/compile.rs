@@ -326,7 +326,7 @@ fn store(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// FNV-1a, 64 bit: a stable hash for cache keys (std's hasher may change between releases).
-pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
+fn fnv1a(parts: &[&[u8]]) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for part in parts {
         for &b in *part {

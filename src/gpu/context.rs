@@ -4,12 +4,13 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cudarc::cufft::sys::cufftType;
 use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
 use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
 use super::compile::{arch_name, Cubins, Precompile, Variant};
-use super::fft::{PlanCache, PlanSpec};
+use super::fft::PlanCache;
 use super::kernels::KernelId;
 use super::{probe_device, Device, GpuError};
 use crate::{Error, Result};
@@ -221,19 +222,17 @@ impl Gpu {
         &self.fft_plans
     }
 
-    /// Makes the `plans` on a side thread, in order, so that later asks
-    /// ([`PlanCache::get`]) find them made; failures are left for those asks to meet. For
-    /// the repulsion's grid sizes, while the points are searched
-    /// ([`crate::repulse::g2g`]'s `ahead_plans`). A process making them first
-    /// ([`crate::gpu::fft::set_warmer`]) is waited for.
-    pub fn plan_ahead(&'static self, plans: Vec<PlanSpec>) {
+    /// Makes the `plans` (each a shape, batch and type for [`PlanCache::get`]) on a side
+    /// thread, in order, so that later asks find them made; failures are left for those
+    /// asks to meet. For the repulsion's grid sizes, while the points are searched
+    /// ([`crate::repulse::g2g`]'s `plan_ahead`).
+    pub fn plan_ahead(&'static self, plans: Vec<(Vec<usize>, usize, cufftType)>) {
         std::thread::spawn(move || {
-            crate::gpu::fft::await_warmer();
             if self.device.context.bind_to_thread().is_err() {
                 return;
             }
-            for plan in plans {
-                let _ = self.fft_plans.get(&plan.shape, plan.batch, plan.ty());
+            for (shape, batch, ty) in plans {
+                let _ = self.fft_plans.get(&shape, batch, ty);
             }
         });
     }

@@ -14,23 +14,10 @@
 //! cuFFT loads (or compiles) its kernels for each new size while planning, 2.4 s of the
 //! first run of 1.3M points against 0.06–0.36 s on later ones, and made ahead while the
 //! neighbours are searched that cost is hidden.
-//!
-//! Hidden from the wall clock, but not from the search: on a fresh machine the driver
-//! compiles cuFFT's kernels into its cache (`CUDA_CACHE_PATH`) while the plans are made, and
-//! the search's own calls into the driver wait meanwhile (1.3M deformed digits on a fresh
-//! H100: the kNN took 3.2–3.8 s instead of 1.5 s beside a cold planning, 2.2 s with no
-//! planning ahead, which then cost 1.8 s in the optimisation; `benches/RESULTS.md`). So a
-//! program can have another process make the same plans first ([`set_warmer`], the
-//! command line's `sgtsne plan-fft`): its compiling stalls nothing here, and the plans made
-//! here after it ([`Gpu::plan_ahead`] waits for it) find its kernels in the driver's cache.
-//!
-//! [`Gpu::plan_ahead`]: crate::gpu::Gpu::plan_ahead
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::process::Child;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cufft::result::{self, CufftError};
 use cudarc::cufft::sys::{cufftHandle, cufftType};
@@ -126,83 +113,6 @@ impl GridFft {
 /// What identifies a plan: nodes per axis, batch and transform type.
 type PlanKey = (Vec<usize>, usize, i32);
 
-/// A plan to make ahead: `batch` contiguous grids of `shape` (nodes per axis), complex to
-/// complex in single or `double` precision. Serialisable, for a process that makes them
-/// first ([`set_warmer`]).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PlanSpec {
-    pub shape: Vec<usize>,
-    pub batch: usize,
-    pub double: bool,
-}
-
-impl PlanSpec {
-    /// cuFFT's transform type of the plan.
-    pub fn ty(&self) -> cufftType {
-        match self.double {
-            true => cufftType::CUFFT_Z2Z,
-            false => cufftType::CUFFT_C2C,
-        }
-    }
-}
-
-/// The process making this process's plans first, if any ([`set_warmer`]).
-static WARMER: Mutex<Option<Child>> = Mutex::new(None);
-
-/// The longest [`await_warmer`] waits before it ends the warmer and plans here.
-const WARMER_WAIT: Duration = Duration::from_secs(60);
-
-/// Makes the plans made ahead here wait for `warmer`, a process making the same plans
-/// first (on a GPU of the same architecture, with the same cuFFT), which fills the driver's
-/// cache of compiled kernels without stalling this process's work (the module's doc).
-pub fn set_warmer(warmer: Child) {
-    *WARMER.lock().unwrap_or_else(PoisonError::into_inner) = Some(warmer);
-}
-
-/// Where a warmer that made `plans` on device 0 marks that it did, for the driver and the
-/// driver's cache of this process (`CUDA_CACHE_PATH`): a file under [`cache_dir`] named by
-/// a hash of all of them; `None` without a cache directory or a driver. Only a first run on
-/// a machine needs a warmer; later ones find its mark and make their plans themselves.
-///
-/// [`cache_dir`]: crate::gpu::compile::cache_dir
-pub fn warm_mark(plans: &[PlanSpec]) -> Option<std::path::PathBuf> {
-    let dir = crate::gpu::compile::cache_dir()?;
-    let device = crate::gpu::Gpu::get().ok()?;
-    let key = serde_json::to_string(&(
-        plans,
-        crate::gpu::driver_version()?,
-        std::env::var_os("CUDA_CACHE_PATH").map(|p| p.to_string_lossy().into_owned()),
-        &device.device.name,
-        device.device.compute_capability,
-    ))
-    .ok()?;
-    let hash = crate::gpu::compile::fnv1a(&[key.as_bytes()]);
-    Some(dir.join("fft").join(format!("{hash:016x}")))
-}
-
-/// Waits for the warmer of [`set_warmer`] to end (at most [`WARMER_WAIT`], then ends it),
-/// holding the gate meanwhile so that every other caller waits too; at once without one.
-pub(crate) fn await_warmer() {
-    let mut gate = WARMER.lock().unwrap_or_else(PoisonError::into_inner);
-    let Some(mut warmer) = gate.take() else {
-        return;
-    };
-    let start = Instant::now();
-    loop {
-        match warmer.try_wait() {
-            Ok(None) if start.elapsed() < WARMER_WAIT => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Ok(None) => {
-                let _ = warmer.kill();
-                let _ = warmer.wait();
-                return;
-            }
-            Ok(Some(_)) | Err(_) => return,
-        }
-    }
-}
-
 /// A plan made once by its first asker (later ones wait for it), or why it could not be.
 type PlanCell = Arc<OnceLock<Result<Arc<GridFft>, CufftError>>>;
 
@@ -255,7 +165,7 @@ mod tests {
             let ty = <f32 as DeviceReal>::C2C;
             let a = gpu.fft_plans().get(&[48, 48], 12, ty).unwrap();
             assert!(Arc::ptr_eq(&a, &gpu.fft_plans().get(&[48, 48], 12, ty).unwrap()));
-            gpu.plan_ahead(vec![PlanSpec { shape: vec![54, 54], batch: 12, double: false }]);
+            gpu.plan_ahead(vec![(vec![54, 54], 12, ty)]);
             let b = gpu.fft_plans().get(&[54, 54], 12, ty).unwrap();
             assert!(Arc::ptr_eq(&b, &gpu.fft_plans().get(&[54, 54], 12, ty).unwrap()));
             assert!(!Arc::ptr_eq(&a, &b));

@@ -75,16 +75,6 @@ pub fn device_count() -> Result<usize, String> {
     Ok(count as usize)
 }
 
-/// The CUDA driver's version (e.g. 13000 for 13.0), when the driver loads.
-pub fn driver_version() -> Option<i32> {
-    libraries_present().ok()?;
-    let mut version = 0;
-    // SAFETY: the driver library is present (probed above); cuDriverGetVersion writes one
-    // int and needs no initialised driver.
-    let status = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
-    (status == cudarc::driver::sys::CUresult::CUDA_SUCCESS).then_some(version)
-}
-
 /// The CUDA libraries every backend touches, each probed before cudarc may load it.
 fn libraries_present() -> Result<(), String> {
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.

@@ -12,11 +12,10 @@ use std::collections::hash_map::{Entry, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 
-use cudarc::cufft::sys::cufftType;
 use cudarc::cufft::FftDirection;
 use cudarc::driver::{CudaSlice, CudaStream};
 
-use crate::gpu::fft::{GridFft, PlanSpec};
+use crate::gpu::fft::GridFft;
 use crate::gpu::kernels::g2g::{G2gDemodulate, G2gKernel, G2gModulate, G2gMultiply};
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
@@ -86,31 +85,26 @@ impl Plans {
     }
 }
 
-/// The plans of every size class of a `dims`-dimensional grid up to `largest` nodes per
-/// axis (capped), smallest first, the order an adaptive grid grows through them, for grids
-/// in `T` and `patterns` parity patterns (all 2^dims on one GPU, a share on each of
-/// several: [`pattern_share`]): what a run makes ahead, while the points are searched, so
-/// that a first run's cuFFT planning (2.4 s at 1.3M points on a fresh H100 machine)
-/// overlaps the search ([`Gpu::plan_ahead`]).
-pub(crate) fn ahead_plans<T: DeviceReal>(
+/// Starts making, on a side thread, the plans of every size class of a `dims`-dimensional
+/// grid up to `largest` nodes per axis (capped), smallest first, the order an adaptive grid
+/// grows through them, for grids in `T` and `patterns` parity patterns (all 2^dims on one
+/// GPU, a share on each of several: [`pattern_share`]). Called while the points are
+/// searched, so that a first run's cuFFT planning (2.4 s at 1.3M points on a fresh H100
+/// machine) overlaps it.
+pub(crate) fn plan_ahead<T: DeviceReal>(
+    gpu: &'static Gpu,
     dims: usize,
     largest: usize,
     patterns: usize,
-) -> Vec<PlanSpec> {
+) {
     if patterns == 0 {
-        return Vec::new();
+        return;
     }
-    let double = T::C2C == cufftType::CUFFT_Z2Z;
-    classes_up_to(dims, largest)
+    let plans = classes_up_to(dims, largest)
         .into_iter()
-        .flat_map(|p| {
-            Plans::batches(dims, patterns).map(|batch| PlanSpec {
-                shape: vec![p; dims],
-                batch,
-                double,
-            })
-        })
-        .collect()
+        .flat_map(|p| Plans::batches(dims, patterns).map(|batch| (vec![p; dims], batch, T::C2C)))
+        .collect();
+    gpu.plan_ahead(plans);
 }
 
 /// The size classes from [`MIN_NODES`] to the first at least `largest`, within the cap of
