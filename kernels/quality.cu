@@ -12,9 +12,9 @@
 // floats) their coordinates, order (n) their point ids. Level l holds positions first[l] ..
 // first[l + 1]; its grid has its corner at geom[8l .. 8l + D], cell widths geom[8l + 3 ..
 // 8l + 3 + D] and cells[l] cells per axis; its cells' first positions, relative to
-// first[l], are starts[start_at[l] + c] for c in 0 ..= cells[l]^D. The rows of the points
-// at positions s0 .. s0 + count go to rows[order[s] * k ...], by point id (so that the host
-// reads them in order); k <= QUALITY_MAX_K, and k <= n - 1 so that every row fills.
+// first[l], are starts[start_at[l] + c] for c in 0 ..= cells[l]^D. The rows of positions
+// s0 .. s0 + count go to rows[(s - s0) * k ...]; k <= QUALITY_MAX_K, and k <= n - 1 so
+// that every row fills.
 
 struct Best {
     float d[QUALITY_MAX_K];
@@ -199,7 +199,7 @@ __device__ void quality_knn(const float* __restrict__ sorted,
             level_nearest<D>(l, q, me, k, b, sorted, order, starts, start_at, first, geom, cells);
         }
     }
-    for (int i = 0; i < k; ++i) rows[(long long)me * k + i] = b.j[i];
+    for (int i = 0; i < k; ++i) rows[t * k + i] = b.j[i];
 }
 
 #define QUALITY_KNN(D)                                                                        \

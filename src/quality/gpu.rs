@@ -1,20 +1,19 @@
 //! The quality measures' embedding kNN on the GPU: the host builds its levels of grids
 //! (`super::embedding_knn`, a parallel sort by cell: about a twentieth of the host's whole
 //! measure), the device searches them (`kernels/quality.cu`, one thread per point, the
-//! host's search step for step, so the rows are the host's), and the rows come back by
-//! point, to be scored on the host's cores in the points' order (the grid's order would
-//! read each point's label and input neighbours at random). At 10M points the host's search
-//! took 1.4–1.8 s on 32 cores (`benches/RESULTS.md`).
+//! host's search step for step, so the rows are the host's), and each block of rows comes
+//! back to be scored on the host's cores as the host's rows are. At 10M points the host's
+//! search took 1.4–1.8 s on 32 cores (`benches/RESULTS.md`).
 
 use rayon::prelude::*;
 
 use super::embedding_knn::{add, Search};
 use crate::gpu::kernels::quality::{QualityKnn, MAX_K};
-use crate::gpu::memory::{alloc_uninit, dtoh_staged, ensure_fits};
+use crate::gpu::memory::ensure_fits;
 use crate::gpu::{Gpu, GpuError};
 use crate::Result;
 
-/// Queries per launch.
+/// Queries per launch: their rows (k each) are the launch's device buffer.
 const QUERIES: usize = 1 << 22;
 
 /// Why the search is not on the device: the caller measures on the host instead.
@@ -64,7 +63,8 @@ where
     }
     let search = Search::<D>::new(y, n);
     let layout = search.layout();
-    let bytes = 4 * (layout.sorted.len() + n + layout.starts.len() + n * k);
+    let batch = QUERIES.min(n);
+    let bytes = 4 * (layout.sorted.len() + n + layout.starts.len() + batch * k);
     if let Err(e) = ensure_fits(gpu, "the quality measures' kNN", bytes) {
         return Ok(Err(Declined::Memory(e)));
     }
@@ -80,10 +80,11 @@ where
     let first = s.clone_htod(&layout.first).map_err(GpuError::from)?;
     let geom = s.clone_htod(&layout.geom).map_err(GpuError::from)?;
     let cells = s.clone_htod(&layout.cells).map_err(GpuError::from)?;
-    drop(layout.sorted);
-    let mut rows = alloc_uninit::<u32>(gpu, n * k)?;
-    for s0 in (0..n).step_by(QUERIES) {
-        let count = QUERIES.min(n - s0);
+    let mut rows = s.alloc_zeros::<u32>(batch * k).map_err(GpuError::from)?;
+    let mut host = vec![0u32; batch * k];
+    let mut sums = [0u64; 2];
+    for s0 in (0..n).step_by(batch) {
+        let count = batch.min(n - s0);
         QualityKnn {
             dims: D,
             n,
@@ -102,14 +103,16 @@ where
             rows: &mut rows,
         }
         .launch(gpu, s, gpu.config(count))?;
+        s.memcpy_dtoh(&rows.slice(..count * k), &mut host[..count * k])
+            .map_err(GpuError::from)?;
+        let block = host[..count * k]
+            .par_chunks(k)
+            .enumerate()
+            .map(|(t, row)| score(search.order[s0 + t] as usize, row))
+            .reduce(|| [0, 0], add);
+        sums = add(sums, block);
     }
-    let mut host = vec![0u32; n * k];
-    dtoh_staged(gpu, &rows.slice(..), &mut host)?;
-    Ok(Ok(host
-        .par_chunks(k)
-        .enumerate()
-        .map(|(i, row)| score(i, row))
-        .reduce(|| [0, 0], add)))
+    Ok(Ok(sums))
 }
 
 #[cfg(test)]

@@ -16,8 +16,8 @@ kernels! {
     /// points at positions `s0 .. s0 + count` of the host's levels of grids (`sorted`,
     /// `order`: the n points level by level, each level in cell order; level l: positions
     /// `first[l] .. first[l + 1]`, corner `geom[8l ..]`, widths `geom[8l + 3 ..]`, `cells[l]`
-    /// cells per axis, cell starts from `starts[start_at[l]]`) into `rows` (n × k, row
-    /// `order[s]` for position s); k ≤ [`MAX_K`] and k < n. One thread per query.
+    /// cells per axis, cell starts from `starts[start_at[l]]`) into `rows` (count × k);
+    /// k ≤ [`MAX_K`] and k < n. One thread per query.
     pub struct QualityKnn = "quality_knn_{dims}d" {
         dims: host,
         n: host,
@@ -33,6 +33,6 @@ kernels! {
         k: usize as i32,
         s0: usize as i64,
         count: usize as i64,
-        rows: out u32 [n * k],
+        rows: out u32 [count * k],
     }
 }
