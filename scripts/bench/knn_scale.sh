@@ -18,6 +18,10 @@
 #   cold   1.3M deformed digits with an empty kernel cache and an empty driver cache
 #          (CUDA_CACHE_PATH; a fresh machine's first run), then warm ×3 with the caches
 #          that run filled, and their medians (about 40 s)
+#   coldparts  1.3M deformed digits, what a first run pays for: with both caches empty (run
+#          first on a fresh machine, the true first run), warm ×3 with the caches it filled,
+#          both caches empty again ×2 on the now warm machine, only the kernel cache empty
+#          (NVRTC), only the driver's cache empty (cuFFT's kernels); about 1 minute
 #   sizes  the `--knn auto` threshold: exact and approx at 250k, 500k, 1M (about 1 minute)
 #
 # Writes $OUT/knn-scale.txt and $OUT/knn-scale.tgz.
@@ -96,6 +100,27 @@ for section in "$@"; do
       done
       medians "warm, 1.3M digits" "${warm[@]}"
       ;;
+    coldparts)
+      digits 1300000
+      kernels=$(mktemp -d /tmp/sgtsne-cold-cache.XXXXXX)
+      driver=$(mktemp -d /tmp/sgtsne-cold-driver.XXXXXX)
+      fresh() { mktemp -d /tmp/sgtsne-cold-fresh.XXXXXX; }
+      CUDA_CACHE_PATH=$driver SGTSNE_CACHE=$kernels embed digits-first "${input[@]}" --backend gpu
+      warm=()
+      for r in 1 2 3; do
+        CUDA_CACHE_PATH=$driver SGTSNE_CACHE=$kernels embed "digits-warm-$r" "${input[@]}" \
+          --backend gpu && warm+=("digits-warm-$r")
+      done
+      medians "warm, 1.3M digits" "${warm[@]}"
+      for r in 1 2; do
+        CUDA_CACHE_PATH=$(fresh) SGTSNE_CACHE=$(fresh) embed "digits-cold-both-$r" \
+          "${input[@]}" --backend gpu
+      done
+      CUDA_CACHE_PATH=$driver SGTSNE_CACHE=$(fresh) embed digits-cold-nvrtc "${input[@]}" \
+        --backend gpu
+      CUDA_CACHE_PATH=$(fresh) SGTSNE_CACHE=$kernels embed digits-cold-driver "${input[@]}" \
+        --backend gpu
+      ;;
     sizes)
       for n in 250000 500000 1000000; do
         mixture "$n"
@@ -103,7 +128,7 @@ for section in "$@"; do
         embed "$n-approx" "${input[@]}" --backend gpu --knn approx
       done
       ;;
-    *) say "unknown section $section (1m3, 5m, 10m, digits, digits10m, 20m, cpu, cold, sizes)" ;;
+    *) say "unknown section $section (1m3, 5m, 10m, digits, digits10m, 20m, cpu, cold, coldparts, sizes)" ;;
   esac
 done
 bench_end
