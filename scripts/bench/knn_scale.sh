@@ -30,6 +30,23 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_begin knn-scale
 
+# 1.3M deformed digits: a first run with an empty kernel cache and an empty driver cache
+# (where NVRTC and cuFFT keep what they compile: a fresh machine's first run), then three
+# warm runs with both caches as it left them, and their median; the caches stay in
+# `kernels` and `driver`.
+first_then_warm() {
+  digits 1300000
+  kernels=$(mktemp -d /tmp/sgtsne-cold-cache.XXXXXX)
+  driver=$(mktemp -d /tmp/sgtsne-cold-driver.XXXXXX)
+  CUDA_CACHE_PATH=$driver SGTSNE_CACHE=$kernels embed digits-cold "${input[@]}" --backend gpu
+  local r warm=()
+  for r in 1 2 3; do
+    CUDA_CACHE_PATH=$driver SGTSNE_CACHE=$kernels embed "digits-warm-$r" "${input[@]}" \
+      --backend gpu && warm+=("digits-warm-$r")
+  done
+  medians "warm, 1.3M digits" "${warm[@]}"
+}
+
 [ $# -gt 0 ] || set -- 1m3 5m 10m
 for section in "$@"; do
   case $section in
@@ -86,32 +103,11 @@ for section in "$@"; do
       embed cpu-1m3 "${input[@]}" --backend cpu --threads 16
       ;;
     cold)
-      digits 1300000
-      cache=$(mktemp -d /tmp/sgtsne-cold-cache.XXXXXX)
-      # A first run on a fresh machine: no kernel cache and an empty driver cache (where
-      # NVRTC and cuFFT keep what they compile).
-      driver_cache=$(mktemp -d /tmp/sgtsne-cold-driver.XXXXXX)
-      CUDA_CACHE_PATH=$driver_cache SGTSNE_CACHE=$cache embed digits-cold "${input[@]}" --backend gpu
-      # Then warm: both caches as the first run left them.
-      warm=()
-      for r in 1 2 3; do
-        CUDA_CACHE_PATH=$driver_cache SGTSNE_CACHE=$cache embed "digits-warm-$r" "${input[@]}" \
-          --backend gpu && warm+=("digits-warm-$r")
-      done
-      medians "warm, 1.3M digits" "${warm[@]}"
+      first_then_warm
       ;;
     coldparts)
-      digits 1300000
-      kernels=$(mktemp -d /tmp/sgtsne-cold-cache.XXXXXX)
-      driver=$(mktemp -d /tmp/sgtsne-cold-driver.XXXXXX)
+      first_then_warm
       fresh() { mktemp -d /tmp/sgtsne-cold-fresh.XXXXXX; }
-      CUDA_CACHE_PATH=$driver SGTSNE_CACHE=$kernels embed digits-first "${input[@]}" --backend gpu
-      warm=()
-      for r in 1 2 3; do
-        CUDA_CACHE_PATH=$driver SGTSNE_CACHE=$kernels embed "digits-warm-$r" "${input[@]}" \
-          --backend gpu && warm+=("digits-warm-$r")
-      done
-      medians "warm, 1.3M digits" "${warm[@]}"
       for r in 1 2; do
         CUDA_CACHE_PATH=$(fresh) SGTSNE_CACHE=$(fresh) embed "digits-cold-both-$r" \
           "${input[@]}" --backend gpu
