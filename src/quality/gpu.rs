@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::embedding_knn::{add, Search};
 use crate::gpu::kernels::quality::{QualityKnn, MAX_K};
-use crate::gpu::memory::ensure_fits;
+use crate::gpu::memory::{alloc_uninit, ensure_fits};
 use crate::gpu::{Gpu, GpuError};
 use crate::Result;
 
@@ -68,19 +68,16 @@ where
     if let Err(e) = ensure_fits(gpu, "the quality measures' kNN", bytes) {
         return Ok(Err(Declined::Memory(e)));
     }
-    gpu.device
-        .context
-        .bind_to_thread()
-        .map_err(GpuError::from)?;
+    gpu.device.context.bind_to_thread()?;
     let s = &gpu.stream;
-    let sorted = s.clone_htod(&layout.sorted).map_err(GpuError::from)?;
-    let order = s.clone_htod(&search.order).map_err(GpuError::from)?;
-    let starts = s.clone_htod(&layout.starts).map_err(GpuError::from)?;
-    let start_at = s.clone_htod(&layout.start_at).map_err(GpuError::from)?;
-    let first = s.clone_htod(&layout.first).map_err(GpuError::from)?;
-    let geom = s.clone_htod(&layout.geom).map_err(GpuError::from)?;
-    let cells = s.clone_htod(&layout.cells).map_err(GpuError::from)?;
-    let mut rows = s.alloc_zeros::<u32>(batch * k).map_err(GpuError::from)?;
+    let sorted = s.clone_htod(&layout.sorted)?;
+    let order = s.clone_htod(&search.order)?;
+    let starts = s.clone_htod(&layout.starts)?;
+    let start_at = s.clone_htod(&layout.start_at)?;
+    let first = s.clone_htod(&layout.first)?;
+    let geom = s.clone_htod(&layout.geom)?;
+    let cells = s.clone_htod(&layout.cells)?;
+    let mut rows = alloc_uninit::<u32>(gpu, batch * k)?;
     let mut host = vec![0u32; batch * k];
     let mut sums = [0u64; 2];
     for s0 in (0..n).step_by(batch) {
@@ -103,8 +100,7 @@ where
             rows: &mut rows,
         }
         .launch(gpu, s, gpu.config(count))?;
-        s.memcpy_dtoh(&rows.slice(..count * k), &mut host[..count * k])
-            .map_err(GpuError::from)?;
+        s.memcpy_dtoh(&rows.slice(..count * k), &mut host[..count * k])?;
         let block = host[..count * k]
             .par_chunks(k)
             .enumerate()
