@@ -12,6 +12,9 @@
 #           lists, from the final lists, and the products alone
 #   plans   gpu::fft::tests::plan_cost_bench: cuFFT plan cost per 2-D grid size, first and
 #           second pass (run it on a fresh machine to see the first-time cost)
+#   lengths gpu::fft::tests::plan_cost_by_length: plan cost of every FFT-friendly length
+#           32–1024 in 1-D and 2-D (with an empty CUDA_CACHE_PATH: which lengths cuFFT
+#           compiles kernels for on first use)
 #   affinities  affinity::gpu::tests::bench_affinities: perplexity and symmetrisation at 1.3M
 #
 # The repulsion stage bench (backend::hybrid::tests::repulsion_stage_bench) needs embeddings
@@ -27,8 +30,9 @@ for name in $names; do
     knn) test=knn::gpu::tests::knn_gpu_bench ;;
     fused) test=knn::gpu::fused::tests::fused_split_bench ;;
     plans) test=gpu::fft::tests::plan_cost_bench ;;
+    lengths) test=gpu::fft::tests::plan_cost_by_length ;;
     affinities) test=affinity::gpu::tests::bench_affinities ;;
-    *) say "unknown benchmark $name (knn, fused, plans, affinities)"; continue ;;
+    *) say "unknown benchmark $name (knn, fused, plans, lengths, affinities)"; continue ;;
   esac
   SGTSNE_REQUIRE_GPU=1 logged "$name" "$bin_dir/sgtsne-lib-tests" "$test" --ignored --nocapture --exact
   grep -vE '^(running [0-9]+ test|test result|$)' "$work/$name.log" | tee -a "$summary"

@@ -155,7 +155,7 @@ impl Drop for GridFft {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repulse::grid::{size_class, MIN_NODES};
+    use crate::repulse::grid::{fft_friendly, size_class, MIN_NODES};
     use cudarc::cufft::sys::float2;
 
     crate::gpu::gpu_test! {
@@ -169,6 +169,40 @@ mod tests {
             let b = gpu.fft_plans().get(&[54, 54], 12, ty).unwrap();
             assert!(Arc::ptr_eq(&b, &gpu.fft_plans().get(&[54, 54], 12, ty).unwrap()));
             assert!(!Arc::ptr_eq(&a, &b));
+        }
+    }
+
+    crate::gpu::gpu_test! {
+        /// Time to make plans of every FFT-friendly length from [`MIN_NODES`] to 1024: a
+        /// 1-D plan of the length, then a 2-D plan of it squared, then the same 2-D shape at
+        /// another batch. Run with an empty driver cache (`CUDA_CACHE_PATH` a new folder) to
+        /// see which lengths cuFFT compiles kernels for and whether a length's kernels serve
+        /// its other shapes and batches. `--ignored --nocapture` on the GPU machine.
+        #[ignore]
+        fn plan_cost_by_length(gpu) {
+            let _ = gpu;
+            let ty = <f32 as DeviceReal>::C2C;
+            let time = |shape: &[usize], batch: usize| {
+                let t = std::time::Instant::now();
+                let plan = GridFft::new(shape, batch, ty).unwrap();
+                drop(plan);
+                t.elapsed().as_secs_f64() * 1e3
+            };
+            let mut total = [0.0; 3];
+            for p in (MIN_NODES..=1024).filter(|&p| fft_friendly(p) == p) {
+                let ms = [time(&[p], 12), time(&[p, p], 12), time(&[p, p], 16)];
+                println!(
+                    "p {p:5}: 1-D {:8.3} ms, 2-D {:8.3} ms, 2-D other batch {:8.3} ms",
+                    ms[0], ms[1], ms[2]
+                );
+                for (t, m) in total.iter_mut().zip(ms) {
+                    *t += m / 1e3;
+                }
+            }
+            println!(
+                "totals: 1-D {:.3} s, 2-D {:.3} s, 2-D other batch {:.3} s",
+                total[0], total[1], total[2]
+            );
         }
     }
 
