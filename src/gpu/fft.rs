@@ -155,7 +155,7 @@ impl Drop for GridFft {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repulse::grid::{fft_friendly, size_class, MIN_NODES};
+    use crate::repulse::grid::{fft_friendly, Ladder, MIN_NODES};
     use cudarc::cufft::sys::float2;
 
     crate::gpu::gpu_test! {
@@ -215,7 +215,7 @@ mod tests {
             let s = &gpu.stream;
             let mut sizes = vec![MIN_NODES];
             while *sizes.last().unwrap() < 1024 {
-                sizes.push(size_class(sizes.last().unwrap() + 1));
+                sizes.push(Ladder::Sparse.size_class(sizes.last().unwrap() + 1, 2));
             }
             for pass in 0..2 {
                 let (mut plan_total, mut run_total) = (0.0, 0.0);

@@ -37,22 +37,47 @@ pub fn fft_friendly(n: usize) -> usize {
     }
 }
 
-/// Growth factor between consecutive [`size_class`]es.
-const CLASS_GROWTH: f64 = 1.125;
+/// The node counts an [`GridSpec::Auto`] grid steps through as the embedding grows: from
+/// [`MIN_NODES`], each the FFT-friendly size at least a growth factor times the one before.
+/// Rounding the wanted count up to a sparse ladder instead of to every FFT-friendly size
+/// means far fewer size changes, each of which costs new kernel spectra and new FFT plans.
+/// The extra nodes are margin: the nodes sit on the lattice of the spacing whatever their
+/// count ([`Grid::fit_box`]), so two ladders give the same interpolation, and the same
+/// forces up to the FFTs' rounding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ladder {
+    /// Classes 12.5 % apart (32, 36, 42, 48, 54, 63, 72, 81, …): for the host's FFTs, whose
+    /// plans cost next to nothing and whose G2G, the largest share of a CPU iteration (14.8
+    /// of about 28 ms at 70k points on 2 threads), grows with every extra node.
+    Fine,
+    /// In 1-D and 2-D classes 40 % apart (32, 45, 63, 90, 126, 180, 252, 360, 504, 720,
+    /// 1008, …), in 3-D as [`Ladder::Fine`]: for cuFFT, which on a machine's first run
+    /// compiles kernels for every new grid shape (30–110 ms each on the H100, whatever the
+    /// length's factors, while other batches of a shape cost nothing;
+    /// `gpu::fft::tests::plan_cost_by_length`). A 2-D run up to 1,200 nodes per axis passes
+    /// 12 classes instead of 28; the G2G, a tenth of the device's iteration in 2-D, grows
+    /// by about a quarter. In 3-D the G2G is half of it and stays on the fine ladder.
+    Sparse,
+}
 
-/// The smallest size class `≥ want`: the ladder starts at [`MIN_NODES`] and each class is the
-/// FFT-friendly size at least `CLASS_GROWTH` times the previous one (32, 36, 42, 48, 54,
-/// 64, 72, 81, …). An adaptive grid grows with the embedding; rounding it up to this sparse
-/// ladder instead of to every FFT-friendly size (about 6 times as many between 32 and 420)
-/// means far fewer size changes, and each change costs new FFT plans (cuFFT's planning takes
-/// milliseconds) and new kernel spectra. The extra nodes are margin, and cost at most 12.5 %
-/// more per axis in the G2G stage.
-pub fn size_class(want: usize) -> usize {
-    let mut p = MIN_NODES;
-    while p < want {
-        p = fft_friendly((p as f64 * CLASS_GROWTH).ceil() as usize);
+impl Ladder {
+    /// Growth factor between consecutive classes of a `dims`-dimensional grid.
+    fn growth(self, dims: usize) -> f64 {
+        match self {
+            Ladder::Sparse if dims <= 2 => 1.4,
+            _ => 1.125,
+        }
     }
-    p
+
+    /// The smallest class `≥ want` of a `dims`-dimensional grid.
+    pub fn size_class(self, want: usize, dims: usize) -> usize {
+        let growth = self.growth(dims);
+        let mut p = MIN_NODES;
+        while p < want {
+            p = fft_friendly((p as f64 * growth).ceil() as usize);
+        }
+        p
+    }
 }
 
 /// Ratio between consecutive [`spacing_class`]es.
@@ -113,58 +138,73 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// Places a grid over the points `y` (row-major `n × dims`, all finite) as `spec` asks.
+    /// Places a grid over the points `y` (row-major `n × dims`, all finite) as `spec` asks,
+    /// sized on the [`Ladder::Fine`] ladder (the host's FFTs).
     ///
     /// `Fixed(N)`: exactly `N` nodes; the spacing is the smallest [`spacing_class`] that fits
-    /// the box in `N − 4` cells (at most 1/16 more than the tightest fit). A fixed grid over a
+    /// the box in `N − 5` cells (at most 1/16 more than the tightest fit). A fixed grid over a
     /// growing embedding would otherwise change its spacing, and so rebuild its kernel spectra
     /// (one FFT per kernel and parity pattern), at every iteration.
     ///
-    /// `Auto { h }`: spacing `h_eff = min(h, extent/(MIN_NODES − 4))`, node count
-    /// `ceil(extent/h_eff) + 4` rounded up to an FFT-friendly size. Once the embedding is wider
-    /// than `(MIN_NODES − 4)·h`, the spacing is exactly `h`: the kernel spectra then depend on
+    /// `Auto { h }`: spacing `h_eff = min(h, extent/(MIN_NODES − 5))`, node count about
+    /// `extent/h_eff + 5` rounded up to a class of the ladder. Once the embedding is wider
+    /// than `(MIN_NODES − 5)·h`, the spacing is exactly `h`: the kernel spectra then depend on
     /// the node count alone and are computed once per size class, not once per iteration, and
     /// the accuracy is the one the caller asked for (the slack of the rounded-up size becomes
     /// margin). A smaller embedding (early iterations) gets the minimum grid filled, a finer
     /// spacing at no extra cost: there all pairs are close, where the interpolated kernel is
     /// least accurate.
+    ///
+    /// The nodes sit on the lattice of the spacing (`origin = k·h`, `k` an integer), the
+    /// first 1.5 to 2.5 spacings below the box: a grid's nodes are then the same whatever
+    /// its node count, so the ladder's slack changes no charge or potential.
     pub fn fit(y: &[f32], dims: usize, spec: GridSpec) -> Result<Grid> {
         let (lo, hi) = bounding_box(y, dims)?;
-        Grid::fit_box(lo, hi, dims, spec)
+        Grid::fit_box(lo, hi, dims, spec, Ladder::Fine)
     }
 
     /// [`Grid::fit`] from a bounding box (per-axis min `lo` and max `hi`) computed elsewhere,
-    /// e.g. reduced on the GPU.
-    pub fn fit_box(lo: [f64; 3], hi: [f64; 3], dims: usize, spec: GridSpec) -> Result<Grid> {
+    /// e.g. reduced on the GPU, with node counts from `ladder`.
+    pub fn fit_box(
+        lo: [f64; 3],
+        hi: [f64; 3],
+        dims: usize,
+        spec: GridSpec,
+        ladder: Ladder,
+    ) -> Result<Grid> {
         let extent = (0..dims)
             .map(|a| hi[a] - lo[a])
             .fold(0.0f64, f64::max)
             .max(MIN_EXTENT);
         let (p, h) = match spec {
             GridSpec::Fixed(n) => {
-                if !(5..=max_nodes_per_axis(dims)).contains(&n) {
+                if !(MARGIN_NODES + 1..=max_nodes_per_axis(dims)).contains(&n) {
                     return Err(Error::param(
                         "grid",
                         format!(
-                            "{n} nodes per axis; need 5 ..= {} in {dims}-D",
+                            "{n} nodes per axis; need {} ..= {} in {dims}-D",
+                            MARGIN_NODES + 1,
                             max_nodes_per_axis(dims)
                         ),
                     ));
                 }
-                (n, spacing_class(extent / (n - 4) as f64))
+                (n, spacing_class(extent / (n - MARGIN_NODES) as f64))
             }
             GridSpec::Auto { h } => {
                 if !(h.is_finite() && h > 0.0) {
                     return Err(Error::param("h", format!("{h}; need a finite h > 0")));
                 }
-                let h = h.min(extent / (MIN_NODES - 4) as f64);
-                let want = (extent / h * (1.0 - 1e-12)).ceil() as usize + 4;
+                let h = h.min(extent / (MIN_NODES - MARGIN_NODES) as f64);
+                let want = (0..dims)
+                    .map(|a| (hi[a] / h - first_node(lo[a], h) + 2.5).ceil() as usize)
+                    .max()
+                    .unwrap_or(MIN_NODES);
                 let cap = fft_friendly_below(max_nodes_per_axis(dims));
-                let p = size_class(want);
+                let p = ladder.size_class(want, dims);
                 if p <= cap {
                     (p, h)
                 } else {
-                    (cap, extent / (cap - 4) as f64)
+                    (cap, extent / (cap - MARGIN_NODES) as f64)
                 }
             }
         };
@@ -172,7 +212,7 @@ impl Grid {
         let mut centre = [0.0; 3];
         for a in 0..dims {
             centre[a] = 0.5 * (lo[a] + hi[a]);
-            origin[a] = centre[a] - 0.5 * (p - 1) as f64 * h;
+            origin[a] = first_node(lo[a], h) * h;
         }
         Ok(Grid {
             dims,
@@ -196,6 +236,16 @@ impl Grid {
 
 /// Extent floor: all points equal still gets a valid (tiny) spacing.
 const MIN_EXTENT: f64 = 1e-12;
+
+/// Nodes per axis beyond the box's extent in spacings: the stencil's 1.5 on each side, and
+/// up to one more where the lattice falls ([`first_node`]).
+const MARGIN_NODES: usize = 5;
+
+/// Lattice index (of spacing `h`) of the first node of a grid whose points start at `lo`:
+/// 1.5 to 2.5 spacings below it, so its lowest point's stencil starts inside the grid.
+fn first_node(lo: f64, h: f64) -> f64 {
+    (lo / h - 1.5).floor()
+}
 
 /// Per-axis min and max of the points; an error if any coordinate is not finite.
 fn bounding_box(y: &[f32], dims: usize) -> Result<([f64; 3], [f64; 3])> {
@@ -273,20 +323,45 @@ mod tests {
 
     #[test]
     fn size_classes_are_sparse_friendly_and_cover() {
-        let classes: Vec<usize> = (1..=420).map(size_class).collect();
-        let mut distinct = classes.clone();
-        distinct.dedup();
-        assert!(
-            distinct.len() <= 25,
-            "{} classes up to 420: {distinct:?}",
-            distinct.len()
-        );
-        for (want, &p) in (1..=420).zip(&classes) {
-            assert!(p >= want.max(MIN_NODES) && is_friendly(p), "{want} -> {p}");
+        // (ladder, dims, most classes up to 1200 nodes, growth)
+        for (ladder, dims, most, growth) in [
+            (Ladder::Fine, 2, 28, 1.125),
+            (Ladder::Fine, 3, 28, 1.125),
+            (Ladder::Sparse, 1, 12, 1.4),
+            (Ladder::Sparse, 2, 12, 1.4),
+            (Ladder::Sparse, 3, 28, 1.125),
+        ] {
+            let classes: Vec<usize> = (1..=1200).map(|w| ladder.size_class(w, dims)).collect();
+            let mut distinct = classes.clone();
+            distinct.dedup();
             assert!(
-                p <= ((want.max(MIN_NODES) as f64) * CLASS_GROWTH * 1.1) as usize + 1,
-                "{want} -> {p}"
+                distinct.len() <= most,
+                "{ladder:?} {dims}-D: {} classes up to 1200: {distinct:?}",
+                distinct.len()
             );
+            for (want, &p) in (1..=1200).zip(&classes) {
+                assert!(p >= want.max(MIN_NODES) && is_friendly(p), "{want} -> {p}");
+                assert!(
+                    p <= ((want.max(MIN_NODES) as f64) * growth * 1.1) as usize + 1,
+                    "{ladder:?} {dims}-D: {want} -> {p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn nodes_sit_on_the_lattice_whatever_their_count() {
+        let y: Vec<f32> = vec![-3.3, 1.7, 27.9, -2.2, 0.4, 0.1];
+        let spec = GridSpec::Auto { h: 0.5 };
+        let (lo, hi) = bounding_box(&y, 2).unwrap();
+        let fine = Grid::fit_box(lo, hi, 2, spec, Ladder::Fine).unwrap();
+        let sparse = Grid::fit_box(lo, hi, 2, spec, Ladder::Sparse).unwrap();
+        assert!(sparse.p > fine.p, "{} {}", sparse.p, fine.p);
+        assert_eq!((fine.origin, fine.h), (sparse.origin, sparse.h));
+        assert_eq!(fine.centre, sparse.centre);
+        for a in 0..2 {
+            let k = fine.origin[a] / fine.h;
+            assert_eq!(k, k.round(), "origin {} is off the lattice", fine.origin[a]);
         }
     }
 
@@ -305,7 +380,9 @@ mod tests {
         let y: Vec<f32> = vec![-3.0, 1.0, 27.5, -2.0, 0.0, 0.0];
         let g = Grid::fit(&y, 2, GridSpec::Auto { h: 0.5 }).unwrap();
         assert_eq!(g.h, 0.5);
-        assert_eq!(g.p, size_class(61 + 4));
+        // x from −3 (lattice index −6, first node −8) to 27.5 (index 55): 63.5 + 2.5 nodes.
+        assert_eq!(g.origin[0], -4.0);
+        assert_eq!(g.p, Ladder::Fine.size_class(66, 2));
         for row in y.chunks(2) {
             for (a, &v) in row.iter().enumerate() {
                 let x = (v as f64 - g.origin[a]) / g.h;
@@ -315,10 +392,20 @@ mod tests {
         let tiny = [0.0f32, 1e-5, 3e-5];
         let g = Grid::fit(&tiny, 1, GridSpec::Auto { h: 0.5 }).unwrap();
         assert_eq!(g.p, MIN_NODES);
-        assert!((g.h - 3e-5 / (MIN_NODES - 4) as f64).abs() < 1e-9);
+        assert!((g.h - 3e-5 / (MIN_NODES - MARGIN_NODES) as f64).abs() < 1e-9);
         let small = [0.0f32, 10.0];
         let g = Grid::fit(&small, 1, GridSpec::Auto { h: 0.5 }).unwrap();
-        assert_eq!((g.p, g.h), (MIN_NODES, 10.0 / (MIN_NODES - 4) as f64));
+        assert_eq!(
+            (g.p, g.h),
+            (MIN_NODES, 10.0 / (MIN_NODES - MARGIN_NODES) as f64)
+        );
+        for points in [&tiny[..], &small[..]] {
+            let g = Grid::fit(points, 1, GridSpec::Auto { h: 0.5 }).unwrap();
+            for &v in points {
+                let x = (v as f64 - g.origin[0]) / g.h;
+                assert!(x >= 1.5 - 1e-6 && x <= g.p as f64 - 2.5 + 1e-6, "{x}");
+            }
+        }
     }
 
     #[test]
@@ -326,9 +413,9 @@ mod tests {
         let y: Vec<f32> = (0..30).map(|i| i as f32 * 0.37 - 4.0).collect();
         let g = Grid::fit(&y, 3, GridSpec::Fixed(40)).unwrap();
         assert_eq!(g.p, 40);
-        // Each axis spans 9 rows of 3 values spaced 0.37: extent 27 · 0.37 over N − 4 cells,
+        // Each axis spans 9 rows of 3 values spaced 0.37: extent 27 · 0.37 over N − 5 cells,
         // rounded up to the spacing ladder.
-        let tight = 27.0 * 0.37 / 36.0;
+        let tight = 27.0 * 0.37 / 35.0;
         assert!(
             g.h >= tight - 1e-9 && g.h <= tight * SPACING_STEP,
             "{}",
@@ -337,12 +424,22 @@ mod tests {
         // A slightly larger box keeps the same spacing (and so the same kernel spectra).
         let wider: Vec<f32> = y.iter().map(|v| v * 1.0001).collect();
         assert_eq!(Grid::fit(&wider, 3, GridSpec::Fixed(40)).unwrap().h, g.h);
-        assert!(Grid::fit(&y, 3, GridSpec::Fixed(4)).is_err());
+        for row in y.chunks(3) {
+            for (a, &v) in row.iter().enumerate() {
+                let x = (v as f64 - g.origin[a]) / g.h;
+                assert!(x >= 1.5 - 1e-9 && x <= g.p as f64 - 2.5 + 1e-9, "{x}");
+            }
+        }
+        assert!(Grid::fit(&y, 3, GridSpec::Fixed(5)).is_err());
         assert!(Grid::fit(&y, 3, GridSpec::Fixed(1000)).is_err());
         assert!(Grid::fit(&y, 2, GridSpec::Auto { h: 0.0 }).is_err());
         let huge = [-1e6f32, -1e6, 1e6, 1e6];
         let g = Grid::fit(&huge, 2, GridSpec::Auto { h: 0.5 }).unwrap();
         assert!(g.len() <= MAX_TOTAL_NODES && g.h > 0.5);
+        for &v in &huge {
+            let x = (v as f64 - g.origin[0]) / g.h;
+            assert!(x >= 1.5 - 1e-9 && x <= g.p as f64 - 2.5 + 1e-9, "{x}");
+        }
         assert!(Grid::fit(&[0.0, f32::NAN], 1, GridSpec::Auto { h: 0.5 }).is_err());
     }
 

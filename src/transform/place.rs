@@ -29,7 +29,7 @@ use crate::progress::Progress;
 use crate::repulse::fftnd::Planners;
 use crate::repulse::g2g::cpu::{channels, Convolver};
 use crate::repulse::g2s::cpu::gather;
-use crate::repulse::grid::Grid;
+use crate::repulse::grid::{Grid, Ladder};
 use crate::repulse::s2g::cpu::Scatter;
 use crate::repulse::GridSpec;
 use crate::{Error, Points, Result};
@@ -391,7 +391,7 @@ impl Fields {
             (lo[a], hi[a]) = (l - pad, h + pad);
         }
         let spec = GridSpec::default_for(dims, false).for_kernel(kernel);
-        let grid = Grid::fit_box(lo, hi, dims, spec)?;
+        let grid = Grid::fit_box(lo, hi, dims, spec, Ladder::Fine)?;
         let len = grid.len();
         let nch = channels(dims);
         let mut charges = vec![0f64; nch * len];

@@ -1,5 +1,6 @@
-//! FFT-accelerated repulsion on the GPU: the CPU path's method and grid (same [`Grid`], same
-//! stencil, same self-term correction of Z), its sub-stages on the device beside their CPU
+//! FFT-accelerated repulsion on the GPU: the CPU path's method and grid (same [`Grid`]
+//! nodes, on a sparser ladder of node counts: [`Ladder::Sparse`]; same stencil, same
+//! self-term correction of Z), its sub-stages on the device beside their CPU
 //! twins: S2G ([`crate::repulse::s2g::gpu`]), the zero-padding-free G2G with cuFFT
 //! ([`crate::repulse::g2g::gpu`]), G2S and Phi2Force. Grids, FFTs and potentials are in
 //! `f32` or `f64` ([`DeviceReal`]), as [`super::FftRepulsion`]'s are on the CPU; work goes to
@@ -28,6 +29,7 @@ use crate::gpu::{Gpu, GpuError};
 use crate::kernel::Kernel;
 use crate::repulse::g2g::gpu::ConvolverGpu;
 use crate::repulse::g2s::gpu::gather_device;
+use crate::repulse::grid::Ladder;
 use crate::repulse::phi2force::gpu::phi2force_device;
 use crate::repulse::s2g::gpu::{BoundsGpu, ScatterGpu};
 use crate::repulse::{
@@ -134,7 +136,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
                 return Err(Error::param("y", "an embedding coordinate is not finite"));
             }
         }
-        Grid::fit_box(lo64, hi64, dims, self.spec)
+        Grid::fit_box(lo64, hi64, dims, self.spec, Ladder::Sparse)
     }
 
     /// Queues the four stages for the n points `y` into timing slot `slot`, Z on its way to

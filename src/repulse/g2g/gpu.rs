@@ -20,7 +20,7 @@ use crate::gpu::kernels::g2g::{G2gDemodulate, G2gKernel, G2gModulate, G2gMultipl
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
 use crate::kernel::Kernel;
-use crate::repulse::grid::{max_nodes_per_axis, size_class, MIN_NODES};
+use crate::repulse::grid::{max_nodes_per_axis, Ladder, MIN_NODES};
 use crate::repulse::Grid;
 
 /// Buffers of the current grid, in precision `T`, with room for `capacity` nodes per grid:
@@ -107,13 +107,13 @@ pub(crate) fn plan_ahead<T: DeviceReal>(
     gpu.plan_ahead(plans);
 }
 
-/// The size classes from [`MIN_NODES`] to the first at least `largest`, within the cap of
-/// a `dims`-dimensional grid.
+/// The size classes of the device's ladder ([`Ladder::Sparse`]) from [`MIN_NODES`] to the
+/// first at least `largest`, within the cap of a `dims`-dimensional grid.
 fn classes_up_to(dims: usize, largest: usize) -> Vec<usize> {
     let cap = max_nodes_per_axis(dims);
     let mut classes = vec![MIN_NODES];
     while let Some(&p) = classes.last().filter(|&&p| p < largest) {
-        let next = size_class(p + 1);
+        let next = Ladder::Sparse.size_class(p + 1, dims);
         if next > cap {
             break;
         }
@@ -186,10 +186,10 @@ impl<T: DeviceReal> ConvolverGpu<T> {
         let (dims, p) = (grid.dims, grid.p);
         let len = grid.len();
         if !matches!(&self.ws, Some(w) if w.dims == dims && w.capacity >= len) {
-            // Free the old buffers before allocating the new ones, with room for two more
-            // size classes (≈ 12.5 % per axis each) as the embedding grows.
+            // Free the old buffers before allocating the new ones, with room for the next
+            // size class (12.5–40 % more per axis) as the embedding grows.
             self.ws = None;
-            let room = ((p as f64 * 1.27).ceil() as usize).pow(dims as u32);
+            let room = Ladder::Sparse.size_class(p + 1, dims).pow(dims as u32);
             let room = room.min(max_nodes_per_axis(dims).pow(dims as u32)).max(len);
             self.ws = Some(Workspace::new(&self.stream, dims, room)?);
         }
@@ -316,11 +316,13 @@ mod tests {
     fn plans_ahead_follow_the_ladder() {
         let c = classes_up_to(2, 100);
         assert_eq!(c[0], MIN_NODES);
-        assert!(c.windows(2).all(|w| w[1] == size_class(w[0] + 1)));
+        assert!(c
+            .windows(2)
+            .all(|w| w[1] == Ladder::Sparse.size_class(w[0] + 1, 2)));
         assert!(*c.last().unwrap() >= 100 && c[c.len() - 2] < 100);
         let capped = classes_up_to(3, 10_000);
         assert!(*capped.last().unwrap() <= max_nodes_per_axis(3));
-        assert!(size_class(capped.last().unwrap() + 1) > max_nodes_per_axis(3));
+        assert!(Ladder::Sparse.size_class(capped.last().unwrap() + 1, 3) > max_nodes_per_axis(3));
         assert_eq!(classes_up_to(1, 1), vec![MIN_NODES]);
     }
 
@@ -349,6 +351,7 @@ mod tests {
                     [4.0, 5.0, 6.0],
                     dims,
                     crate::repulse::GridSpec::Fixed(24),
+                    Ladder::Sparse,
                 )
                 .unwrap();
                 let len = grid.len();
