@@ -213,7 +213,7 @@ mod tests {
         #[ignore]
         fn plan_cost_bench(gpu) {
             let s = &gpu.stream;
-            let mut sizes = vec![MIN_NODES];
+            let mut sizes = vec![Ladder::Sparse.smallest(2)];
             while *sizes.last().unwrap() < 1024 {
                 sizes.push(Ladder::Sparse.size_class(sizes.last().unwrap() + 1, 2));
             }

@@ -14,6 +14,11 @@ use crate::{Error, Result};
 /// cheap (32³ nodes).
 pub const MIN_NODES: usize = 32;
 
+/// Smallest class of the [`Ladder::Sparse`] in 1-D and 2-D, where [`MIN_NODES`] would have
+/// led to it through four classes (32, 45, 63, 90) that a first run compiles FFT kernels for.
+/// A small embedding's spacing still follows from [`MIN_NODES`]; the rest is margin.
+pub const SPARSE_SMALLEST: usize = 126;
+
 /// Upper bound on the total number of grid nodes `p^s`. An [`GridSpec::Auto`] grid larger than
 /// this is capped (its spacing grows instead), so an exploding embedding costs accuracy, not
 /// memory: 2^22 nodes is 2048² in 2-D and 160³ in 3-D.
@@ -50,13 +55,15 @@ pub enum Ladder {
     /// plans cost next to nothing and whose G2G, the largest share of a CPU iteration (14.8
     /// of about 28 ms at 70k points on 2 threads), grows with every extra node.
     Fine,
-    /// In 1-D and 2-D classes 40 % apart (32, 45, 63, 90, 126, 180, 252, 360, 504, 720,
-    /// 1008, …), in 3-D as [`Ladder::Fine`]: for cuFFT, which on a machine's first run
-    /// compiles kernels for every new grid shape (30–110 ms each on the H100, whatever the
-    /// length's factors, while other batches of a shape cost nothing;
+    /// In 1-D and 2-D classes 40 % apart from [`SPARSE_SMALLEST`] (126, 180, 252, 360, 504,
+    /// 720, 1008, 1440, …), in 3-D as [`Ladder::Fine`]: for cuFFT, which on a machine's
+    /// first run compiles kernels for every new grid shape (30–110 ms each on the H100,
+    /// whatever the length's factors, while other batches of a shape cost nothing;
     /// `gpu::fft::tests::plan_cost_by_length`). A 2-D run up to 1,200 nodes per axis passes
-    /// 12 classes instead of 28; the G2G, a tenth of the device's iteration in 2-D, grows
-    /// by about a quarter. In 3-D the G2G is half of it and stays on the fine ladder.
+    /// 8 classes instead of 28; the G2G, a tenth of the device's iteration in 2-D, grows by
+    /// about a quarter, and the small grids of the first iterations (126² nodes where 32²
+    /// would do, the same spacing) cost the device microseconds. In 3-D the G2G is half of
+    /// the iteration and stays on the fine ladder.
     Sparse,
 }
 
@@ -69,10 +76,18 @@ impl Ladder {
         }
     }
 
+    /// The smallest class of a `dims`-dimensional grid.
+    pub fn smallest(self, dims: usize) -> usize {
+        match self {
+            Ladder::Sparse if dims <= 2 => SPARSE_SMALLEST,
+            _ => MIN_NODES,
+        }
+    }
+
     /// The smallest class `≥ want` of a `dims`-dimensional grid.
     pub fn size_class(self, want: usize, dims: usize) -> usize {
         let growth = self.growth(dims);
-        let mut p = MIN_NODES;
+        let mut p = self.smallest(dims);
         while p < want {
             p = fft_friendly((p as f64 * growth).ceil() as usize);
         }
@@ -327,8 +342,8 @@ mod tests {
         for (ladder, dims, most, growth) in [
             (Ladder::Fine, 2, 28, 1.125),
             (Ladder::Fine, 3, 28, 1.125),
-            (Ladder::Sparse, 1, 12, 1.4),
-            (Ladder::Sparse, 2, 12, 1.4),
+            (Ladder::Sparse, 1, 8, 1.4),
+            (Ladder::Sparse, 2, 8, 1.4),
             (Ladder::Sparse, 3, 28, 1.125),
         ] {
             let classes: Vec<usize> = (1..=1200).map(|w| ladder.size_class(w, dims)).collect();
@@ -339,10 +354,12 @@ mod tests {
                 "{ladder:?} {dims}-D: {} classes up to 1200: {distinct:?}",
                 distinct.len()
             );
+            let smallest = ladder.smallest(dims);
+            assert_eq!(classes[0], smallest);
             for (want, &p) in (1..=1200).zip(&classes) {
-                assert!(p >= want.max(MIN_NODES) && is_friendly(p), "{want} -> {p}");
+                assert!(p >= want.max(smallest) && is_friendly(p), "{want} -> {p}");
                 assert!(
-                    p <= ((want.max(MIN_NODES) as f64) * growth * 1.1) as usize + 1,
+                    p <= ((want.max(smallest) as f64) * growth * 1.1) as usize + 1,
                     "{ladder:?} {dims}-D: {want} -> {p}"
                 );
             }

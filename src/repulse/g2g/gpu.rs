@@ -107,11 +107,11 @@ pub(crate) fn plan_ahead<T: DeviceReal>(
     gpu.plan_ahead(plans);
 }
 
-/// The size classes of the device's ladder ([`Ladder::Sparse`]) from [`MIN_NODES`] to the
+/// The size classes of the device's ladder ([`Ladder::Sparse`]) from its smallest to the
 /// first at least `largest`, within the cap of a `dims`-dimensional grid.
 fn classes_up_to(dims: usize, largest: usize) -> Vec<usize> {
     let cap = max_nodes_per_axis(dims);
-    let mut classes = vec![MIN_NODES];
+    let mut classes = vec![Ladder::Sparse.smallest(dims)];
     while let Some(&p) = classes.last().filter(|&&p| p < largest) {
         let next = Ladder::Sparse.size_class(p + 1, dims);
         if next > cap {
@@ -314,16 +314,17 @@ mod tests {
     /// least as large as asked, never past the node cap.
     #[test]
     fn plans_ahead_follow_the_ladder() {
-        let c = classes_up_to(2, 100);
-        assert_eq!(c[0], MIN_NODES);
+        let c = classes_up_to(2, 500);
+        assert_eq!(c[0], Ladder::Sparse.smallest(2));
         assert!(c
             .windows(2)
             .all(|w| w[1] == Ladder::Sparse.size_class(w[0] + 1, 2)));
-        assert!(*c.last().unwrap() >= 100 && c[c.len() - 2] < 100);
+        assert!(*c.last().unwrap() >= 500 && c[c.len() - 2] < 500);
         let capped = classes_up_to(3, 10_000);
         assert!(*capped.last().unwrap() <= max_nodes_per_axis(3));
         assert!(Ladder::Sparse.size_class(capped.last().unwrap() + 1, 3) > max_nodes_per_axis(3));
-        assert_eq!(classes_up_to(1, 1), vec![MIN_NODES]);
+        assert_eq!(classes_up_to(1, 1), vec![Ladder::Sparse.smallest(1)]);
+        assert_eq!(classes_up_to(3, 1), vec![MIN_NODES]);
     }
 
     /// The shares cover every pattern once, in order, for any number of GPUs.
