@@ -20,7 +20,7 @@ use crate::gpu::kernels::g2g::{G2gDemodulate, G2gKernel, G2gModulate, G2gMultipl
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
 use crate::kernel::Kernel;
-use crate::repulse::grid::{max_nodes_per_axis, Ladder, MIN_NODES};
+use crate::repulse::grid::{max_nodes_per_axis, Ladder};
 use crate::repulse::Grid;
 
 /// Buffers of the current grid, in precision `T`, with room for `capacity` nodes per grid:
@@ -309,6 +309,7 @@ impl<T: DeviceReal> ConvolverGpu<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repulse::grid::MIN_NODES;
 
     /// The classes planned ahead are the adaptive grid's ladder, up to the first class at
     /// least as large as asked, never past the node cap.
