@@ -135,7 +135,8 @@ crate::gpu::gpu_test! {
                         .repulse(&y, dims, &mut dev)
                         .unwrap();
                     let at = format!("seed {seed} {dims}-D dof {dof} {spec:?}");
-                    assert_eq!(rg.grid, device_grid(&y, dims, spec), "{at}: grid");
+                    let device = device_grid(&y, dims, spec.for_kernel(kernel));
+                    assert_eq!(rg.grid, device, "{at}: grid");
                     let e = relative_error(&cpu, &dev);
                     assert!(e < 1e-4, "{at}: GPU vs CPU {e}");
                     assert!((rc.z - rg.z).abs() < 1e-4 * rc.z, "{at}: Z {} vs {}", rg.z, rc.z);
