@@ -1,11 +1,12 @@
 // The approximate kNN's device helpers (src/knn/gpu/ivf.rs): the k-means assignment of
-// points to their nearest centroid, and the return of a kNN computed on the points sorted
-// by cell to the input's numbering.
+// points to their nearest centroid, the points' gather into cell order, and the return of
+// a kNN computed on the points sorted by cell to the input's numbering.
 //
 // Argument contract (declared in src/gpu/kernels/ivf.rs):
 //   x: n x d floats, row-major, d <= IVF_MAX_DIM; centroids: lists x d floats;
 //   labels: n ints; order: n ints, a permutation (sorted position -> input row);
-//   sorted_i, sorted_d, out_i, out_d: n x k entries; pos: count ints in [0, n);
+//   sorted_i, sorted_d, out_i, out_d: n x k entries; out (ivf_gather): n x d floats;
+//   pos: count ints in [0, n);
 //   rows: count x k ints.
 
 // IVF_THREADS (points per block of ivf_assign), IVF_TILE (centroids staged per step) and
@@ -85,5 +86,15 @@ extern "C" __global__ void ivf_rows(const int* __restrict__ src, long long n, in
         const long long r = e / k, c = e - r * k;
         const long long p = pos[r];
         rows[e] = p >= 0 && p < n ? src[p * k + c] : -1;
+    }
+}
+
+// Row order[p] of x (n x d floats) into row p of out: the points sorted by cell, gathered
+// from their upload in input order. One thread per value.
+extern "C" __global__ void ivf_gather(const float* __restrict__ x, long long n, int d,
+                                      const int* __restrict__ order, float* __restrict__ out) {
+    GRID_STRIDE(e, n * d) {
+        const long long p = e / d, c = e - p * d;
+        out[e] = x[(long long)order[p] * d + c];
     }
 }

@@ -1,5 +1,5 @@
-//! `kernels/ivf.cu`: the approximate kNN's k-means assignment, its return to input order
-//! and the recall sample's rows (`crate::knn::gpu::ivf`).
+//! `kernels/ivf.cu`: the approximate kNN's k-means assignment, the points' gather into
+//! cell order, the return to input order and the recall sample's rows (`crate::knn::gpu::ivf`).
 
 use crate::gpu::launch::kernels;
 
@@ -43,6 +43,16 @@ kernels! {
         k: usize as i32,
         out_i: out i32 [n * k],
         out_d: out f32 [n * k],
+    }
+
+    /// Row `order[p]` of `x` (n × d) into row p of `out`: the points sorted by cell,
+    /// gathered on the device from their upload in input order. One thread per value.
+    pub struct IvfGather = "ivf_gather" {
+        x: in f32 [n * d],
+        n: usize as i64,
+        d: usize as i32,
+        order: in i32 [n],
+        out: out f32 [n * d],
     }
 
     /// Row `pos[r]` of `src` (n × k) into row r of `rows` (−1s for a position outside

@@ -31,7 +31,7 @@ use std::time::Instant;
 use super::fused::{self, Lists, Plan, Split};
 use super::refine::refine;
 use super::{check_params, fill_lists, key_rows, Answer, KeyRows, Shape, SLACK};
-use crate::gpu::kernels::ivf::{IvfAssign, IvfRows, IvfUnsort, THREADS};
+use crate::gpu::kernels::ivf::{IvfAssign, IvfGather, IvfRows, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
 use crate::gpu::memory::{alloc_uninit, copy_peer, htod_staged};
 use crate::gpu::{Gpu, GpuError};
@@ -217,7 +217,7 @@ pub fn approx_device(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (beside, cells, sorted_points, order_seconds)
     });
-    drop((x, labels));
+    drop(labels);
     let beside = beside?;
     sample.place(&cells);
     steps.order = order_seconds;
@@ -250,7 +250,8 @@ pub fn approx_device(
     steps.plan = clock.lap()?;
 
     // The sorted points on the device, the key's rows split for the sweep.
-    let (sorted, split) = sweep_inputs(gpu, &sorted_points, shape)?;
+    let (sorted, split) = sweep_inputs(gpu, &x, &cells.order, shape)?;
+    drop(x);
     steps.upload = clock.lap()?;
     seconds.cells = steps.assign + steps.order + steps.plan + steps.upload;
     seconds.cell_steps = steps;
@@ -440,13 +441,30 @@ struct HostPlan<'a> {
     run_off: &'a [i32],
 }
 
-/// The points sorted by cell on `gpu` and the key's rows split for the sweep.
+/// The points sorted by cell on `gpu`, gathered there from `x` (the points in input
+/// order, uploaded for the k-means assignment) by `order` (sorted position → input row),
+/// and the key's rows split for the sweep. (Uploading the host's sorted copy instead took
+/// 0.1 s at 1.3M points, a staged copy of n × d floats.)
 fn sweep_inputs(
     gpu: &Gpu,
-    sorted_points: &Points,
+    x: &CudaSlice<f32>,
+    order: &[u32],
     shape: Shape,
 ) -> Result<(CudaSlice<f32>, Split), GpuError> {
-    let sorted = htod_staged(gpu, &sorted_points.data)?;
+    let s = &gpu.stream;
+    let (n, d) = (shape.n, shape.d);
+    let order: Vec<i32> = order.iter().map(|&i| i as i32).collect();
+    let order = s.clone_htod(&order)?;
+    let mut sorted = alloc_uninit::<f32>(gpu, n * d)?;
+    IvfGather {
+        x,
+        n,
+        d,
+        order: &order,
+        out: &mut sorted,
+    }
+    .launch(gpu, s, gpu.config(n * d))?;
+    drop(order);
     let split = split_rows(gpu, &sorted, shape)?;
     Ok((sorted, split))
 }
