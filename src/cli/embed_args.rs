@@ -186,7 +186,7 @@ pub struct EmbedArgs {
     pub init_rescale: bool,
     /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding), `fixed` (the
     /// dimension's fixed default, chosen by the grid-size sweep) or nodes per axis
-    /// [default: auto in 1-D and 2-D, 50 in 3-D].
+    /// [default: auto; in 3-D auto with h = 0.7 on the GPU, 50 nodes on the CPU].
     #[arg(long, allow_negative_numbers = true)]
     pub grid: Option<GridArg>,
     /// Grid spacing h of `--grid auto`, in embedding units.

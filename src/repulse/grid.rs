@@ -42,8 +42,9 @@ pub fn fft_friendly(n: usize) -> usize {
     }
 }
 
-/// The node counts an [`GridSpec::Auto`] grid steps through as the embedding grows: from
-/// [`MIN_NODES`], each the FFT-friendly size at least a growth factor times the one before.
+/// The node counts an [`GridSpec::Auto`] grid steps through as the embedding grows: from the
+/// ladder's smallest class, each the FFT-friendly size at least a growth factor times the
+/// one before.
 /// Rounding the wanted count up to a sparse ladder instead of to every FFT-friendly size
 /// means far fewer size changes, each of which costs new kernel spectra and new FFT plans.
 /// The extra nodes are margin: the nodes sit on the lattice of the spacing whatever their
@@ -137,7 +138,7 @@ pub fn max_nodes_per_axis(dims: usize) -> usize {
 /// index `Σ_a k_a p^a` (axis 0 fastest).
 ///
 /// # Invariants
-/// - `dims ∈ {1, 2, 3}`, `p ≥ 5` (always checked by [`Grid::fit`]).
+/// - `dims ∈ {1, 2, 3}`, `p ≥ 6` (always checked by [`Grid::fit`]).
 /// - every point given to `fit` has grid coordinate `x_a = (y_a − origin_a)/h ∈ [1.5, p − 2.5]`
 ///   up to rounding; the interpolation code still clamps the stencil, so rounding cannot index
 ///   out of bounds.
