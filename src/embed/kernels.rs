@@ -80,7 +80,7 @@ fn plan_grids(params: &EmbedParams) -> Result<()> {
     let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
         return Ok(());
     };
-    let largest = (PLANNED_EXTENT / h).ceil() as usize + 4;
+    let largest = (PLANNED_EXTENT / h).ceil() as usize + crate::repulse::grid::MARGIN_NODES;
     let (dims, world) = (params.dims, params.gpus.unwrap_or(1).max(1));
     for rank in 0..world {
         let gpu = Gpu::device(rank)?;

@@ -255,7 +255,7 @@ const MIN_EXTENT: f64 = 1e-12;
 
 /// Nodes per axis beyond the box's extent in spacings: the stencil's 1.5 on each side, and
 /// up to one more where the lattice falls ([`first_node`]).
-const MARGIN_NODES: usize = 5;
+pub(crate) const MARGIN_NODES: usize = 5;
 
 /// Lattice index (of spacing `h`) of the first node of a grid whose points start at `lo`:
 /// 1.5 to 2.5 spacings below it, so its lowest point's stencil starts inside the grid.
