@@ -30,17 +30,22 @@ impl Points {
 
     /// The points renumbered: point `r` of the result is point `order[r]` of `self`.
     /// `order` must be a permutation of `0..n`.
-    /// Rows are copied in parallel (2 GB at 10M × 50).
     pub fn permuted(&self, order: &[u32]) -> Points {
-        use rayon::prelude::*;
         debug_assert_eq!(order.len(), self.n);
-        let mut data = vec![0f32; self.n * self.d];
+        self.gather(order)
+    }
+
+    /// The rows `rows` of these points, in that order (a row may come more than once).
+    /// Rows are copied in parallel (2 GB at 10M × 50).
+    pub fn gather(&self, rows: &[u32]) -> Points {
+        use rayon::prelude::*;
+        let mut data = vec![0f32; rows.len() * self.d];
         if self.d > 0 {
             data.par_chunks_mut(self.d)
-                .zip(order.par_iter())
+                .zip(rows.par_iter())
                 .for_each(|(row, &i)| row.copy_from_slice(self.row(i as usize)));
         }
-        Points::new(self.n, self.d, data)
+        Points::new(rows.len(), self.d, data)
     }
 }
 

@@ -230,11 +230,8 @@ impl Cells {
             rest = tail;
         }
         slices.into_par_iter().for_each(|cell| {
-            let x: Vec<f32> = cell
-                .iter()
-                .flat_map(|&i| points.row(i as usize).iter().copied())
-                .collect();
-            let local = pca_tree_order(&x, cell.len(), d);
+            let x = points.gather(cell);
+            let local = pca_tree_order(&x.data, cell.len(), d);
             let rows: Vec<u32> = local.iter().map(|&c| cell[c as usize]).collect();
             cell.copy_from_slice(&rows);
         });

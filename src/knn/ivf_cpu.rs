@@ -82,10 +82,7 @@ pub fn approx_cpu(
     // k-means on the sample, then every point to its cell; cells in a locality order.
     let lists = params.lists_for(n);
     let rows = host::kmeans_sample(n, lists, params.sample_per_list, params.seed);
-    let sample_x: Vec<f32> = rows
-        .iter()
-        .flat_map(|&i| points.row(i as usize).iter().copied())
-        .collect();
+    let sample_x = points.gather(&rows).data;
     let mut centroids = host::initial_centroids(&sample_x, d, lists, params.seed);
     let lists = centroids.len() / d.max(1);
     let mut rng = StdRng::seed_from_u64(params.seed);

@@ -6,6 +6,12 @@
 //! exact search scans the nearest blocks first (tight thresholds early) and skips blocks that
 //! a bounding-ball test proves useless. Deterministic: fixed start vectors, ties in the
 //! projection broken by index.
+//!
+//! A node of more than [`SAMPLE`] points finds its direction from a stratified sample of
+//! them: a direction good enough to halve the node needs no more, and
+//! the node's own pass is then one projection per point, where the mean and the power
+//! iterations over every point took ten times as many products (the order within the
+//! approximate kNN's cells at 10M points: 2.0–2.3 s of the search on 16 cores).
 
 use rayon::prelude::*;
 
@@ -13,6 +19,8 @@ use rayon::prelude::*;
 const LEAF: usize = 32;
 /// Power iterations per node (a rough direction is enough for a good split).
 const POWER_ITERS: usize = 3;
+/// The most points a node's mean and direction are estimated from.
+const SAMPLE: usize = 256;
 /// Nodes at least this large split their work with rayon.
 const PAR_MIN: usize = 8192;
 
@@ -31,59 +39,14 @@ fn split(data: &[f32], d: usize, idx: &mut [u32]) {
         return;
     }
     let row = |i: u32| &data[i as usize * d..(i as usize + 1) * d];
-    // node mean
-    let mut mean = vec![0f64; d];
-    for &i in idx.iter() {
-        for (m, &x) in mean.iter_mut().zip(row(i)) {
-            *m += x as f64;
-        }
-    }
-    mean.iter_mut().for_each(|m| *m /= len as f64);
-    let mean: Vec<f32> = mean.iter().map(|&m| m as f32).collect();
-    // start: the direction from the mean to the node's first point, or e_0 if they coincide
-    let mut w: Vec<f32> = row(idx[0]).iter().zip(&mean).map(|(x, m)| x - m).collect();
-    if normalise(&mut w) == 0.0 {
-        w.iter_mut().for_each(|x| *x = 0.0);
-        w[0] = 1.0;
-    }
-    for _ in 0..POWER_ITERS {
-        // w ← Σ_i (x_i − μ) ((x_i − μ) · w)
-        let acc = |chunk: &[u32]| {
-            let mut a = vec![0f32; d];
-            for &i in chunk {
-                let x = row(i);
-                let t: f32 = x
-                    .iter()
-                    .zip(&mean)
-                    .zip(&w)
-                    .map(|((x, m), w)| (x - m) * w)
-                    .sum();
-                for ((a, x), m) in a.iter_mut().zip(x).zip(&mean) {
-                    *a += t * (x - m);
-                }
-            }
-            a
-        };
-        let next = if len >= PAR_MIN {
-            // The parts add in their order, so the split (and the order) repeats bit for
-            // bit (`crate::ordered`).
-            let parts: Vec<Vec<f32>> = idx.par_chunks(4096).map(acc).collect();
-            parts.into_iter().fold(vec![0f32; d], |mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-                a
-            })
-        } else {
-            acc(idx)
-        };
-        let mut next = next;
-        if normalise(&mut next) == 0.0 {
-            break; // all points equal along everything: any split will do
-        }
-        w = next;
-    }
+    let w = direction(&sample(idx, row, d), d);
     // split at the median projection, ties by index
-    let proj = |i: u32| -> f32 { row(i).iter().zip(&w).map(|(x, w)| x * w).sum() };
-    let mut keyed: Vec<(f32, u32)> = idx.iter().map(|&i| (proj(i), i)).collect();
+    let proj = |&i: &u32| (dot(row(i), &w), i);
+    let mut keyed: Vec<(f32, u32)> = if len >= PAR_MIN {
+        idx.par_iter().map(proj).collect()
+    } else {
+        idx.iter().map(proj).collect()
+    };
     let mid = len / 2;
     keyed.select_nth_unstable_by(mid, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     for (o, (_, i)) in idx.iter_mut().zip(keyed) {
@@ -96,6 +59,79 @@ fn split(data: &[f32], d: usize, idx: &mut [u32]) {
         split(data, d, lo);
         split(data, d, hi);
     }
+}
+
+/// The node's points `idx` (all of them, or one at a hashed offset in each of [`SAMPLE`]
+/// even strata, so that no period in the input's order aliases with the stride), centred
+/// on their mean, row-major in one buffer.
+fn sample<'a>(idx: &[u32], row: impl Fn(u32) -> &'a [f32], d: usize) -> Vec<f32> {
+    let len = idx.len();
+    let m = len.min(SAMPLE);
+    let mut x = Vec::with_capacity(m * d);
+    for j in 0..m {
+        let (lo, hi) = (j * len / m, (j + 1) * len / m);
+        let offset = (mix(j as u64 ^ ((len as u64) << 32)) % (hi - lo) as u64) as usize;
+        x.extend_from_slice(row(idx[lo + offset]));
+    }
+    let m = x.len() / d;
+    let mut mean = vec![0f64; d];
+    for r in x.chunks_exact(d) {
+        mean.iter_mut().zip(r).for_each(|(s, &v)| *s += v as f64);
+    }
+    let mean: Vec<f32> = mean.iter().map(|&s| (s / m as f64) as f32).collect();
+    for r in x.chunks_exact_mut(d) {
+        r.iter_mut().zip(&mean).for_each(|(v, m)| *v -= m);
+    }
+    x
+}
+
+/// The principal direction of the centred rows `x` (d wide) by [`POWER_ITERS`] power
+/// iterations from the first row (or e₀ if it is zero): w ← Σ_i x_i (x_i · w).
+fn direction(x: &[f32], d: usize) -> Vec<f32> {
+    let mut w = x[..d].to_vec();
+    if normalise(&mut w) == 0.0 {
+        w.iter_mut().for_each(|v| *v = 0.0);
+        w[0] = 1.0;
+    }
+    for _ in 0..POWER_ITERS {
+        let mut next = vec![0f32; d];
+        for r in x.chunks_exact(d) {
+            let t = dot(r, &w);
+            next.iter_mut().zip(r).for_each(|(a, &v)| *a += t * v);
+        }
+        if normalise(&mut next) == 0.0 {
+            break; // all points equal along everything: any split will do
+        }
+        w = next;
+    }
+    w
+}
+
+/// a · b in eight lanes (which the compiler vectorises; a single running f32 sum it may
+/// not reorder).
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a8.zip(b8) {
+        for l in 0..8 {
+            lanes[l] += x[l] * y[l];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// A 64-bit mix (SplitMix64's finaliser): offsets that follow no pattern of the input.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Scales `v` to unit length; returns its former norm.

@@ -171,10 +171,7 @@ pub fn approx_device(
 
     // k-means on the sample, then every point to its cell, cells in a locality order.
     let rows = host::kmeans_sample(n, lists, params.sample_per_list, params.seed);
-    let sample_x: Vec<f32> = rows
-        .iter()
-        .flat_map(|&i| points.row(i as usize).iter().copied())
-        .collect();
+    let sample_x = points.gather(&rows).data;
     let sample_dev = s.clone_htod(&sample_x)?;
     let mut centroids = host::initial_centroids(&sample_x, d, lists, params.seed);
     let lists = centroids.len() / d;
