@@ -39,8 +39,10 @@
 //!    0..extra_i − 1 at their ranks, own entries the next slots in column order (so a row
 //!    is not sorted), slot s < K goes to ELL (s·n + i), the rest to COO, and the unused
 //!    ELL slots get the padding (column i, value 0). No atomics: every slot is known.
-//!    For a run over several GPUs the fill writes one GPU's row block at a time (every row
-//!    is read, as appended entries come from any row), moved to its GPU before the next.
+//!    For a run over several GPUs the whole P is filled once and cut into the GPUs' row
+//!    blocks where twice it fits, else the fill writes one GPU's row block at a time
+//!    (every row is read, as appended entries come from any row), moved to its GPU before
+//!    the next.
 //!
 //! Device memory (k neighbours, K the ELL width, m the COO length): the neighbours, 8·n·k
 //! bytes, are consumed as they are read (the distances by step 1, the indices by step 2);
@@ -57,6 +59,8 @@
 use std::ops::Range;
 
 use cudarc::driver::CudaSlice;
+
+use crate::gpu::memory::RESERVE;
 
 mod calibrate;
 mod exact;
@@ -119,11 +123,13 @@ pub fn affinities_gpu(neighbors: &Neighbors, perplexity: f64) -> Result<(HybGpu,
 /// with the GPU it goes to; one block `(0..n, gpu)` for the whole P), with its
 /// [`AffinityStats`]. The neighbours are consumed: each array is freed as soon as the stage
 /// has read it (the distances after the calibration, the indices after the sort), leaving
-/// their memory to P. Each block is filled on `gpu`, then moved to its GPU peer to peer
-/// ([`HybGpu::moved_to`]) before the next is made, so that `gpu` never holds more of P than
-/// one block beside the symmetrisation's arrays: a run over several GPUs
-/// ([`crate::backend::multi`]) whose P would not fit on one (at 50M points and k = 90,
-/// about 60 GB in HYB beside the symmetrisation's 54 GB). The blocks hold the whole P's
+/// their memory to P. Several blocks are cut from the whole P, filled once on `gpu`, when
+/// twice the whole fits there ([`Cut::Whole`]); else each block is filled on its own and
+/// moved to its GPU peer to peer ([`HybGpu::moved_to`]) before the next is made, so that
+/// `gpu` never holds more of P than one block beside the symmetrisation's arrays
+/// ([`Cut::PerBlock`]): a run over several GPUs ([`crate::backend::multi`]) whose P would
+/// not fit on one (at 50M points and k = 90, about 60 GB in HYB beside the
+/// symmetrisation's 54 GB). The blocks hold the whole P's
 /// [`HybGpu::row_block`]s' entries (a row's appended entries in the order the count's
 /// atomics gave them, which varies from run to run).
 ///
@@ -139,6 +145,32 @@ pub fn affinities_device(
     k: usize,
     perplexity: f64,
     blocks: &[(Range<usize>, &'static Gpu)],
+) -> Result<(Vec<HybGpu>, AffinityStats)> {
+    affinities_cut(gpu, indices, distances, (n, k, perplexity), blocks, None)
+}
+
+/// How [`affinities_device`] makes the row blocks of a run over several GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// The whole P filled once, then each block copied out of it and moved to its GPU.
+    /// The fill reads every row for any block (appended entries come from any row), so
+    /// N blocks filled apart took N passes: at 10M points on two H100 the stage took 0.71 s
+    /// against 0.44 s on one (`benches/RESULTS.md`).
+    Whole,
+    /// Each block filled on its own and moved before the next: `gpu` holds one block of P.
+    PerBlock,
+}
+
+/// [`affinities_device`] with the blocks made as `cut` says (`None`: [`Cut::Whole`] when
+/// twice the whole P fits in `gpu`'s free memory beside the symmetrisation's arrays, else
+/// [`Cut::PerBlock`]; one block is always the whole).
+pub(crate) fn affinities_cut(
+    gpu: &'static Gpu,
+    indices: CudaSlice<i32>,
+    distances: CudaSlice<f32>,
+    (n, k, perplexity): (usize, usize, f64),
+    blocks: &[(Range<usize>, &'static Gpu)],
+    cut: Option<Cut>,
 ) -> Result<(Vec<HybGpu>, AffinityStats)> {
     check_args(n, k, perplexity)?;
     if indices.len() < n * k || distances.len() < n * k {
@@ -171,7 +203,31 @@ pub fn affinities_device(
     drop(distances);
     let counted = count(gpu, indices, cond, n, k)?;
     let offsets = fill::offsets(gpu, &counted)?;
+    let stats = AffinityStats {
+        nnz: counted.nnz,
+        p_log_p: counted.p_log_p,
+        ell_width: counted.width,
+        coo_len: offsets.coo_len(),
+    };
+    let whole_bytes = n * counted.width * 8 + offsets.coo_len() * 12;
+    let cut = match cut {
+        Some(cut) => cut,
+        None if blocks.len() > 1 && gpu.free_memory()? >= 2 * whole_bytes + RESERVE => Cut::Whole,
+        None => Cut::PerBlock,
+    };
     let mut p = Vec::with_capacity(blocks.len());
+    if cut == Cut::Whole || blocks.len() == 1 {
+        let whole = fill::fill_rows(gpu, &counted, &offsets, 0..n)?;
+        drop((counted, offsets));
+        if let [(_, to)] = blocks {
+            return Ok((vec![whole.moved_to(to)?], stats));
+        }
+        let rows: Vec<Range<usize>> = blocks.iter().map(|(rows, _)| rows.clone()).collect();
+        for ((_, to), shape) in blocks.iter().zip(whole.block_shapes(&rows)?) {
+            p.push(whole.row_block(&shape)?.moved_to(to)?);
+        }
+        return Ok((p, stats));
+    }
     for (rows, to) in blocks {
         let block = fill::fill_rows(gpu, &counted, &offsets, rows.clone())?;
         p.push(block.moved_to(to)?);
@@ -180,12 +236,6 @@ pub fn affinities_device(
             .synchronize()
             .map_err(crate::gpu::GpuError::from)?;
     }
-    let stats = AffinityStats {
-        nnz: counted.nnz,
-        p_log_p: counted.p_log_p,
-        ell_width: counted.width,
-        coo_len: offsets.coo_len(),
-    };
     Ok((p, stats))
 }
 

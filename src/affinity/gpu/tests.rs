@@ -209,8 +209,9 @@ fn row_sets(h: &Hyb) -> Vec<Vec<(i32, u32)>> {
 
 crate::gpu::gpu_test! {
     /// P made in row blocks (one of a single row, one empty, spread round robin over the
-    /// GPUs the host shows) equals the whole P's row blocks bit for bit, with the same
-    /// statistics; the rows that append entries to a block lie in other blocks.
+    /// GPUs the host shows), cut from the whole or filled apart, equals the whole P's row
+    /// blocks bit for bit, with the same statistics; the rows that append entries to a
+    /// block lie in other blocks.
     fn gpu_affinity_blocks_equal_the_whole_cut(gpu) {
         let mut rng = StdRng::seed_from_u64(7);
         let (n, k, u) = (20_000, 90, 30.0);
@@ -225,19 +226,22 @@ crate::gpu::gpu_test! {
             .map(|(b, w)| (w[0]..w[1], Gpu::device(b % gpus).unwrap()))
             .collect();
         let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-        let idx = gpu.stream.clone_htod(&idx).unwrap();
-        let dist = gpu.stream.clone_htod(&nb.distances).unwrap();
-        let (got, stats) = affinities_device(gpu, idx, dist, n, k, u, &blocks).unwrap();
-        assert_eq!(stats, want);
-        assert_eq!(got.len(), blocks.len());
-        // Appended entries take their slots in the order of the count's atomics, which
-        // varies from run to run: rows compare as sets of (column, value bits).
-        for ((rows, to), block) in blocks.iter().zip(&got) {
-            assert!(std::ptr::eq(block.gpu(), *to), "block {rows:?} on the wrong GPU");
-            let (got, want) = (block.to_host().unwrap(), whole.row_block(rows.clone()));
-            assert_eq!((got.n, got.row0, got.k), (want.n, want.row0, want.k), "{rows:?}");
-            assert_eq!(got.coo_rows, want.coo_rows, "{rows:?}: COO rows");
-            assert_eq!(row_sets(&got), row_sets(&want), "{rows:?}: entries");
+        for cut in [None, Some(Cut::Whole), Some(Cut::PerBlock)] {
+            let idx = gpu.stream.clone_htod(&idx).unwrap();
+            let dist = gpu.stream.clone_htod(&nb.distances).unwrap();
+            let (got, stats) =
+                affinities_cut(gpu, idx, dist, (n, k, u), &blocks, cut).unwrap();
+            assert_eq!(stats, want);
+            assert_eq!(got.len(), blocks.len());
+            // Appended entries take their slots in the order of the count's atomics, which
+            // varies from run to run: rows compare as sets of (column, value bits).
+            for ((rows, to), block) in blocks.iter().zip(&got) {
+                assert!(std::ptr::eq(block.gpu(), *to), "{cut:?}: block {rows:?} on the wrong GPU");
+                let (got, want) = (block.to_host().unwrap(), whole.row_block(rows.clone()));
+                assert_eq!((got.n, got.row0, got.k), (want.n, want.row0, want.k), "{cut:?}: {rows:?}");
+                assert_eq!(got.coo_rows, want.coo_rows, "{cut:?}: {rows:?}: COO rows");
+                assert_eq!(row_sets(&got), row_sets(&want), "{cut:?}: {rows:?}: entries");
+            }
         }
         let (idx, dist) = (
             gpu.stream.clone_htod(&[0i32; 90]).unwrap(),
