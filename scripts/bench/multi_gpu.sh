@@ -21,6 +21,9 @@
 #              same read beside the GPUs' warm-up (about 1.5 minutes)
 #   digits10m  10M deformed MNIST digits: 1 GPU, then all GPUs, once each; carry
 #              .bench/images (about 4 minutes)
+#   peers      peer-copy bandwidth GPU 0 → 1 with the devices' memory pools open to each
+#              other (as the copies leave them) and closed: the ignored library test
+#              gpu::memory::tests::peer_copy_bandwidth, 1 and 4 GiB (seconds)
 #   50m        50M × 50 mixture on all GPUs, once, with each GPU's memory sampled every
 #              second (nvidia-smi, $OUT/…/50m-smi.csv): the issue's largest run
 #
@@ -84,6 +87,11 @@ for section in "$@"; do
         grep -E '^test .* FAILED$|panicked|^first step|^KL after|^NCCL' "$work/$t.log" |
           tee -a "$summary"
       done
+      ;;
+    peers)
+      SGTSNE_REQUIRE_GPU=1 logged peers "$bin_dir/sgtsne-lib-tests" \
+        gpu::memory::tests::peer_copy_bandwidth --ignored --nocapture --exact || status=1
+      grep -E 'GiB|one GPU' "$work/peers.log" | tee -a "$summary"
       ;;
     1m3)
       mixture 1300000
