@@ -124,12 +124,11 @@ pub fn affinities_gpu(neighbors: &Neighbors, perplexity: f64) -> Result<(HybGpu,
 /// [`AffinityStats`]. The neighbours are consumed: each array is freed as soon as the stage
 /// has read it (the distances after the calibration, the indices after the sort), leaving
 /// their memory to P. Several blocks are cut from the whole P, filled once on `gpu`, when
-/// twice the whole fits there ([`Cut::Whole`]); else each block is filled on its own and
-/// moved to its GPU peer to peer ([`HybGpu::moved_to`]) before the next is made, so that
-/// `gpu` never holds more of P than one block beside the symmetrisation's arrays
-/// ([`Cut::PerBlock`]): a run over several GPUs ([`crate::backend::multi`]) whose P would
-/// not fit on one (at 50M points and k = 90, about 60 GB in HYB beside the
-/// symmetrisation's 54 GB). The blocks hold the whole P's
+/// twice the whole fits there; else each block is filled on its own and moved to its GPU
+/// peer to peer ([`HybGpu::moved_to`]) before the next is made, so that `gpu` never holds
+/// more of P than one block beside the symmetrisation's arrays: a run over several GPUs
+/// ([`crate::backend::multi`]) whose P would not fit on one (at 50M points and k = 90,
+/// about 60 GB in HYB beside the symmetrisation's 54 GB). The blocks hold the whole P's
 /// [`HybGpu::row_block`]s' entries (a row's appended entries in the order the count's
 /// atomics gave them, which varies from run to run).
 ///

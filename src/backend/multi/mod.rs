@@ -16,10 +16,14 @@
 //!   query blocks over the GPUs in runs of equal work, and each refinement round by rows
 //!   over two of them ([`crate::knn::gpu::ivf`], `IvfParams::gpus`; points and graphs
 //!   travel GPU to GPU); its cells and recall sample and the affinities run on GPU 0 as in
-//!   a one-GPU run. GPU 0 fills P's HYB one GPU's row block at a time and moves each block
-//!   to its GPU, peer to peer, before making the next
+//!   a one-GPU run. GPU 0 fills P's HYB whole and cuts the GPUs' row blocks from it where
+//!   twice P fits there (10M points: about 13 GB); else it fills one GPU's row block at a
+//!   time and moves each block to its GPU, peer to peer, before making the next
 //!   ([`crate::affinity::gpu::affinities_device`]; columns and COO rows keep whole-P
-//!   numbers), so that it never holds the whole P (about 60 GB at 50M points). A whole P
+//!   numbers), so that it never holds the whole P (about 60 GB at 50M points). Peer copies
+//!   need each device's memory pool opened to the others, which the first copy between two
+//!   devices does ([`crate::gpu::memory::copy_peer`]: 395 GB/s against 38 between two
+//!   H100). A whole P
 //!   on GPU 0 (a library caller's) is cut there and sent over NCCL
 //!   ([`crate::sparse::HybGpu::send_block`]); a P made on the host (graph mode) is cut
 //!   there and uploaded ([`Hyb::row_block`]).
