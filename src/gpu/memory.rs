@@ -244,7 +244,9 @@ fn enable_peer_access(to: &Gpu, from: &Gpu) -> Result<(), GpuError> {
     }
     for (reader, owner) in [(to, from), (from, to)] {
         if open_peer(reader, owner)? {
-            set_pool_access(reader, owner, true)?;
+            // A pool that cannot be opened leaves the copies correct, through the host and
+            // ten times slower (`benches/RESULTS.md`): not worth failing a run for.
+            let _ = set_pool_access(reader, owner, true);
         }
     }
     pairs.insert((a.min(b), a.max(b)));
@@ -396,7 +398,7 @@ mod tests {
                     set_pool_access(other, gpu, open).unwrap();
                     set_pool_access(gpu, other, open).unwrap();
                     let mut t = Vec::new();
-                    for _ in 0..6 {
+                    for _ in 0..5 {
                         let start = std::time::Instant::now();
                         copy_peer(other, &mut to.slice_mut(..), gpu, &from.slice(..)).unwrap();
                         t.push(start.elapsed().as_secs_f64());
@@ -405,8 +407,8 @@ mod tests {
                     eprintln!(
                         "{gib} GiB GPU 0 -> 1, pools {}: {:.2} ms, {:.0} GB/s",
                         if open { "open" } else { "closed" },
-                        t[3] * 1e3,
-                        (gib << 30) as f64 / t[3] / 1e9
+                        t[2] * 1e3,
+                        (gib << 30) as f64 / t[2] / 1e9
                     );
                 }
             }

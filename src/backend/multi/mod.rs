@@ -23,8 +23,7 @@
 //!   numbers), so that it never holds the whole P (about 60 GB at 50M points). Peer copies
 //!   need each device's memory pool opened to the others, which the first copy between two
 //!   devices does ([`crate::gpu::memory::copy_peer`]: 395 GB/s against 38 between two
-//!   H100). A whole P
-//!   on GPU 0 (a library caller's) is cut there and sent over NCCL
+//!   H100). A whole P on GPU 0 (a library caller's) is cut there and sent over NCCL
 //!   ([`crate::sparse::HybGpu::send_block`]); a P made on the host (graph mode) is cut
 //!   there and uploaded ([`Hyb::row_block`]).
 //! - **Per iteration**, on every GPU: the attraction of its rows against every point (each
