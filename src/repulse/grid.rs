@@ -2,9 +2,9 @@
 //!
 //! Every point interpolates from the 4 nodes `floor(x)−1 … floor(x)+2` per axis (cubic Lagrange
 //! on equispaced nodes, Linderman et al. 2019 §2; Pitsianis et al. 2019 §3.2), where `x` is its
-//! coordinate in grid units. The grid is a cube of `p` nodes per axis with spacing `h`, centred
-//! on the bounding box of Y, with at least 1.5 nodes of margin on each side so those 4 nodes
-//! always exist.
+//! coordinate in grid units. The grid is a cube of `p` nodes per axis with spacing `h`, its
+//! nodes on the lattice of `h`, the first 1.5 to 2.5 spacings below the bounding box of Y and
+//! at least 1.5 beyond it on each side, so those 4 nodes always exist.
 
 use super::GridSpec;
 use crate::{Error, Result};
@@ -148,8 +148,9 @@ pub struct Grid {
     pub p: usize,
     pub h: f64,
     pub origin: [f64; 3],
-    /// Centre of the grid. Charges `y − centre` are used instead of `y` so the channels stay
-    /// small and `y_i φ₀ − φ_k` cancels less (forces are translation invariant).
+    /// Centre of the points' bounding box (not of the grid, whose nodes sit on the lattice).
+    /// Charges `y − centre` are used instead of `y` so the channels stay small and
+    /// `y_i φ₀ − φ_k` cancels less (forces are translation invariant).
     pub centre: [f64; 3],
 }
 

@@ -17,6 +17,9 @@ pub(crate) struct Approximation {
     pub forces: Vec<f64>,
     /// Its Z.
     pub z: f64,
+    /// Nodes per axis of the grid the repulsion used (the host's and the device's ladders
+    /// differ: [`crate::repulse::grid::Ladder`]).
+    pub nodes: Option<usize>,
     /// Sub-stage seconds, medians over the timed runs.
     pub times: RepulseTimes,
 }
@@ -69,6 +72,7 @@ pub(crate) fn approximate_with<B: ?Sized>(
     Ok(Approximation {
         forces,
         z: first.z,
+        nodes: first.grid,
         times,
     })
 }
@@ -139,7 +143,7 @@ impl<Y: ?Sized, P: Probe<Y>> Observer<Y> for Recorder<'_, P> {
                 trajectory: plan.trajectory,
                 grid: spec,
                 iteration: iter,
-                nodes: grid.p,
+                nodes: a.nodes.unwrap_or(grid.p),
                 spacing: grid.h,
                 extent,
                 force_error: relative_error(&reference, &a.forces),
