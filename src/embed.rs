@@ -137,6 +137,9 @@ pub(crate) struct Prepared {
     order: Option<Vec<u32>>,
     /// What the stages changed of what they were given, for the report.
     notes: Vec<String>,
+    /// The PCA initialisation when a stage already made it ([`prepare::pca_init_beside`]:
+    /// on the host while the device made P); [`initialise`] takes it.
+    pca_init: Option<Vec<f32>>,
 }
 
 /// Runs the pipeline on `input` named `name`; `labels`, when given, feed the quality
@@ -209,14 +212,15 @@ fn run_stages(
     let _precompile = kernels::precompile(&input, params, kind)?;
 
     // Stages 2–4: prepare, kNN, affinities.
-    let prepared = prepare(input, params, kind, seconds, progress)?;
+    let mut prepared = prepare(input, params, kind, seconds, progress)?;
     setup.notes.extend(prepared.notes.iter().cloned());
 
     // Stage 6: initialise.
     let t = seconds.start("init");
-    let mut y = initialise(&prepared, params, n)?;
+    let mut y = initialise(&mut prepared, params, n)?;
     prep::clear_vector_upper_state();
-    seconds.init = t.elapsed().as_secs_f64();
+    // Adds to the wait, if any, for an initialisation made beside the affinities.
+    seconds.init += t.elapsed().as_secs_f64();
     let Prepared {
         p,
         points,
@@ -315,16 +319,20 @@ fn measure(
 /// Stage 6: the initial Y of `n` points; a PCA initialisation without points to take it
 /// from falls back to random (and `params.init` says so).
 pub(crate) fn initialise(
-    prepared: &Prepared,
+    prepared: &mut Prepared,
     params: &mut EmbedParams,
     n: usize,
 ) -> Result<Vec<f32>> {
     let dims = params.dims;
+    let made = prepared.pca_init.take();
     Ok(match (&prepared.points, params.init) {
         (Some(scores), InitKind::Pca) if prepared.reduced && scores.d >= dims => {
             init::from_scores(scores, dims)
         }
-        (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
+        (Some(points), InitKind::Pca) if points.d >= dims => match made {
+            Some(y) => y,
+            None => init::pca(points, dims)?,
+        },
         (_, InitKind::Pca) => {
             params.init = InitKind::Random;
             init::random(n, dims, params.seed)

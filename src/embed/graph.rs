@@ -58,5 +58,6 @@ fn without_points(
         knn: None,
         order: None,
         notes,
+        pca_init: None,
     }
 }

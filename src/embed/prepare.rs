@@ -84,9 +84,14 @@ pub(crate) fn prepare_points(
     };
     seconds.knn = t.elapsed().as_secs_f64();
     let t = seconds.start("affinities");
+    let mut pca_init = None;
     let (p, nb) = match found {
         Found::Device(indices, distances) => {
-            gpu_affinities(indices, distances, r.points.n, report.k, params, seconds)?
+            let (made, init) = pca_init_beside(&r, params, seconds, |seconds| {
+                gpu_affinities(indices, distances, r.points.n, report.k, params, seconds)
+            });
+            pca_init = init;
+            made?
         }
         Found::Host(nb) => {
             let p = P::from_csr(affinity::from_neighbors_multiscale(&nb, &params.scales())?);
@@ -103,7 +108,37 @@ pub(crate) fn prepare_points(
         knn: Some(report),
         order: r.order,
         notes,
+        pca_init,
     })
+}
+
+/// Runs `stage` (the device's affinities) on this thread while the pool fits the PCA
+/// initialisation of `r`'s points, where the run will need one made on the host (points not
+/// already PCA scores): the host waits on the device there anyway, and the PCA of 10M × 50
+/// points takes about 0.4 s. Returns the stage's result and the initialisation (`None` when
+/// none was needed or it failed: [`super::initialise`] then makes it itself and reports
+/// the error); the wait for it, if the stage ended first, is counted in `seconds.init`.
+pub(crate) fn pca_init_beside<T>(
+    r: &Reduced,
+    params: &EmbedParams,
+    seconds: &mut StageSeconds,
+    stage: impl FnOnce(&mut StageSeconds) -> T,
+) -> (T, Option<Vec<f32>>) {
+    let dims = params.dims;
+    if params.init != crate::init::InitKind::Pca || r.reduced || r.points.d < dims {
+        return (stage(seconds), None);
+    }
+    let mut init = None;
+    let mut made = None;
+    let mut stage_end = None;
+    // The scope's end waits for the spawned PCA (this thread helps with its work).
+    rayon::in_place_scope(|s| {
+        s.spawn(|_| init = crate::init::pca(&r.points, dims).ok());
+        made = Some(stage(seconds));
+        stage_end = Some(std::time::Instant::now());
+    });
+    seconds.init = stage_end.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    (made.expect("the stage ran in the scope"), init)
 }
 
 /// Stages 2 and 4 with exact affinities ([`affinity::exact`]): PCA, then P over every pair,
@@ -166,6 +201,7 @@ fn prepare_exact(
         order: r.order,
         notes: Vec::new(),
         basis: r.basis,
+        pca_init: None,
     })
 }
 
@@ -445,4 +481,53 @@ pub(crate) fn download_neighbors(
         indices: got_indices.into_iter().map(|j| j as u32).collect(),
         distances: got_distances,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::init::InitKind;
+
+    fn reduced(n: usize, d: usize, is_scores: bool) -> Reduced {
+        let data = (0..n * d)
+            .map(|i| ((i * 7919) % 101) as f32 * 0.1 + (i % d) as f32)
+            .collect();
+        Reduced {
+            points: Points::new(n, d, data),
+            reduced: is_scores,
+            basis: None,
+            order: None,
+        }
+    }
+
+    #[test]
+    fn pca_init_beside_a_stage_equals_the_init_after_it() {
+        let r = reduced(5000, 12, false);
+        let params = EmbedParams::default();
+        let mut seconds = StageSeconds::default();
+        let (out, init) = pca_init_beside(&r, &params, &mut seconds, |s| {
+            s.affinities = 1.0;
+            42
+        });
+        assert_eq!(out, 42);
+        assert_eq!(seconds.affinities, 1.0, "the stage sees the run's seconds");
+        let want = crate::init::pca(&r.points, params.dims).unwrap();
+        assert_eq!(init, Some(want));
+        assert!(seconds.init >= 0.0);
+    }
+
+    #[test]
+    fn no_pca_init_beside_where_none_is_made_on_the_host() {
+        let mut seconds = StageSeconds::default();
+        // Scores already: the initialisation takes their leading columns, no PCA.
+        let scores = reduced(100, 12, true);
+        let (_, init) = pca_init_beside(&scores, &EmbedParams::default(), &mut seconds, |_| ());
+        assert_eq!(init, None);
+        let random = EmbedParams {
+            init: InitKind::Random,
+            ..Default::default()
+        };
+        let (_, init) = pca_init_beside(&reduced(100, 12, false), &random, &mut seconds, |_| ());
+        assert_eq!(init, None);
+    }
 }

@@ -75,8 +75,9 @@ pub fn run_sweep(cfg: &SweepConfig, progress: &dyn Progress) -> Result<Vec<Sweep
             ..Default::default()
         };
         let mut seconds = StageSeconds::default();
-        let prepared = embed::prepare_points(sub, &params, backend.kind, &mut seconds, &Silent)?;
-        let y0 = embed::initialise(&prepared, &mut params, n)?;
+        let mut prepared =
+            embed::prepare_points(sub, &params, backend.kind, &mut seconds, &Silent)?;
+        let y0 = embed::initialise(&mut prepared, &mut params, n)?;
         let p = match backend.kind {
             BackendKind::Gpu => prepared.p.into_hyb(Gpu::get()?)?,
             _ => {
