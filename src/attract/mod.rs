@@ -7,6 +7,8 @@
 //! KL(P‖Q) that changes with Y (DESIGN §2), so the cost is a few logarithms per non-zero
 //! every 50 iterations and nothing otherwise.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub mod csb;
 pub mod csr;
 pub mod gpu;

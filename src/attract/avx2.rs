@@ -1,0 +1,76 @@
+//! The CSB attraction's inner loop in explicit AVX2 + FMA: eight entries of one row per step,
+//! their neighbours' coordinates fetched by gathers, one vector division for the eight edge
+//! weights. The portable loop issues one scalar division and two dependent loads per entry;
+//! on P of 2·10⁸ non-zeros that, not memory, bounds the pass (the attraction scales linearly
+//! from 4 to 16 cores on a host that streams 95 GB/s). The compiler does not vectorise the
+//! portable loop itself: the gathers stop it.
+
+use std::arch::x86_64::*;
+
+/// Whether this CPU runs [`row`] (AVX2 and FMA; checked once per process).
+pub(crate) fn available() -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+}
+
+/// Entries per vector step.
+pub(crate) const WIDTH: usize = 8;
+
+/// $\sum_e p_e w_e (y_i - y_{c_e})$ over the first `coords.len() / 8 · 8` entries of one row:
+/// `coords` packed block coordinates (local column in the low 16 bits), `values` their p,
+/// `yi` the row's point, `y_cols` the block column's points (row-major, `D` per point),
+/// `inv_dof` the kernel's 1/α. The remaining `coords.len() % 8` entries are the caller's.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`available`]), and every entry's local column `c`
+/// must satisfy `(c + 1) · D ≤ y_cols.len()` (the [`crate::sparse::Csb`] invariant: every
+/// block coordinate maps to a point of the block column).
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn row<const D: usize>(
+    coords: &[u32],
+    values: &[f32],
+    yi: &[f32; D],
+    y_cols: &[f32],
+    inv_dof: f32,
+) -> [f32; D] {
+    debug_assert_eq!(coords.len(), values.len());
+    let full = coords.len() / WIDTH * WIDTH;
+    let low = _mm256_set1_epi32(0xffff);
+    let one = _mm256_set1_ps(1.0);
+    let inv = _mm256_set1_ps(inv_dof);
+    let yi: [__m256; D] = std::array::from_fn(|a| _mm256_set1_ps(yi[a]));
+    let mut acc = [_mm256_setzero_ps(); D];
+    let mut e = 0;
+    while e < full {
+        // SAFETY: e + 8 ≤ full ≤ coords.len() = values.len(): unaligned 8-lane loads.
+        let (c, p) = unsafe {
+            (
+                _mm256_loadu_si256(coords.as_ptr().add(e).cast()),
+                _mm256_loadu_ps(values.as_ptr().add(e)),
+            )
+        };
+        let col = _mm256_and_si256(c, low);
+        let at = _mm256_mullo_epi32(col, _mm256_set1_epi32(D as i32));
+        let mut diff = [_mm256_setzero_ps(); D];
+        let mut d2 = _mm256_setzero_ps();
+        for a in 0..D {
+            // SAFETY: lane l reads y_cols[col_l · D + a], within y_cols by the caller's
+            // guarantee on the columns (a < D); the offsets fit i32 (col < 2¹⁶, D ≤ 3).
+            let yj = unsafe { _mm256_i32gather_ps::<4>(y_cols.as_ptr().add(a), at) };
+            diff[a] = _mm256_sub_ps(yi[a], yj);
+            d2 = _mm256_fmadd_ps(diff[a], diff[a], d2);
+        }
+        let w = _mm256_div_ps(one, _mm256_fmadd_ps(d2, inv, one));
+        let pw = _mm256_mul_ps(p, w);
+        for a in 0..D {
+            acc[a] = _mm256_fmadd_ps(pw, diff[a], acc[a]);
+        }
+        e += WIDTH;
+    }
+    std::array::from_fn(|a| {
+        let mut lanes = [0f32; WIDTH];
+        // SAFETY: `lanes` holds 8 floats: an unaligned 8-lane store.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[a]) };
+        lanes.iter().sum()
+    })
+}
