@@ -1,12 +1,14 @@
 //! S2G: spread every point's charges `(1, y¹ − c¹ … yˢ − cˢ)` onto the `4^s` surrounding grid
 //! nodes with cubic Lagrange weights (Linderman et al. 2019, step 1; SG-t-SNE-Π's `s2g`).
 //!
-//! No atomics and no private grids: the points are bucketed by the row of their stencil's
-//! corner along the slowest axis, the rows cut into bands of about equal point counts, and
-//! the bands spread in two rounds, even then odd. A point writes its corner row and the 3
-//! after it, so two bands of one parity, at least 4 rows each, never write the same node:
-//! each round's bands write disjoint slices of the one grid. Each band's writes stay within
-//! a few rows, which the cache holds. (One private grid per task and a
+//! No atomics, and no private copy of the whole grid per task: the points are bucketed by
+//! the row of their stencil's corner along the slowest axis, the rows cut into bands of about
+//! equal point counts, and the bands spread in two rounds, even then odd. A point writes its
+//! corner row and the 3 after it, so two bands of one parity, at least 4 rows each, never
+//! write the same node: each round's bands write disjoint slices of the one grid, and each
+//! band's writes stay within a few rows, which the cache holds. A band of many more points
+//! than the others (an early, compact embedding puts most points in a few rows) is spread in
+//! parts onto private copies of its own rows, summed after. (One private grid per task and a
 //! reduction, the layout before, zeroed and summed 8 grids of 50 MB per call at 2048² nodes:
 //! 30 ms of a 1M-point S2G on 16 cores.) The sums' order depends on the band cut, so on the
 //! thread count, as before on the task count.
@@ -100,7 +102,9 @@ impl<T: Real> Scatter<T> {
                     a
                 },
             );
-        let bands = cut_bands(&per_row, (threads * BANDS_PER_THREAD).min(max_bands));
+        let want = threads * BANDS_PER_THREAD;
+        let bands = cut_bands(&per_row, want.min(max_bands));
+        let target = n.div_ceil(want);
 
         // The points bucketed by band: each chunk of points into its own buckets, so a band's
         // points are its buckets of every chunk, in input order.
@@ -139,8 +143,32 @@ impl<T: Real> Scatter<T> {
                 tasks.push((mine, rows.start, b));
             }
             tasks.into_par_iter().for_each(|(mine, first_row, b)| {
+                let first = first_row * (row_len / (1 + D));
+                let count: usize = buckets.iter().map(|c| c[b].len()).sum();
                 let points = buckets.iter().flat_map(|c| &c[b]).map(|&i| i as usize);
-                spread::<T, D>(y, points, grid, mine, first_row * (row_len / (1 + D)));
+                if count <= 2 * target {
+                    spread::<T, D>(y, points, grid, mine, first);
+                    return;
+                }
+                // A band of many more points than most (bands are at least 4 rows, and an
+                // early, compact embedding puts a large share of the points in a few rows):
+                // its points in parts, each spread onto a private copy of the band's rows,
+                // then summed into them, so that it does not hold up the round.
+                let points: Vec<usize> = points.collect();
+                let summed = points
+                    .par_chunks(target)
+                    .map(|part| {
+                        let mut own = vec![T::zero(); mine.len()];
+                        spread::<T, D>(y, part.iter().copied(), grid, &mut own, first);
+                        own
+                    })
+                    .reduce_with(|mut a, b| {
+                        a.iter_mut().zip(b).for_each(|(x, v)| *x = *x + v);
+                        a
+                    });
+                if let Some(summed) = summed {
+                    mine.iter_mut().zip(summed).for_each(|(x, v)| *x = *x + v);
+                }
             });
         }
     }
