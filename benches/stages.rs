@@ -1,6 +1,7 @@
 //! Per-iteration stages of the CPU optimisation at n = 70k and 1M, so regressions show:
-//! attraction (CSB, points in input order and in the pipeline's locality order), S2G, G2G
-//! and G2S on the default 2-D grid (h = 0.35).
+//! attraction (CSB, points in input order and in the pipeline's locality order), S2G (also
+//! with the points in input order, and on an early, compact layout), G2G and G2S on the
+//! default 2-D grid (h = 0.35).
 //!
 //! The layout is synthetic and fixed: a 2-D Gaussian mixture (`sgtsne::gen`) scaled to the
 //! extent of a converged t-SNE embedding of that size (±100 at 70k, as MNIST; ∝ √n beyond),
@@ -74,6 +75,18 @@ fn stages(c: &mut Criterion, n: usize, label: &str) {
     let mut scatter = Scatter::new();
     g.bench_function(BenchmarkId::new("s2g", grid.p), |b| {
         b.iter(|| scatter.run::<2>(&y, &grid, &mut charges))
+    });
+    // The same points in the generator's order (as far from the grid's order as the
+    // pipeline's, which follows the input space, not the layout), and an early, compact
+    // layout: the input shrunk 20 times, on its smaller grid.
+    g.bench_function(BenchmarkId::new("s2g-input", grid.p), |b| {
+        b.iter(|| scatter.run::<2>(&input, &grid, &mut charges))
+    });
+    let early: Vec<f32> = input.iter().map(|v| v / 20.0).collect();
+    let early_grid = Grid::fit(&early, 2, GridSpec::default_auto()).expect("finite layout");
+    let mut early_charges = vec![0.0f32; nch * early_grid.len()];
+    g.bench_function(BenchmarkId::new("s2g-early", early_grid.p), |b| {
+        b.iter(|| scatter.run::<2>(&early, &early_grid, &mut early_charges))
     });
     let mut conv = Convolver::new(
         &mut Planners::default(),
