@@ -27,7 +27,8 @@ pub struct FftRepulsion<T: Real = f32> {
     spec: GridSpec,
     kernel: Kernel,
     planners: Planners<T>,
-    conv: Option<Convolver<T>>,
+    /// The convolvers of the last few grids, the latest first ([`CONVOLVERS`]).
+    convs: Vec<Convolver<T>>,
     scatter: Scatter<T>,
     charges: Vec<T>,
     potentials: Vec<T>,
@@ -48,7 +49,7 @@ impl<T: Real> FftRepulsion<T> {
             spec: grid,
             kernel: Kernel::CAUCHY,
             planners: Planners::default(),
-            conv: None,
+            convs: Vec::new(),
             scatter: Scatter::new(),
             charges: Vec::new(),
             potentials: Vec::new(),
@@ -63,7 +64,7 @@ impl<T: Real> FftRepulsion<T> {
         FftRepulsion {
             spec,
             kernel,
-            conv: None,
+            convs: Vec::new(),
             ..self
         }
     }
@@ -91,11 +92,13 @@ impl<T: Real> FftRepulsion<T> {
 
         // Step 2: G2G (kernel spectra rebuilt only when the grid changed).
         let t = Instant::now();
-        let conv = match self.conv.take() {
-            Some(c) if c.fits(grid.p, D, grid.h) => c,
-            _ => Convolver::new(&mut self.planners, grid.p, D, grid.h, self.kernel),
+        let conv = match self.convs.iter().position(|c| c.fits(grid.p, D, grid.h)) {
+            Some(at) => self.convs.remove(at),
+            None => Convolver::new(&mut self.planners, grid.p, D, grid.h, self.kernel),
         };
-        let conv = self.conv.insert(conv);
+        self.convs.insert(0, conv);
+        keep_within(&mut self.convs);
+        let conv = &mut self.convs[0];
         self.potentials.resize(channels(D) * len, zero);
         let psi_sum = conv.convolve(&self.charges, &mut self.potentials);
         let g2g = t.elapsed().as_secs_f64();
@@ -123,6 +126,32 @@ impl<T: Real> FftRepulsion<T> {
             replan_seconds: 0.0,
         })
     }
+}
+
+/// Convolvers kept for the grids used last: an embedding near a size class's edge steps
+/// back and forth between two sizes, and each step to a size without one rebuilds the kernel
+/// spectra (two transforms per kernel). On the 1.3M cpu run, 83 size changes against 70
+/// cost 4 s of G2G.
+const CONVOLVERS: usize = 4;
+
+/// Memory the kept convolvers may hold beyond the latest one.
+const CONVOLVER_BYTES: usize = 256 << 20;
+
+/// Drops the least recently used convolvers past [`CONVOLVERS`], or past
+/// [`CONVOLVER_BYTES`] of spectra beyond the first (large 3-D grids keep only their own).
+fn keep_within<T: Real>(convs: &mut Vec<Convolver<T>>) {
+    let mut bytes = 0;
+    let keep = convs
+        .iter()
+        .enumerate()
+        .position(|(at, c)| {
+            if at > 0 {
+                bytes += c.spectra_bytes();
+            }
+            at >= CONVOLVERS || bytes > CONVOLVER_BYTES
+        })
+        .unwrap_or(convs.len());
+    convs.truncate(keep);
 }
 
 impl<T: Real> Repulse for FftRepulsion<T> {
@@ -170,6 +199,28 @@ pub(crate) mod tests {
         let e: Vec<f64> = exact.iter().map(|&v| v as f64).collect();
         let a: Vec<f64> = approx.iter().map(|&v| v as f64).collect();
         (relative_error(&e, &a), (ra.z - re.z).abs() / re.z)
+    }
+
+    /// Stepping between two grid sizes reuses the kept convolvers: the same forces and Z as
+    /// a fresh instance's, bit for bit, and at most [`CONVOLVERS`] kept.
+    #[test]
+    fn kept_convolvers_give_a_fresh_instance_s_forces() {
+        let small = clusters(3000, 2, 5, 10.0, 1);
+        let large: Vec<f32> = small.iter().map(|v| v * 3.0).collect();
+        let wide: Vec<f32> = small.iter().map(|v| v * 6.0).collect();
+        let mut kept = FftRepulsion::new(GridSpec::default_auto());
+        for y in [&small, &large, &small, &wide, &large, &small] {
+            let mut a = vec![0f32; y.len()];
+            let mut b = vec![0f32; y.len()];
+            let ra = kept.repulse(y, 2, &mut a).unwrap();
+            let rb = FftRepulsion::new(GridSpec::default_auto())
+                .repulse(y, 2, &mut b)
+                .unwrap();
+            assert_eq!(a, b);
+            assert_eq!(ra.z.to_bits(), rb.z.to_bits());
+        }
+        assert_eq!(kept.convs.len(), 3, "one per grid size met");
+        assert!(kept.convs.len() <= CONVOLVERS);
     }
 
     #[test]

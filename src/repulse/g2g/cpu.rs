@@ -86,6 +86,12 @@ impl<T: Real> Convolver<T> {
         }
     }
 
+    /// Bytes of the spectra it holds (the kernels' and the work spectrum).
+    pub fn spectra_bytes(&self) -> usize {
+        let t = std::mem::size_of::<T>();
+        (self.g2_hat.len() + self.g1_weight.len()) * t + self.spec.len() * 2 * t
+    }
+
     /// Whether this convolver was built for exactly this grid.
     pub fn fits(&self, p: usize, dims: usize, h: f64) -> bool {
         self.p == p && self.dims == dims && self.h.to_bits() == h.to_bits()
