@@ -323,16 +323,15 @@ pub(crate) fn initialise(
     params: &mut EmbedParams,
     n: usize,
 ) -> Result<Vec<f32>> {
+    if let Some(y) = prepared.pca_init.take() {
+        return Ok(y);
+    }
     let dims = params.dims;
-    let made = prepared.pca_init.take();
     Ok(match (&prepared.points, params.init) {
         (Some(scores), InitKind::Pca) if prepared.reduced && scores.d >= dims => {
             init::from_scores(scores, dims)
         }
-        (Some(points), InitKind::Pca) if points.d >= dims => match made {
-            Some(y) => y,
-            None => init::pca(points, dims)?,
-        },
+        (Some(points), InitKind::Pca) if points.d >= dims => init::pca(points, dims)?,
         (_, InitKind::Pca) => {
             params.init = InitKind::Random;
             init::random(n, dims, params.seed)

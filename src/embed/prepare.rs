@@ -129,16 +129,13 @@ pub(crate) fn pca_init_beside<T>(
         return (stage(seconds), None);
     }
     let mut init = None;
-    let mut made = None;
-    let mut stage_end = None;
-    // The scope's end waits for the spawned PCA (this thread helps with its work).
-    rayon::in_place_scope(|s| {
+    // The scope returns once the spawned PCA is done too (this thread helps with its work).
+    let (made, stage_end) = rayon::in_place_scope(|s| {
         s.spawn(|_| init = crate::init::pca(&r.points, dims).ok());
-        made = Some(stage(seconds));
-        stage_end = Some(std::time::Instant::now());
+        (stage(seconds), std::time::Instant::now())
     });
-    seconds.init = stage_end.map_or(0.0, |t| t.elapsed().as_secs_f64());
-    (made.expect("the stage ran in the scope"), init)
+    seconds.init = stage_end.elapsed().as_secs_f64();
+    (made, init)
 }
 
 /// Stages 2 and 4 with exact affinities ([`affinity::exact`]): PCA, then P over every pair,

@@ -5,8 +5,9 @@
 //! All buffers live in the struct and are reused: a call on a grid of the same size allocates
 //! nothing large. The kernel spectra depend on the grid size and spacing; with
 //! [`GridSpec::Auto`] the spacing is fixed, so they are recomputed only when the node count
-//! changes size class. With [`GridSpec::Fixed`] the spacing follows the embedding's extent, so
-//! they are recomputed whenever the spacing changes class (two extra FFTs, booked in `g2g`).
+//! changes to a size class none of the last few grids had (their convolvers are kept). With
+//! [`GridSpec::Fixed`] the spacing follows the embedding's extent, so they are recomputed
+//! whenever the spacing changes to such a class (two extra FFTs, booked in `g2g`).
 
 use std::time::Instant;
 
@@ -90,7 +91,7 @@ impl<T: Real> FftRepulsion<T> {
         self.scatter.run::<D>(y, grid, &mut self.charges);
         let s2g = t.elapsed().as_secs_f64();
 
-        // Step 2: G2G (kernel spectra rebuilt only when the grid changed).
+        // Step 2: G2G (kernel spectra built only for a grid no kept convolver fits).
         let t = Instant::now();
         let conv = match self.convs.iter().position(|c| c.fits(grid.p, D, grid.h)) {
             Some(at) => self.convs.remove(at),
