@@ -253,7 +253,8 @@ fn gpus_flag_is_checked() {
 }
 
 /// `sgtsne knn --gpus 2` finds the neighbours `--gpus 1` finds (the approximate sweep and
-/// refinement split over the GPUs give the one-GPU graph exactly).
+/// refinement, made to run whatever the sweep's recall, split over the GPUs give the one-GPU
+/// graph exactly).
 #[test]
 fn knn_over_two_gpus_equals_one() {
     if !gpus_at_least(2) {
@@ -271,6 +272,8 @@ fn knn_over_two_gpus_equals_one() {
                 "30",
                 "--knn",
                 "approx",
+                "--knn-refine-below",
+                "2",
                 "--backend",
                 "gpu",
                 "--gpus",

@@ -202,6 +202,10 @@ pub struct SearchArgs {
     /// the neighbours' neighbours (`--knn approx`; 0: none).
     #[arg(long, allow_negative_numbers = true, default_value_t = 2)]
     pub knn_refine: usize,
+    /// The refinement runs only when the recall sample's recall after the sweep is below
+    /// this (0: never, above 1: always): past it the rounds gain little for their time.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.98)]
+    pub knn_refine_below: f64,
     /// Neighbours of a point, and of each of them, a refinement round looks at (fan² new
     /// candidates per point): more is slower and finds more.
     #[arg(long, allow_negative_numbers = true, default_value_t = 16)]

@@ -156,6 +156,7 @@ pub(super) fn apply_search(a: &SearchArgs, seed: u64, params: &mut EmbedParams) 
     params.ivf = IvfParams {
         probes: a.knn_probes,
         refine: a.knn_refine,
+        refine_below: a.knn_refine_below,
         fan: a.knn_fan,
         lists: match a.knn_lists {
             AutoOr::Auto => 0,

@@ -172,61 +172,82 @@ pub fn approx_cpu(
     progress.end();
     seconds.sweep = lap();
 
-    let swept = graph.clone();
+    // The recall sample (input numbering): its exact neighbours by scans of all points,
+    // then the sweep's recall on its rows alone, which decides the refinement.
+    let order = &cells.order;
+    let inv = crate::points::inverse_permutation(order);
+    let rows = if recall_size > 0 {
+        host::recall_sample(n, recall_size, params.seed)
+    } else {
+        Vec::new()
+    };
+    let exact_rows = host::scan_candidates(points, key, &rows, k);
+    let recall_of = |graph: &[u32]| -> f64 {
+        if rows.is_empty() {
+            return f64::NAN;
+        }
+        let found: Vec<u32> = rows
+            .iter()
+            .flat_map(|&i| {
+                let p = inv[i as usize] as usize;
+                graph[p * k..(p + 1) * k].iter().map(|&j| order[j as usize])
+            })
+            .collect();
+        host::sample_recall(points, key, k, &rows, &found, &exact_rows)
+    };
+    let recall_sweep = recall_of(&graph);
+    seconds.recall = lap();
+
     let fan = params.fan.min(k);
-    for _ in 0..params.refine {
+    let rounds = params.rounds_after(recall_sweep);
+    for _ in 0..rounds {
         graph = refine_round(&sorted, key, &graph, k, fan);
     }
     seconds.refine = lap();
-
-    // Back to the input numbering, with the distances.
-    let order = &cells.order;
-    let inv = crate::points::inverse_permutation(order);
-    let to_input = |graph: &[u32]| -> Neighbors {
-        let mut indices = vec![0u32; n * k];
-        let mut distances = vec![0f32; n * k];
-        indices
-            .par_chunks_mut(k)
-            .zip(distances.par_chunks_mut(k))
-            .enumerate()
-            .for_each(|(i, (io, dout))| {
-                let p = inv[i] as usize;
-                let mut row: Vec<(f32, u32)> = graph[p * k..(p + 1) * k]
-                    .iter()
-                    .map(|&j| {
-                        let j = order[j as usize];
-                        (key.eval(points.row(i), points.row(j as usize)), j)
-                    })
-                    .collect();
-                row.sort_unstable_by(by_dist_then_index);
-                for (l, (dist, j)) in row.into_iter().enumerate() {
-                    io[l] = j;
-                    dout[l] = dist;
-                }
-            });
-        Neighbors {
-            n,
-            k,
-            indices,
-            distances,
-        }
-    };
-    let nb = to_input(&graph);
-    let (recalls, sample) = if recall_size > 0 {
-        let before = to_input(&swept);
-        host::recall_by_scan_of(points, key, &[&before, &nb], recall_size, params.seed)
+    let recall = if rounds > 0 {
+        recall_of(&graph)
     } else {
-        (vec![f64::NAN, f64::NAN], 0)
+        recall_sweep
     };
-    seconds.recall = lap();
+    seconds.recall += lap();
+
+    // Back to the input numbering, with the distances (the exact finish, as the sweep's).
+    let mut indices = vec![0u32; n * k];
+    let mut distances = vec![0f32; n * k];
+    indices
+        .par_chunks_mut(k)
+        .zip(distances.par_chunks_mut(k))
+        .enumerate()
+        .for_each(|(i, (io, dout))| {
+            let p = inv[i] as usize;
+            let mut row: Vec<(f32, u32)> = graph[p * k..(p + 1) * k]
+                .iter()
+                .map(|&j| {
+                    let j = order[j as usize];
+                    (key.eval(points.row(i), points.row(j as usize)), j)
+                })
+                .collect();
+            row.sort_unstable_by(by_dist_then_index);
+            for (l, (dist, j)) in row.into_iter().enumerate() {
+                io[l] = j;
+                dout[l] = dist;
+            }
+        });
+    seconds.sweep += lap();
+    let nb = Neighbors {
+        n,
+        k,
+        indices,
+        distances,
+    };
     let stats = ApproxStats {
-        recall_sample: recalls[1],
-        recall_sweep: recalls[0],
-        sample,
+        recall_sample: recall,
+        recall_sweep,
+        sample: rows.len(),
         lists,
         probes: params.probes,
         candidates,
-        refine: params.refine,
+        refine: rounds,
         fan,
         seconds,
     };
@@ -299,6 +320,9 @@ pub(crate) mod tests {
         };
         let (all, _) = run(40, 0);
         assert!(recall(&all, &truth) >= 0.9999, "{}", recall(&all, &truth));
+        // A sweep whose sample recall reaches `refine_below` is not refined.
+        let (again, skipped) = run(40, 2);
+        assert_eq!((skipped.refine, &again.indices), (0, &all.indices));
         let (few, stats) = run(2, 0);
         let r0 = recall(&few, &truth);
         let (mended, stats2) = run(2, 2);
@@ -306,6 +330,7 @@ pub(crate) mod tests {
         eprintln!("2 probes: {r0:.4} ({stats:?}); refined: {r2:.4} ({stats2:?})");
         assert!(r0 < 0.95, "two probes of 40 should miss, recall {r0}");
         assert!(r2 > r0 + 0.02, "refinement {r0} → {r2}");
+        assert_eq!((stats.refine, stats2.refine), (0, 2));
         assert!((stats2.recall_sample - r2).abs() < 0.05);
         assert!((stats2.recall_sweep - r0).abs() < 0.05);
         for i in 0..points.n {

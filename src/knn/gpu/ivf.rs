@@ -60,7 +60,8 @@ pub struct ApproxStats {
     pub probes: usize,
     /// References swept per query, on average.
     pub candidates: f64,
-    /// Refinement rounds and their fan (`crate::knn::gpu::refine`).
+    /// Refinement rounds run (none where the sweep's sample recall reached
+    /// [`IvfParams::refine_below`]) and their fan (`crate::knn::gpu::refine`).
     pub refine: usize,
     pub fan: usize,
     /// Seconds per step.
@@ -286,6 +287,7 @@ pub fn approx_device(
     seconds.recall += clock.lap()?;
 
     let fan = params.fan.min(k);
+    let rounds = params.rounds_after(recall_sweep);
     let Answer {
         indices,
         mut distances,
@@ -301,12 +303,12 @@ pub fn approx_device(
         key,
         indices,
         &mut distances,
-        params.refine,
+        rounds,
         fan,
         progress,
     )?;
     seconds.refine = clock.lap()?;
-    let recall = if params.refine > 0 {
+    let recall = if rounds > 0 {
         sample.recall(gpu, points, &cells, &indices, shape)?
     } else {
         recall_sweep
@@ -324,7 +326,7 @@ pub fn approx_device(
             lists,
             probes: params.probes,
             candidates,
-            refine: params.refine,
+            refine: rounds,
             fan,
             seconds,
         },

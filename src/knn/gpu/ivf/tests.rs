@@ -186,7 +186,8 @@ crate::gpu::gpu_test! {
         }
         let points = mixture(30_011, 24, 5);
         let k = 20;
-        let one = IvfParams { lists: 64, probes: 8, ..IvfParams::default() };
+        // The refinement always runs (whatever the sweep's recall), so that its split is checked.
+        let one = IvfParams { lists: 64, probes: 8, refine_below: 2.0, ..IvfParams::default() };
         let (want, _) = approx_gpu(&points, k, Key::SqEuclidean, &one, &Silent).unwrap();
         let split = IvfParams { gpus: have, ..one };
         let (got, stats) = approx_gpu(&points, k, Key::SqEuclidean, &split, &Silent).unwrap();
