@@ -24,6 +24,17 @@ pub enum SparseError {
     Invariant { what: String },
 }
 
+/// Splits `data` into the consecutive slices delimited by `bounds` (ascending, from 0).
+pub(crate) fn split_at_bounds<'a, T>(mut data: &'a mut [T], bounds: &[usize]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
+    for w in bounds.windows(2) {
+        let (part, rest) = data.split_at_mut(w[1] - w[0]);
+        parts.push(part);
+        data = rest;
+    }
+    parts
+}
+
 /// A random symmetric P of n points for tests: row i draws `row_len(i)` partners, each pair
 /// added both ways with one random weight.
 #[cfg(test)]
