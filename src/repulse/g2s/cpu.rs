@@ -15,44 +15,82 @@ use rayon::prelude::*;
 
 use crate::repulse::fftnd::Real;
 use crate::repulse::grid::Grid;
-use crate::repulse::s2g::{locate, node, strides};
+use crate::repulse::s2g::{locate, strides};
 
 /// Points per parallel task.
 const CHUNK: usize = 1024;
 
+/// The most channels a potential grid may have (the optimiser's `1 + D`, the placement's
+/// `2 + D`, in 3-D 4 and 5).
+pub const MAX_CHANNELS: usize = 6;
+
 /// For each point of `y` (row-major `n × D`), writes the values of every channel of
 /// `potentials` to `values` (row-major `n × channels`), interpolated: the grid's nodes with
-/// their channels interleaved (`D + 1` for the optimiser's `φ₀, φ₁ … φ_D`; any number for
-/// other fields, as [`crate::transform`]'s). Returns `Σ_i w̃_ii`, the interpolated self
-/// terms to take out of `Z`.
+/// their channels interleaved (`D + 1` for the optimiser's `φ₀, φ₁ … φ_D`; up to
+/// [`MAX_CHANNELS`] for other fields, as [`crate::transform`]'s). Returns `Σ_i w̃_ii`, the
+/// interpolated self terms to take out of `Z`.
 pub fn gather<T: Real, const D: usize>(
     y: &[f32],
     grid: &Grid,
     potentials: &[T],
     values: &mut [T],
 ) -> f64 {
-    let n = y.len() / D;
     let nch = potentials.len() / grid.len();
     assert_eq!(potentials.len(), grid.len() * nch, "potential grid size");
-    assert_eq!(values.len(), n * nch, "values size");
+    assert_eq!(values.len(), y.len() / D * nch, "values size");
+    match nch {
+        1 => gather_c::<T, D, 1>(y, grid, potentials, values),
+        2 => gather_c::<T, D, 2>(y, grid, potentials, values),
+        3 => gather_c::<T, D, 3>(y, grid, potentials, values),
+        4 => gather_c::<T, D, 4>(y, grid, potentials, values),
+        5 => gather_c::<T, D, 5>(y, grid, potentials, values),
+        6 => gather_c::<T, D, 6>(y, grid, potentials, values),
+        _ => panic!("a potential grid of {nch} channels: at most {MAX_CHANNELS}"),
+    }
+}
+
+/// [`gather`] with its `C` channels a constant, and the stencil taken a row of 4 nodes
+/// along the fastest axis at a time: the row's `4 · C` values are contiguous, summed with
+/// the first axis' weights, then scaled by the row's weight on the other axes. (Node by
+/// node, with the channel count read at run time, the gather took 10.7 ms for 1M points on
+/// 16 cores, about 500 cycles a point.)
+fn gather_c<T: Real, const D: usize, const C: usize>(
+    y: &[f32],
+    grid: &Grid,
+    potentials: &[T],
+    values: &mut [T],
+) -> f64 {
     let strides = strides::<D>(grid.p);
     let inv_h = 1.0 / grid.h;
     let kernel = self_kernel::<D>(grid.h);
     let own = values
-        .par_chunks_mut(CHUNK * nch)
+        .par_chunks_mut(CHUNK * C)
         .zip(y.par_chunks(CHUNK * D))
         .map(|(vals, ys)| {
             let mut own = 0.0;
-            for (v, row) in vals.chunks_exact_mut(nch).zip(ys.chunks_exact(D)) {
+            for (v, row) in vals.chunks_exact_mut(C).zip(ys.chunks_exact(D)) {
                 let (corner, w) = locate::<T, D>(row, grid, inv_h, &strides);
-                v.fill(T::zero());
-                for k in 0..1usize << (2 * D) {
-                    let (idx, wt) = node::<T, D>(k, corner, &w, &strides);
-                    let at = &potentials[idx * nch..(idx + 1) * nch];
-                    for (acc, &pot) in v.iter_mut().zip(at) {
-                        *acc = *acc + wt * pot;
+                let mut sum = [T::zero(); C];
+                for r in 0..1usize << (2 * (D - 1)) {
+                    // Offsets along axes 1 .. D (base-4 digits of r), the row's weight.
+                    let (mut base, mut wr) = (corner, T::one());
+                    for a in 1..D {
+                        let o = (r >> (2 * (a - 1))) & 3;
+                        base += o * strides[a];
+                        wr = wr * w[a][o];
+                    }
+                    let nodes = &potentials[base * C..(base + 4) * C];
+                    let mut along = [T::zero(); C];
+                    for (node, &wx) in nodes.chunks_exact(C).zip(&w[0]) {
+                        for (acc, &pot) in along.iter_mut().zip(node) {
+                            *acc = *acc + wx * pot;
+                        }
+                    }
+                    for (acc, a) in sum.iter_mut().zip(along) {
+                        *acc = *acc + wr * a;
                     }
                 }
+                v.copy_from_slice(&sum);
                 own += self_weight::<T, D>(&w, &kernel);
             }
             own
@@ -72,23 +110,29 @@ fn self_kernel<const D: usize>(h: f64) -> Vec<f64> {
 
 /// The interpolated self-interaction `w̃_ii` of a point with per-axis stencil weights `l`: with
 /// `c_0 = Σ_j l_j²` and `c_d = 2 Σ_j l_j l_{j+d}` (`d = 1, 2, 3`), it is
-/// `Σ_δ Π_a c_{δ_a} G₁(h·|δ|)`.
+/// `Σ_δ Π_a c_{δ_a} G₁(h·|δ|)`, summed a row of 4 offsets along the first axis at a time.
+/// (With the sums as iterator chains it was a third of the gather's time.)
 #[inline(always)]
 fn self_weight<T: Real, const D: usize>(l: &[[T; 4]; D], kernel: &[f64]) -> f64 {
-    let mut c = [[0.0f64; 4]; D];
-    for (ca, la) in c.iter_mut().zip(l) {
-        for (d, cd) in ca.iter_mut().enumerate() {
-            let s: f64 = (0..4 - d)
-                .map(|j| la[j].as_f64() * la[j + d].as_f64())
-                .sum();
-            *cd = if d == 0 { s } else { 2.0 * s };
+    let c: [[f64; 4]; D] = std::array::from_fn(|a| {
+        let [l0, l1, l2, l3] = l[a].map(|v| v.as_f64());
+        [
+            l0 * l0 + l1 * l1 + l2 * l2 + l3 * l3,
+            2.0 * (l0 * l1 + l1 * l2 + l2 * l3),
+            2.0 * (l0 * l2 + l1 * l3),
+            2.0 * l0 * l3,
+        ]
+    });
+    let mut total = 0.0;
+    for (r, g) in kernel.chunks_exact(4).enumerate() {
+        let mut wr = 1.0;
+        for (a, ca) in c.iter().enumerate().skip(1) {
+            wr *= ca[(r >> (2 * (a - 1))) & 3];
         }
+        let [c0, c1, c2, c3] = c[0];
+        total += wr * (c0 * g[0] + c1 * g[1] + c2 * g[2] + c3 * g[3]);
     }
-    kernel
-        .iter()
-        .enumerate()
-        .map(|(k, &g)| g * (0..D).map(|a| c[a][(k >> (2 * a)) & 3]).product::<f64>())
-        .sum()
+    total
 }
 
 #[cfg(test)]

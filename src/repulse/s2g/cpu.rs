@@ -196,8 +196,10 @@ fn cut_bands(per_row: &[usize], want: usize) -> Vec<std::ops::Range<usize>> {
 }
 
 /// Sequential spread of the points `points` (indices into `y`) onto `out`, the grid's nodes
-/// from flat node `first` on (added to). `D` is a const so the `4^D` stencil loop unrolls with
-/// constant offsets.
+/// from flat node `first` on (added to). `D` is a const so the stencil loops unroll; the
+/// stencil is taken a row of 4 nodes along the fastest axis at a time (their `4 · (1 + D)`
+/// channels contiguous), each node's weight the row's weight on the other axes times the
+/// first axis' own.
 fn spread<T: Real, const D: usize>(
     y: &[f32],
     points: impl Iterator<Item = usize>,
@@ -207,16 +209,26 @@ fn spread<T: Real, const D: usize>(
 ) {
     let strides = strides::<D>(grid.p);
     let inv_h = 1.0 / grid.h;
+    let nch = 1 + D;
     for i in points {
         let row = &y[i * D..(i + 1) * D];
         let (corner, w) = locate::<T, D>(row, grid, inv_h, &strides);
         let q: [T; D] = std::array::from_fn(|a| T::of(row[a] as f64 - grid.centre[a]));
-        for k in 0..1usize << (2 * D) {
-            let (idx, wt) = node::<T, D>(k, corner - first, &w, &strides);
-            let at = &mut out[idx * (1 + D)..(idx + 1) * (1 + D)];
-            at[0] = at[0] + wt;
-            for (o, &qa) in at[1..].iter_mut().zip(&q) {
-                *o = *o + wt * qa;
+        for r in 0..1usize << (2 * (D - 1)) {
+            // Offsets along axes 1 .. D (base-4 digits of r), the row's weight.
+            let (mut base, mut wr) = (corner - first, T::one());
+            for a in 1..D {
+                let o = (r >> (2 * (a - 1))) & 3;
+                base += o * strides[a];
+                wr = wr * w[a][o];
+            }
+            let nodes = &mut out[base * nch..(base + 4) * nch];
+            for (node, &wx) in nodes.chunks_exact_mut(nch).zip(&w[0]) {
+                let wt = wr * wx;
+                node[0] = node[0] + wt;
+                for (o, &qa) in node[1..].iter_mut().zip(&q) {
+                    *o = *o + wt * qa;
+                }
             }
         }
     }
@@ -249,25 +261,6 @@ pub(crate) fn locate<T: Real, const D: usize>(
         w[a] = wa.map(T::of);
     }
     (corner, w)
-}
-
-/// Node `k` of the `4^D` stencil (base-4 digit `a` is the offset along axis `a`): its flat index
-/// and its tensor-product weight.
-#[inline(always)]
-pub(crate) fn node<T: Real, const D: usize>(
-    k: usize,
-    corner: usize,
-    w: &[[T; 4]; D],
-    strides: &[usize; D],
-) -> (usize, T) {
-    let mut idx = corner;
-    let mut wt = T::one();
-    for a in 0..D {
-        let o = (k >> (2 * a)) & 3;
-        idx += o * strides[a];
-        wt = wt * w[a][o];
-    }
-    (idx, wt)
 }
 
 #[cfg(test)]
