@@ -54,6 +54,24 @@ fn csb(y: &[f32]) -> Csb {
     Csb::from_csr(&p, Csb::default_beta(n, rayon::current_num_threads())).expect("square P")
 }
 
+/// P of `n` points whose K neighbours each are drawn at random (seeded) from the point's
+/// cluster, `size` consecutive points; uniform conditionals, symmetrised.
+fn clustered_p(n: usize, size: usize) -> sgtsne::affinity::Affinities {
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    let mut rng = StdRng::seed_from_u64(11);
+    let nb: Vec<u32> = (0..n * K)
+        .map(|e| {
+            let i = e / K;
+            let (lo, hi) = (i / size * size, (i / size * size + size).min(n));
+            let j = rng.random_range(lo..hi - 1);
+            (if j >= i { j + 1 } else { j }) as u32
+        })
+        .collect();
+    let indptr: Vec<usize> = (0..=n).map(|i| i * K).collect();
+    let cond = vec![1.0 / K as f64; n * K];
+    affinity::symmetrize(n, &indptr, &nb, &cond).expect("valid graph")
+}
+
 fn stages(c: &mut Criterion, n: usize, label: &str) {
     let input = layout(n);
     let y = local(&input);
@@ -67,6 +85,17 @@ fn stages(c: &mut Criterion, n: usize, label: &str) {
         let p = csb(ys);
         g.bench_function(BenchmarkId::new("attract", order), |b| {
             b.iter(|| p.attract(ys, 2, &mut force, false).expect("shapes match"))
+        });
+    }
+    // P as a high-dimensional mixture's kNN gives it: each point's neighbours drawn at
+    // random from its own cluster of 32,500 consecutive points (the 1.3M × 50 mixture's
+    // 40 clusters, which the locality order keeps together), so the layout's place says
+    // nothing about them; at the default block size and at others.
+    let clustered = clustered_p(n, 32_500);
+    for beta in [1 << 13, 1 << 14, 1 << 15, 1 << 16] {
+        let p = Csb::from_csr(&clustered, beta).expect("square P");
+        g.bench_function(BenchmarkId::new("attract-clustered", beta), |b| {
+            b.iter(|| p.attract(&y, 2, &mut force, false).expect("shapes match"))
         });
     }
     let grid = Grid::fit(&y, 2, GridSpec::default_auto()).expect("finite layout");
