@@ -54,8 +54,8 @@ fn wide_available() -> bool {
     false
 }
 
-/// The row's leading `len / 8 · 8` entries by the AVX2 loop: how many it took, and their sum.
-/// `wide` was checked by the caller ([`wide_available`]).
+/// The row's entries by the AVX2 loop, their sum. `wide` was checked by the caller
+/// ([`wide_available`]).
 #[inline(always)]
 fn wide_row<const D: usize>(
     cs: &[u32],
@@ -63,20 +63,18 @@ fn wide_row<const D: usize>(
     yi: &[f32; D],
     y_cols: &[f32],
     inv_dof: f32,
-) -> (usize, [f32; D]) {
+) -> [f32; D] {
     #[cfg(target_arch = "x86_64")]
     {
-        let done = cs.len() / WIDTH * WIDTH;
         // SAFETY: the caller runs this only where `wide_available` holds (AVX2 and FMA);
         // the CSB invariant maps every local column of the block to one of its block
         // column's points, which `run` sliced into `y_cols`.
-        let sum = unsafe { super::avx2::row::<D>(cs, vs, yi, y_cols, inv_dof) };
-        (done, sum)
+        unsafe { super::avx2::row::<D>(cs, vs, yi, y_cols, inv_dof) }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (cs, vs, yi, y_cols, inv_dof);
-        (0, [0.0; D])
+        unreachable!("the AVX2 loop runs on x86-64 only")
     }
 }
 
@@ -138,7 +136,19 @@ fn block<const D: usize, const KL: bool>(
             .unwrap_or(coords.len() - start);
         let (cs, vs) = (&coords[start..start + len], &values[start..start + len]);
         let yi: &[f32; D] = y_rows[r * D..r * D + D].try_into().unwrap();
-        let mut acc = [[0f32; D]; LANES];
+        // The AVX2 loop takes the row's entries 8 at a time, the last few in one masked step
+        // (not the KL pass: the logarithms stay scalar, every 50 iterations); the portable
+        // loop takes the rest. Runs shorter than 8 stay portable: on P in a poor order most
+        // runs are 1 or 2 entries, and a call per run made the pass half as slow again (1M
+        // points in input order, 16 threads: 68 → 103–112 ms).
+        if wide && !KL && cs.len() >= WIDTH {
+            let sum = wide_row::<D>(cs, vs, yi, y_cols, k.inv_dof);
+            for (o, s) in out[r * D..r * D + D].iter_mut().zip(sum) {
+                *o += s;
+            }
+            start += len;
+            continue;
+        }
         let mut entry = |lane: usize, c: u32, p: f32, acc: &mut [[f32; D]; LANES]| {
             let col = (c & 0xffff) as usize;
             let lw = pair::<D, KL>(p, yi, &y_cols[col * D..col * D + D], &mut acc[lane], k);
@@ -146,19 +156,7 @@ fn block<const D: usize, const KL: bool>(
                 kl += p * lw;
             }
         };
-        // The AVX2 loop takes the row's entries 8 at a time (not the KL pass: the logarithms
-        // stay scalar, every 50 iterations); the portable loop takes what it leaves. Runs
-        // shorter than 8 stay portable: on P in a poor order most runs are 1 or 2 entries,
-        // and a call per run made the pass half as slow again (1M points in input order,
-        // 16 threads: 68 → 103–112 ms).
-        let done = if wide && !KL && cs.len() >= WIDTH {
-            let (done, sum) = wide_row::<D>(cs, vs, yi, y_cols, k.inv_dof);
-            acc[0] = sum;
-            done
-        } else {
-            0
-        };
-        let (cs, vs) = (&cs[done..], &vs[done..]);
+        let mut acc = [[0f32; D]; LANES];
         let (c_chunks, v_chunks) = (cs.chunks_exact(LANES), vs.chunks_exact(LANES));
         let (c_tail, v_tail) = (c_chunks.remainder(), v_chunks.remainder());
         for (c4, v4) in c_chunks.zip(v_chunks) {
@@ -183,8 +181,8 @@ mod tests {
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     /// The AVX2 loop (where this CPU has it) gives the portable loop's forces to rounding, on
-    /// rows long enough for it (up to 80 entries per block) and with the 1–7 entries it
-    /// leaves to the portable loop, in 1, 2 and 3 dimensions and with a heavy-tailed kernel.
+    /// rows long enough for it (up to 80 entries per block), their last 1–7 entries in its
+    /// masked step, in 1, 2 and 3 dimensions and with a heavy-tailed kernel.
     #[test]
     fn wide_loop_equals_portable_loop() {
         if !wide_available() {
