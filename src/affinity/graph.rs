@@ -70,22 +70,11 @@ pub fn graph_affinities(graph: &sprs::CsMat<f64>, params: &GraphParams) -> Resul
         }
         indptr.push(indices.len());
     }
-    let rows_mut = split_by(&mut values, &indptr);
+    let rows_mut = crate::sparse::split_at_bounds(&mut values, &indptr);
     rows_mut
         .into_par_iter()
         .for_each(|row| rescale_node(row, params));
     Ok(symmetrize(n, &indptr, &indices, &values)?)
-}
-
-/// Splits `values` into per-row slices.
-fn split_by<'a>(mut values: &'a mut [f64], indptr: &[usize]) -> Vec<&'a mut [f64]> {
-    let mut out = Vec::with_capacity(indptr.len().saturating_sub(1));
-    for w in indptr.windows(2) {
-        let (row, rest) = values.split_at_mut(w[1] - w[0]);
-        out.push(row);
-        values = rest;
-    }
-    out
 }
 
 /// Stochastic, λ-rescaled, renormalised weights of one node, in place.

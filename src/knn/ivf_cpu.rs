@@ -6,8 +6,9 @@
 //! k-means cells on a seeded sample; every point to its nearest centroid; the points sorted
 //! by cell and within a cell in a PCA-tree order; each block of [`BLOCK`] consecutive
 //! points compared, one GEMM tile at a time, with the points of the cells nearest its mean;
-//! the survivors' distances recomputed exactly; then rounds of refinement by neighbours of
-//! neighbours, as on the GPU. Every ranking after the cells (the probes, the tiles, the
+//! the survivors' distances recomputed exactly; then, where the recall sample's recall is
+//! below `IvfParams::refine_below`, rounds of refinement by neighbours of neighbours, as on
+//! the GPU. Every ranking after the cells (the probes, the tiles, the
 //! refinement, the reported distances and the recall sample) is by the search's key
 //! ([`super::Key`]); the k-means cells themselves stay Euclidean. Work O(n · candidates · d) with candidates ≈ probes · 2√n,
 //! against the exact kNN's n² d / 2; memory: the points twice (sorted, augmented), one

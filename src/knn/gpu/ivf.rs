@@ -6,8 +6,9 @@
 //! Steps: k-means on a seeded sample (assignment on the device, [`IvfAssign`]; updates on
 //! the host); every point assigned to its cell; the points sorted by cell, and within a
 //! cell in a locality order; one sweep whose block b covers the cells nearest its queries;
-//! the exact finish (`knn_finish`) in double; rounds of refinement by neighbours of
-//! neighbours ([`super::refine`]). Memory: the points (input and sorted copy, TF32 split),
+//! the exact finish (`knn_finish`) in double; where the recall sample's recall is below
+//! [`IvfParams::refine_below`], rounds of refinement by neighbours of neighbours
+//! ([`super::refine`]). Memory: the points (input and sorted copy, TF32 split),
 //! the answer (n × k, and one more index buffer for the refinement), and candidate lists
 //! for as many query blocks at a time as the free memory holds; never n × n nor n × lists.
 //!
