@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::repulse::fftnd::Real;
 use crate::repulse::grid::Grid;
-use crate::repulse::s2g::{locate, strides};
+use crate::repulse::s2g::{locate, stencil_row, stencil_rows, strides};
 
 /// Points per parallel task.
 const CHUNK: usize = 1024;
@@ -71,14 +71,8 @@ fn gather_c<T: Real, const D: usize, const C: usize>(
             for (v, row) in vals.chunks_exact_mut(C).zip(ys.chunks_exact(D)) {
                 let (corner, w) = locate::<T, D>(row, grid, inv_h, &strides);
                 let mut sum = [T::zero(); C];
-                for r in 0..1usize << (2 * (D - 1)) {
-                    // Offsets along axes 1 .. D (base-4 digits of r), the row's weight.
-                    let (mut base, mut wr) = (corner, T::one());
-                    for a in 1..D {
-                        let o = (r >> (2 * (a - 1))) & 3;
-                        base += o * strides[a];
-                        wr = wr * w[a][o];
-                    }
+                for r in 0..stencil_rows::<D>() {
+                    let (base, wr) = stencil_row::<T, D>(r, corner, &w, &strides);
                     let nodes = &potentials[base * C..(base + 4) * C];
                     let mut along = [T::zero(); C];
                     for (node, &wx) in nodes.chunks_exact(C).zip(&w[0]) {

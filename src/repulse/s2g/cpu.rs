@@ -215,14 +215,8 @@ fn spread<T: Real, const D: usize>(
         let row = &y[i * D..(i + 1) * D];
         let (corner, w) = locate::<T, D>(row, grid, inv_h, &strides);
         let q: [T; D] = std::array::from_fn(|a| T::of(row[a] as f64 - grid.centre[a]));
-        for r in 0..1usize << (2 * (D - 1)) {
-            // Offsets along axes 1 .. D (base-4 digits of r), the row's weight.
-            let (mut base, mut wr) = (corner - first, T::one());
-            for a in 1..D {
-                let o = (r >> (2 * (a - 1))) & 3;
-                base += o * strides[a];
-                wr = wr * w[a][o];
-            }
+        for r in 0..stencil_rows::<D>() {
+            let (base, wr) = stencil_row::<T, D>(r, corner - first, &w, &strides);
             let nodes = &mut out[base * nch..(base + 4) * nch];
             for (node, &wx) in nodes.chunks_exact_mut(nch).zip(&w[0]) {
                 let wt = wr * wx;
@@ -262,6 +256,30 @@ pub(crate) fn locate<T: Real, const D: usize>(
         w[a] = wa.map(T::of);
     }
     (corner, w)
+}
+
+/// Rows of 4 nodes along the fastest axis in the `4^D` stencil.
+pub(crate) const fn stencil_rows<const D: usize>() -> usize {
+    1 << (2 * (D - 1))
+}
+
+/// Row `r` of the stencil (base-4 digit `a − 1` of r is the offset along axis `a ≥ 1`): the
+/// flat index of its first node, from `corner`, and its weight on the axes other than the
+/// first (whose 4 weights the caller applies node by node: the row's nodes are contiguous).
+#[inline(always)]
+pub(crate) fn stencil_row<T: Real, const D: usize>(
+    r: usize,
+    corner: usize,
+    w: &[[T; 4]; D],
+    strides: &[usize; D],
+) -> (usize, T) {
+    let (mut base, mut wr) = (corner, T::one());
+    for a in 1..D {
+        let o = (r >> (2 * (a - 1))) & 3;
+        base += o * strides[a];
+        wr = wr * w[a][o];
+    }
+    (base, wr)
 }
 
 #[cfg(test)]
