@@ -6,16 +6,22 @@
 // that can enter a query's list.
 //
 // Ranking key, as in knn.cu: s = t_r - 2 q.r (t_r = ||r||^2 on the centred points, or the
-// inner product's c on the points as given), here in 3xTF32
-// (Ootomo & Yokota 2022): each operand is split into a TF32 head and a TF32 tail (x = hi +
-// lo to 2^-22 |x|) and q.r = hi.hi + hi.lo + lo.hi, three mma.sync per product, which keeps
-// f32 accuracy (the dropped lo.lo and the splitting errors are below 2^-20 |q| |r|, the
-// f32 accumulation of an SGEMM about as large). One TF32 product alone would err by up to
-// 2^-9 |q| |r|: on clustered data far from the mean that admits most of a cluster.
+// inner product's c on the points as given), here in 3xFP16, the half-precision twin of
+// Ootomo & Yokota's 3xTF32 (2022): each row, scaled by a power of two sc so that its largest
+// coordinate is 2^14, is split into an FP16 head and an FP16 tail (x sc = hi + lo to 2^-22
+// |x sc|; FP16 and TF32 both keep 11 significant bits), and q.r sc^2 = hi.hi + hi.lo + lo.hi,
+// three mma.sync per product, which keeps f32 accuracy (the dropped lo.lo and the splitting
+// errors are below 2^-20 |q| |r|, the f32 accumulation of an SGEMM about as large). The
+// scale keeps the heads below FP16's largest value and the tails normal down to coordinates
+// 2^-17 of the largest (smaller ones lose bits below 2^-25 of the largest, far under the
+// bound). An m16n8k16 FP16 mma does twice the work of an m16n8k8 TF32 one, at twice the
+// tensor cores' TF32 rate, and the staged references take half the shared memory. One
+// product alone would err by up to 2^-9 |q| |r|: on clustered data far from the mean that
+// admits most of a cluster.
 //
-// The accumulators start at ||r||^2 - T_q, T_q the query's current K-th best key, and the A
-// operand is -2 q, so a pair can enter the list exactly where the mma output is negative
-// (until the list is full, every pair):
+// The accumulators start at (||r||^2 - T_q) sc^2 / 2, T_q the query's current K-th best
+// key, and the A operand is -q sc, so a pair can enter the list exactly where the mma output
+// (the key minus T_q, times sc^2 / 2) is negative (until the list is full, every pair):
 // one OR of the sign bits per lane rejects nearly every step. Survivors wait in a per-query
 // queue in shared memory, merged into the query's sorted list (global memory) once it holds
 // more than FUSED_MERGE entries, 32 at a time. The lists end holding the K best by this
@@ -23,9 +29,10 @@
 // double and keeps k.
 //
 // Argument contract (declared in src/gpu/kernels/knn_fused.rs):
-//   hi, lo: n_pad x dp floats, the key's rows' TF32 heads and tails (knn_fused_split),
-//       zero columns up to dp (a multiple of 8, at most 64) and zero rows up to n_pad (a
-//       multiple of FUSED_CHUNK);
+//   hi, lo: n_pad x dp halves (FP16 bits), the key's rows' heads and tails scaled by sc
+//       (knn_fused_split), zero columns up to dp (a multiple of 16, at most 64) and zero
+//       rows up to n_pad (a multiple of FUSED_CHUNK); half_sc2 = sc^2 / 2 and
+//       inv_half_sc2 = 2 / sc^2 (powers of two);
 //   sq: n_pad floats, the rows' terms t_i (||x_i||^2 of the centred points, or c), +inf
 //       past n;
 //   qrows: the query slots' rows, FUSED_QUERIES per block; -1 marks an empty slot. Block b
@@ -38,7 +45,7 @@
 //       lists: (+inf, -1) before the first sweep (a second sweep starts from the lists' K-th
 //       best); the list of a slot holds rows, never the slot's own row;
 //   FUSED_WARPS * 32 threads, the bytes of `layout` (FusedLayout::bytes) of dynamic shared
-//   memory; the kernel knn_fused_<dp / 8>.
+//   memory; the kernel knn_fused_<dp / 16>.
 
 // FUSED_WARPS, FUSED_QUERIES (= 32 FUSED_WARPS), FUSED_CHUNK (references per step),
 // FUSED_MERGE, FUSED_QUEUE (= FUSED_MERGE + FUSED_CHUNK), FUSED_STAGES and FUSED_ROW_PAD come
@@ -46,7 +53,7 @@
 
 // Where each part of the dynamic shared memory starts, in 4-byte words, as
 // src/gpu/kernels/knn_fused.rs lays it out (FusedLayout there):
-//   stage   FUSED_STAGES x 2 x FUSED_CHUNK x (dp + FUSED_ROW_PAD) floats at word 0: heads,
+//   stage   FUSED_STAGES x 2 x FUSED_CHUNK x (dp + FUSED_ROW_PAD) halves at word 0: heads,
 //           then tails, of a step's references; rows 4 mod 8 words apart, so each
 //           ldmatrix phase hits 32 different banks
 //   sqs     FUSED_STAGES x FUSED_CHUNK floats  ||r||^2 of the step's references
@@ -57,29 +64,32 @@ struct FusedLayout {
     int sqs, queue_d, queue_i, qcount, thr, scratch, scratch_per_warp;
 };
 
-// TF32 needs sm_80; older devices never launch these kernels (src/knn/gpu/fused.rs checks),
-// but the file must still compile for them.
+// The FP16 mma.sync and cp.async need sm_80 here; older devices never launch these kernels
+// (src/knn/gpu/fused.rs checks), but the file must still compile for them.
 #if __CUDA_ARCH__ >= 800
-#define FUSED_TF32 1
+#define FUSED_MMA 1
 #endif
 
-__device__ __forceinline__ unsigned to_tf32(float x) {
-#ifdef FUSED_TF32
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+// x rounded to FP16 (nearest, ties to even), as its bits; and back, exactly.
+__device__ __forceinline__ unsigned short to_half(float x) {
+    unsigned short r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
     return r;
-#else
-    return __float_as_uint(x);
-#endif
+}
+__device__ __forceinline__ float from_half(unsigned short h) {
+    float r;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+    return r;
 }
 
-// c += a b for one m16 x n8 x k8 tile (PTX ISA, mma.m16n8k8 .tf32): with g = lane / 4 and
-// t = lane % 4, a holds A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b holds B[t][g], B[t+4][g];
+// c += a b for one m16 x n8 x k16 tile (PTX ISA, mma.m16n8k16 .f16): with g = lane / 4 and
+// t = lane % 4, a's words hold A[g][2t..2t+1], A[g+8][2t..2t+1], A[g][2t+8..2t+9],
+// A[g+8][2t+8..2t+9] (lower index in the low half); b's B[2t..2t+1][g], B[2t+8..2t+9][g];
 // c holds C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1].
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1) {
-#ifdef FUSED_TF32
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+__device__ __forceinline__ void mma_f16(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                        unsigned b1) {
+#ifdef FUSED_MMA
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -88,11 +98,11 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], 
 #endif
 }
 
-// Four 8 x 4 matrices of 32-bit words from shared memory (ldmatrix's 8 x 8 b16 matrices):
-// lane l gives the address of row l % 8 of matrix l / 8 and receives, of each matrix, the
-// word at row l / 4, column l % 4: the B fragment layout of mma_tf32.
+// Four 8 x 8 matrices of halves from shared memory: lane l gives the address of row l % 8 of
+// matrix l / 8 and receives, of each matrix, the halves at row l / 4, columns 2 (l % 4) and
+// 2 (l % 4) + 1: one word of the B fragment layout of mma_f16.
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
-#ifdef FUSED_TF32
+#ifdef FUSED_MMA
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
@@ -103,7 +113,7 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
 
 // 16 bytes global -> shared without a trip through registers (sm_80+).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-#ifdef FUSED_TF32
+#ifdef FUSED_MMA
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
 #else
@@ -111,14 +121,14 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 #endif
 }
 __device__ __forceinline__ void cp_async_commit() {
-#ifdef FUSED_TF32
+#ifdef FUSED_MMA
     asm volatile("cp.async.commit_group;");
 #endif
 }
 // Waits until at most N of this thread's committed groups are still in flight.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
-#ifdef FUSED_TF32
+#ifdef FUSED_MMA
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
 #endif
 }
@@ -235,16 +245,18 @@ struct RunCursor {
 };
 
 template <int KS>
-__device__ void fused_sweep(const float* __restrict__ hi, const float* __restrict__ lo,
-                            const float* __restrict__ sq, const int* __restrict__ qrows,
+__device__ void fused_sweep(const unsigned short* __restrict__ hi,
+                            const unsigned short* __restrict__ lo, float half_sc2,
+                            float inv_half_sc2, const float* __restrict__ sq,
+                            const int* __restrict__ qrows,
                             const int2* __restrict__ runs, const int* __restrict__ run_off,
                             int kr, float* __restrict__ state_d, int* __restrict__ state_i,
                             long long slot0, int block0, FusedLayout layout) {
-    constexpr int DP = 8 * KS, ST = DP + FUSED_ROW_PAD;
+    constexpr int DP = 16 * KS, ST = DP + FUSED_ROW_PAD;  // halves
     const int K = 32 * kr;
     extern __shared__ __align__(16) unsigned char smem[];
     float* words = reinterpret_cast<float*>(smem);
-    float* stage = words;
+    unsigned short* stage = reinterpret_cast<unsigned short*>(smem);
     float* sqs = words + layout.sqs;
     float* queue_d = words + layout.queue_d;
     int* queue_i = reinterpret_cast<int*>(words + layout.queue_i);
@@ -265,9 +277,9 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
         thr[r] = rows[r] >= 0 ? list_d[r * K + K - 1] : -KNN_INF;
     }
 
-    // The warp's 32 queries as A fragments of -2 q (exact scaling), head and tail, held for
-    // the whole sweep; lane's slots are mt * 16 + h * 8 + g (mt, h in {0, 1}), their rows
-    // in own[mt][h] (a list never takes its query's own row).
+    // The warp's 32 queries as A fragments of -q sc (the sign bits flipped), head and tail,
+    // held for the whole sweep; lane's slots are mt * 16 + h * 8 + g (mt, h in {0, 1}), their
+    // rows in own[mt][h] (a list never takes its query's own row).
     unsigned ah[2][KS][4], al[2][KS][4];
     long long own[2][2];
     const int wq = w * 32;
@@ -280,9 +292,11 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
                 const long long row = own[mt][u & 1];
-                const long long at = row * DP + ks * 8 + t + (u >> 1) * 4;
-                ah[mt][ks][u] = row >= 0 ? __float_as_uint(-2.f * hi[at]) : 0u;
-                al[mt][ks][u] = row >= 0 ? __float_as_uint(-2.f * lo[at]) : 0u;
+                const long long at = (row * DP + ks * 16 + 2 * t + (u >> 1) * 8) / 2;
+                const unsigned* h2 = reinterpret_cast<const unsigned*>(hi);
+                const unsigned* l2 = reinterpret_cast<const unsigned*>(lo);
+                ah[mt][ks][u] = row >= 0 ? h2[at] ^ 0x80008000u : 0u;
+                al[mt][ks][u] = row >= 0 ? l2[at] ^ 0x80008000u : 0u;
             }
         }
     }
@@ -295,16 +309,16 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
     int steps = 0;
     for (const int2* r = run_first; r < run_last; ++r) steps += r->y;
     RunCursor fetching(run_first, run_last), computing(run_first, run_last);
-    constexpr int PER_ROW = DP / 4, PIECES = FUSED_CHUNK * PER_ROW;  // 16-byte pieces
+    constexpr int PER_ROW = DP / 8, PIECES = FUSED_CHUNK * PER_ROW;  // 16-byte pieces
     auto fetch = [&](int j) {  // step j of the sweep into buffer j % FUSED_STAGES
         if (j < steps) {
-            float* dst = stage + (j % FUSED_STAGES) * 2 * FUSED_CHUNK * ST;
+            unsigned short* dst = stage + (j % FUSED_STAGES) * 2 * FUSED_CHUNK * ST;
             const long long r0 = (long long)fetching.next() * FUSED_CHUNK;
             for (int e = tid; e < 2 * PIECES; e += FUSED_WARPS * 32) {
                 const int part = e >= PIECES, pe = e - part * PIECES;
-                const int r = pe / PER_ROW, c4 = pe - r * PER_ROW;
-                cp_async16(dst + (part * FUSED_CHUNK + r) * ST + c4 * 4,
-                           (part ? lo : hi) + r0 * DP + pe * 4);
+                const int r = pe / PER_ROW, c8 = pe - r * PER_ROW;
+                cp_async16(dst + (part * FUSED_CHUNK + r) * ST + c8 * 8,
+                           (part ? lo : hi) + r0 * DP + pe * 8);
             }
             if (tid < FUSED_CHUNK / 4)
                 cp_async16(sqs + (j % FUSED_STAGES) * FUSED_CHUNK + 4 * tid, sq + r0 + 4 * tid);
@@ -321,7 +335,7 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
         fetch(j + 2);
         const bool more = j + 1 < steps;
         const int buf = j % FUSED_STAGES;
-        const float* sb = stage + buf * 2 * FUSED_CHUNK * ST;
+        const unsigned short* sb = stage + buf * 2 * FUSED_CHUNK * ST;
         const float* sqb = sqs + buf * FUSED_CHUNK;
         const long long r0 = (long long)computing.next() * FUSED_CHUNK;
 
@@ -344,7 +358,8 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-                for (int u = 0; u < 4; ++u) acc[mt][nt][u] = (u & 1 ? a2.y : a2.x) - tq[mt][u >> 1];
+                for (int u = 0; u < 4; ++u)
+                    acc[mt][nt][u] = ((u & 1 ? a2.y : a2.x) - tq[mt][u >> 1]) * half_sc2;
         }
         const unsigned base_addr = (unsigned)__cvta_generic_to_shared(sb);
 #pragma unroll
@@ -355,9 +370,9 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
 #pragma unroll
             for (int np = 0; np < 2; ++np) {
                 const int row = (np * 2 + (m >> 1)) * 8 + (lane & 7);
-                const unsigned at = base_addr + 4 * (row * ST + ks * 8 + (m & 1) * 4);
+                const unsigned at = base_addr + 2 * (row * ST + ks * 16 + (m & 1) * 8);
                 ldmatrix_x4(bh[np], at);
-                ldmatrix_x4(bl[np], at + 4 * FUSED_CHUNK * ST);
+                ldmatrix_x4(bl[np], at + 2 * FUSED_CHUNK * ST);
             }
             // Small terms first; eight independent accumulators between dependent mma.
 #pragma unroll
@@ -370,7 +385,7 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
                         for (int half = 0; half < 2; ++half) {
                             const unsigned(&aa)[4] = term == 1 ? al[mt][ks] : ah[mt][ks];
                             const unsigned* bb = term == 0 ? bl[np] : bh[np];
-                            mma_tf32(acc[mt][2 * np + half], aa, bb[2 * half], bb[2 * half + 1]);
+                            mma_f16(acc[mt][2 * np + half], aa, bb[2 * half], bb[2 * half + 1]);
                         }
         }
 
@@ -387,8 +402,8 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
 #endif
         // Which of the lane's 32 outputs are below the bound: a sign-bit OR over each (mt,
         // nt) group of four says where to look, and only groups with a negative (or an open
-        // list) are examined. Key = output + T_q, into the query's queue (never the query's
-        // own row). Most steps of most lanes end at the eight ORs.
+        // list) are examined. Key = output 2 / sc^2 + T_q, into the query's queue (never the
+        // query's own row). Most steps of most lanes end at the eight ORs.
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
             const bool look = lim[mt][0] > 0.f || lim[mt][1] > 0.f;  // a list not yet full
@@ -403,7 +418,8 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
                         const long long r = r0 + nt * 8 + 2 * t + (u & 1);
                         if (acc[mt][nt][u] < lim[mt][u >> 1] && r != own[mt][u >> 1]) {
                             const int s = atomicAdd(&qcount[ql], 1);
-                            queue_d[ql * FUSED_QUEUE + s] = acc[mt][nt][u] + tq[mt][u >> 1];
+                            queue_d[ql * FUSED_QUEUE + s] =
+                                acc[mt][nt][u] * inv_half_sc2 + tq[mt][u >> 1];
                             queue_i[ql * FUSED_QUEUE + s] = (int)r;
                         }
                     }
@@ -429,34 +445,37 @@ __device__ void fused_sweep(const float* __restrict__ hi, const float* __restric
     if (sink == 1.2345f) list_d[0] = sink;  // keeps FUSED_MMA_ONLY's products alive
 }
 
-// The key's rows xc (n x d; the centred points for the squared distance) split into TF32
-// heads and tails, padded with zero columns up to dp and zero rows up to n_pad; sq = their
-// terms norms (squared norms, or c), +inf past n (never selected).
+// The key's rows xc (n x d; the centred points for the squared distance) times sc (a power
+// of two) split into FP16 heads and tails, padded with zero columns up to dp and zero rows
+// up to n_pad; sq = their terms norms (squared norms, or c), +inf past n (never selected).
 extern "C" __global__ void knn_fused_split(const float* __restrict__ xc,
                                            const float* __restrict__ norms, long long n, int d,
-                                           int dp, long long n_pad, float* __restrict__ hi,
-                                           float* __restrict__ lo, float* __restrict__ sq) {
+                                           int dp, long long n_pad, float sc,
+                                           unsigned short* __restrict__ hi,
+                                           unsigned short* __restrict__ lo,
+                                           float* __restrict__ sq) {
     GRID_STRIDE(e, n_pad * dp) {
         const long long i = e / dp;
         const int c = (int)(e - i * dp);
-        const float v = i < n && c < d ? xc[i * d + c] : 0.f;
-        const float h = __uint_as_float(to_tf32(v));
+        const float v = i < n && c < d ? xc[i * d + c] * sc : 0.f;
+        const unsigned short h = to_half(v);
         hi[e] = h;
-        lo[e] = __uint_as_float(to_tf32(v - h));
+        lo[e] = to_half(v - from_half(h));
         if (c == 0) sq[i] = i < n ? norms[i] : KNN_INF;
     }
 }
 
 #define FUSED_INSTANCE(KS)                                                                   \
     extern "C" __global__ void __launch_bounds__(FUSED_WARPS * 32)                          \
-        knn_fused_##KS(const float* hi, const float* lo, const float* sq, const int* qrows,  \
-                       const int2* runs, const int* run_off, int kr, float* state_d,          \
-                       int* state_i, long long slot0, int block0, FusedLayout layout) {       \
-        fused_sweep<KS>(hi, lo, sq, qrows, runs, run_off, kr, state_d, state_i, slot0, block0, \
-                        layout);                                                             \
+        knn_fused_##KS(const unsigned short* hi, const unsigned short* lo, float half_sc2,    \
+                       float inv_half_sc2, const float* sq, const int* qrows, const int2* runs, \
+                       const int* run_off, int kr, float* state_d, int* state_i,              \
+                       long long slot0, int block0, FusedLayout layout) {                     \
+        fused_sweep<KS>(hi, lo, half_sc2, inv_half_sc2, sq, qrows, runs, run_off, kr, state_d, \
+                        state_i, slot0, block0, layout);                                     \
     }
 // FUSED_KS (src/knn/gpu/fused.rs, `sweep_variant`) compiles the one sweep a run uses: each
-// instance is a large unrolled kernel, and compiling all eight took most of a first run's
+// instance is a large unrolled kernel, and compiling all of them took most of a first run's
 // wait for NVRTC. Without it (the declarations' check, the benchmarks) all are compiled.
 #define FUSED_INSTANCE_OF(KS) FUSED_INSTANCE(KS)
 #ifdef FUSED_KS
@@ -466,8 +485,4 @@ FUSED_INSTANCE(1)
 FUSED_INSTANCE(2)
 FUSED_INSTANCE(3)
 FUSED_INSTANCE(4)
-FUSED_INSTANCE(5)
-FUSED_INSTANCE(6)
-FUSED_INSTANCE(7)
-FUSED_INSTANCE(8)
 #endif

@@ -90,7 +90,7 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
     }
     // Device, GPU 0's (which runs the kNN's serial steps and the affinities; over several
     // GPUs the others hold less), the largest of its peaks. The kNN: the points (and their
-    // cell-sorted copy for approx), their TF32 split (2 × 64 floats), the answer (index and
+    // cell-sorted copy for approx), their FP16 split (2 × 64 halves), the answer (index and
     // distance), the refinement's second index buffer and one batch of candidate lists (a
     // fraction of the answer; the sweep batches to fit). The affinities consume the answer
     // as they read it: the sort holds the indices, the conditional probabilities and the
@@ -100,7 +100,7 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
     // optimiser's vectors. (The sweep's candidate lists take what is free beyond this: a
     // device peak shows more than the need where there is room.)
     let approx = method == KnnMethod::Approx;
-    let knn = n * (d * 4 * if approx { 2 } else { 1 } + 512 + k * 8)
+    let knn = n * (d * 4 * if approx { 2 } else { 1 } + 256 + k * 8)
         + if approx { n * k * 4 } else { 0 }
         + n * k * 2;
     let hyb = p * 5 / 4 / gpus;

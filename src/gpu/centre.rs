@@ -29,24 +29,12 @@ pub fn centre_on_device(
     norms_len: usize,
 ) -> Result<Centred, GpuError> {
     let s = &gpu.stream;
-    let mut maxbits = s.alloc_zeros::<u32>(d)?;
+    let maxbits = column_max(gpu, x, n, d)?;
     let mut sums = s.alloc_zeros::<u64>(d * super::sum::WORDS)?;
     let mut mean = s.alloc_zeros::<f64>(d)?;
     let mut xc = s.alloc_zeros::<f32>(n * d)?;
     let mut norms = s.alloc_zeros::<f32>(norms_len.max(n))?;
-    // Blocks of 64 rows each, at most 1024 blocks: their atomics on the d sums stay few.
-    let blocks = LaunchConfig {
-        grid_dim: (n.div_ceil(64).clamp(1, 1024) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    CentreColumnMax {
-        x,
-        n,
-        d,
-        maxbits: &mut maxbits,
-    }
-    .launch(gpu, s, blocks)?;
+    let blocks = column_blocks(n);
     CentreColumnSums {
         x,
         n,
@@ -73,4 +61,34 @@ pub fn centre_on_device(
     }
     .launch(gpu, s, gpu.config(n * 32))?;
     Ok(Centred { xc, mean, norms })
+}
+
+/// The column kernels' grid: blocks of 64 rows each, at most 1024 blocks, so that their
+/// atomics on the d per-column words stay few.
+fn column_blocks(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(64).clamp(1, 1024) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Each column's largest |x_ij| of the n × d points `x`, as f32 bits (non-negative floats
+/// order as their bits).
+fn column_max(gpu: &Gpu, x: &CudaSlice<f32>, n: usize, d: usize) -> Result<CudaSlice<u32>, GpuError> {
+    let mut maxbits = gpu.stream.alloc_zeros::<u32>(d)?;
+    CentreColumnMax {
+        x,
+        n,
+        d,
+        maxbits: &mut maxbits,
+    }
+    .launch(gpu, &gpu.stream, column_blocks(n))?;
+    Ok(maxbits)
+}
+
+/// The largest |x_ij| of the n × d points `x` (on the device), on the host.
+pub fn largest_magnitude(gpu: &Gpu, x: &CudaSlice<f32>, n: usize, d: usize) -> Result<f32, GpuError> {
+    let maxbits = gpu.stream.clone_dtoh(&column_max(gpu, x, n, d)?)?;
+    Ok(maxbits.into_iter().map(f32::from_bits).fold(0.0, f32::max))
 }

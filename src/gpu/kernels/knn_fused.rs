@@ -1,4 +1,4 @@
-//! `kernels/knn_fused.cu`: the fused exact kNN (3xTF32 keys on the tensor cores, the
+//! `kernels/knn_fused.cu`: the fused exact kNN (3xFP16 keys on the tensor cores, the
 //! selection behind them; `crate::knn::gpu::fused`), its constants and its shared-memory
 //! layout, which is defined here and given to the kernel as offsets ([`FusedLayout`]).
 
@@ -16,11 +16,13 @@ pub const MERGE: usize = 8;
 pub const QUEUE: usize = MERGE + CHUNK;
 /// Reference buffers in the ring: one in use, two in flight (`FUSED_STAGES`).
 pub const STAGES: usize = 3;
-/// Words of padding after each staged reference row, so that rows sit 4 mod 8 words apart
+/// Halves of padding after each staged reference row, so that rows sit 4 mod 8 words apart
 /// and each `ldmatrix` phase hits 32 different banks (`FUSED_ROW_PAD`).
-pub const ROW_PAD: usize = 4;
-/// Largest dimension the kernel takes: eight k-steps of 8, the query fragments in registers.
+pub const ROW_PAD: usize = 8;
+/// Largest dimension the kernel takes: four k-steps of 16, the query fragments in registers.
 pub const MAX_DIM: usize = 64;
+/// The FP16 mma's k-step: the dimension is padded to a multiple of it.
+pub const K_STEP: usize = 16;
 /// Longest list, in registers per lane of a warp.
 pub const MAX_KR: usize = 8;
 
@@ -40,7 +42,7 @@ pub(crate) const CONSTANTS: &[(&str, usize)] = &[
 ///
 /// | part | words |
 /// |---|---|
-/// | staged references | [`STAGES`] × 2 × [`CHUNK`] × (dp + [`ROW_PAD`]): heads, then tails |
+/// | staged references | [`STAGES`] × 2 × [`CHUNK`] × (dp + [`ROW_PAD`]) halves: heads, then tails |
 /// | their terms | [`STAGES`] × [`CHUNK`] |
 /// | queues | [`QUERIES`] × [`QUEUE`] keys, then as many indices |
 /// | queue lengths, K-th best keys | [`QUERIES`] each |
@@ -67,7 +69,7 @@ impl KernelValue for FusedLayout {
 impl FusedLayout {
     /// The layout for points padded to `dp` dimensions and lists of 32 · `kr` entries.
     pub fn new(dp: usize, kr: usize) -> Self {
-        let sqs = STAGES * 2 * CHUNK * (dp + ROW_PAD);
+        let sqs = STAGES * 2 * CHUNK * (dp + ROW_PAD) / 2;
         let queue_d = sqs + STAGES * CHUNK;
         let queue_i = queue_d + QUERIES * QUEUE;
         let qcount = queue_i + QUERIES * QUEUE;
@@ -95,9 +97,10 @@ kernels! {
     file: KnnFused;
 
     /// The key's rows `xc` (n × d: the centred points for the squared distance, the points
-    /// as given for the inner product) split into TF32 heads `hi` and tails `lo`, padded with
-    /// zero columns to `dp` and zero rows to `n_pad`; `sq` = their terms `norms` (squared
-    /// norms, or the inner product's c), +∞ past n (never selected).
+    /// as given for the inner product) times `sc` (a power of two) split into FP16 heads `hi`
+    /// and tails `lo` (their bits), padded with zero columns to `dp` and zero rows to `n_pad`;
+    /// `sq` = their terms `norms` (squared norms, or the inner product's c), +∞ past n (never
+    /// selected).
     pub struct KnnFusedSplit = "knn_fused_split" {
         variant: defines,
         xc: in f32 [n * d],
@@ -106,8 +109,9 @@ kernels! {
         d: usize as i32,
         dp: usize as i32,
         n_pad: usize as i64,
-        hi: out f32 [n_pad * dp],
-        lo: out f32 [n_pad * dp],
+        sc: f32,
+        hi: out u16 [n_pad * dp],
+        lo: out u16 [n_pad * dp],
         sq: out f32 [n_pad],
     }
 
@@ -117,17 +121,20 @@ kernels! {
     /// 2 · run_off[B + 1]]` (first chunk, count; every chunk below n_pad / [`CHUNK`], none
     /// twice). Each slot's list in `state_d` / `state_i` (32 · `kr` entries from slot
     /// `slot0` on, sorted, (+∞, −1) before the first sweep, 1 ≤ kr ≤ [`MAX_KR`]) ends
-    /// holding its K best reference rows by the 3xTF32 key, never the slot's own row. `hi`,
-    /// `lo` and `sq` as [`KnnFusedSplit`] made them, dp = 8 · `ks` ≤ [`MAX_DIM`]; blocks
-    /// of [`QUERIES`] threads with [`FusedLayout::bytes`] of dynamic shared memory.
+    /// holding its K best reference rows by the 3xFP16 key, never the slot's own row. `hi`,
+    /// `lo` and `sq` as [`KnnFusedSplit`] made them with the scale sc, `half_sc2` = sc² / 2,
+    /// `inv_half_sc2` = 2 / sc², dp = 16 · `ks` ≤ [`MAX_DIM`]; blocks of [`QUERIES`] threads
+    /// with [`FusedLayout::bytes`] of dynamic shared memory.
     pub struct KnnFusedSweep = "knn_fused_{ks}" {
         variant: defines,
         ks: host,
         n_pad: host,
         blocks: host,
         runs_len: host,
-        hi: in f32 [n_pad * 8 * ks],
-        lo: in f32 [n_pad * 8 * ks],
+        hi: in u16 [n_pad * K_STEP * ks],
+        lo: in u16 [n_pad * K_STEP * ks],
+        half_sc2: f32,
+        inv_half_sc2: f32,
         sq: in f32 [n_pad],
         qrows: in i32 [(block0 + blocks) * QUERIES],
         runs: in i32 [2 * runs_len],
@@ -150,8 +157,8 @@ mod tests {
     /// one block's merges overlap the other's tensor work.
     #[test]
     fn layout_fits_two_blocks_per_sm() {
-        for (dp, kr) in [(8, 1), (56, 3), (64, 8)] {
-            let stage = STAGES * 2 * CHUNK * (dp + 4) * 4;
+        for (dp, kr) in [(16, 1), (64, 3), (64, 8)] {
+            let stage = STAGES * 2 * CHUNK * (dp + ROW_PAD) * 2;
             let norms = STAGES * CHUNK * 4;
             let queue = QUERIES * QUEUE * 8;
             let counts = QUERIES * 8;

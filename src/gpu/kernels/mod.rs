@@ -108,7 +108,7 @@ kernel_files! {
     Centre => "centre.cu", centre, false;
     /// Exact kNN: top-k selection across SGEMM distance tiles, exact finish.
     Knn => "knn.cu", knn, false;
-    /// Exact kNN with TF32 tensor-core keys and the selection fused behind them.
+    /// Exact kNN with 3xFP16 tensor-core keys and the selection fused behind them.
     KnnFused => "knn_fused.cu", knn_fused, false;
     /// The approximate kNN's k-means assignment and the return to input order.
     Ivf => "ivf.cu", ivf, false;

@@ -1,13 +1,16 @@
 //! The fused exact kNN (`kernels/knn_fused.cu`): query × reference keys on the tensor cores
-//! in 3xTF32, selected in registers behind the products, so that no distance tile is ever
+//! in 3xFP16, selected in registers behind the products, so that no distance tile is ever
 //! written.
 //!
 //! The SGEMM path of [`super::tiled`] writes every distance once and reads it back: at
 //! d = 50 that traffic, not the arithmetic, bounds it (cuBLAS reaches 47 TFLOP/s, the tiles
 //! move 8 bytes per pair). Here a block holds 128 queries for a whole sweep over the
-//! references: their coordinates sit in registers as TF32 head and tail fragments, each
-//! step stages 32 references in shared memory and three `mma.sync` per product (head·head,
-//! head·tail, tail·head: Ootomo & Yokota's 3xTF32) give f32-accurate keys. The accumulators
+//! references: their coordinates, scaled by a power of two to a largest magnitude of 2¹⁴, sit
+//! in registers as FP16 head and tail fragments, each step stages 32 references in shared
+//! memory and three `mma.sync` per product (head·head, head·tail, tail·head: the FP16 form
+//! of Ootomo & Yokota's 3xTF32; both formats keep 11 significant bits) give f32-accurate
+//! keys. 3xTF32 came first: FP16's m16n8k16 mma does twice its m16n8k8 work per
+//! instruction, and the references take half the shared memory. The accumulators
 //! start at the key's term t_r (‖r‖², or the inner product's c) minus the query's current
 //! K-th best, so one test of the sign bits rejects
 //! nearly every step once the lists fill; the rest wait in shared memory and are merged into
@@ -26,8 +29,9 @@ use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
 use super::{fill_lists, key_rows, tiled, Answer, KeyRows, Shape, SLACK};
+use crate::gpu::centre::largest_magnitude;
 use crate::gpu::kernels::knn_fused::{
-    FusedLayout, KnnFusedSplit, KnnFusedSweep, CHUNK, MAX_DIM, MAX_KR, QUERIES, WARPS,
+    FusedLayout, KnnFusedSplit, KnnFusedSweep, CHUNK, K_STEP, MAX_DIM, MAX_KR, QUERIES, WARPS,
 };
 use crate::gpu::kernels::KernelId;
 use crate::gpu::progress::LaggedProgress;
@@ -39,26 +43,33 @@ const BLOCKS_PER_LAUNCH: usize = 2048;
 /// Query rows whose blocks start the all-pairs sweep at the same chunk.
 const SHARE: usize = 32768;
 
-/// Dimension padded to the k-step of the TF32 mma (the kernel is `knn_fused_<dp / 8>`).
+/// Dimension padded to the k-step of the FP16 mma (the kernel is `knn_fused_<dp / 16>`).
 fn padded_dim(d: usize) -> usize {
-    d.div_ceil(8) * 8
+    d.div_ceil(K_STEP) * K_STEP
 }
 
 /// The NVRTC defines that compile only the sweep for points of `d` dimensions
-/// (`knn_fused_{ks}`, ks = ⌈d / 8⌉; `FUSED_KS` in `kernels/knn_fused.cu`), with the split:
+/// (`knn_fused_{ks}`, ks = ⌈d / 16⌉; `FUSED_KS` in `kernels/knn_fused.cu`), with the split:
 /// the variant every run uses, and what [`crate::gpu::Gpu::precompile`] is given.
 pub(crate) fn sweep_variant(d: usize) -> &'static [&'static str] {
-    const VARIANTS: [&[&str]; 8] = [
+    const VARIANTS: [&[&str]; MAX_DIM / K_STEP] = [
         &["-DFUSED_KS=1"],
         &["-DFUSED_KS=2"],
         &["-DFUSED_KS=3"],
         &["-DFUSED_KS=4"],
-        &["-DFUSED_KS=5"],
-        &["-DFUSED_KS=6"],
-        &["-DFUSED_KS=7"],
-        &["-DFUSED_KS=8"],
     ];
-    VARIANTS[(padded_dim(d) / 8).clamp(1, 8) - 1]
+    VARIANTS[(padded_dim(d) / K_STEP).clamp(1, VARIANTS.len()) - 1]
+}
+
+/// The power of two sc that brings a largest magnitude `max` to 2¹⁴ (within a factor of 2):
+/// the split's heads stay below FP16's largest value (65,504) and its tails normal for all
+/// but the smallest coordinates. Clamped so that sc² stays a normal f32.
+fn split_scale(max: f32) -> f32 {
+    if !(max > 0.0 && max.is_finite()) {
+        return 1.0;
+    }
+    let exponent = max.log2().ceil() as i32;
+    2f32.powi((14 - exponent).clamp(-60, 60))
 }
 
 /// Whether the sweep for points of `d` dimensions can start on `gpu` without waiting for
@@ -77,13 +88,13 @@ fn variant_for(variant: &'static [&'static str], d: usize) -> &'static [&'static
 }
 
 /// Device bytes the fused path needs beyond the centred points, norms and outputs: the
-/// padded heads, tails and norms, the slots' rows, and every slot's list.
+/// padded heads and tails (halves), the norms, the slots' rows, and every slot's list.
 fn extra_bytes(n: usize, d: usize, list: usize) -> usize {
     let slots = n.div_ceil(QUERIES) * QUERIES;
-    slots * (2 * padded_dim(d) + 2) * 4 + slots * list * 8
+    slots * (padded_dim(d) + 2) * 4 + slots * list * 8
 }
 
-/// Whether the fused kernel suits the device and the shape (TF32 mma: compute capability
+/// Whether the fused kernel suits the device and the shape (FP16 mma and cp.async: compute capability
 /// 8.0 or later; d ≤ [`MAX_DIM`]; enough shared memory per block) and its buffers fit in
 /// the free memory.
 pub(super) fn fits(gpu: &Gpu, shape: Shape) -> Result<bool, GpuError> {
@@ -152,12 +163,13 @@ pub(super) struct Lists<'a> {
 }
 
 /// The rows the key multiplies (centred points for the squared distance) as the sweep reads
-/// them: TF32 heads and tails, padded with zero columns to `dp` and zero rows to `n_pad`,
-/// and their terms (+∞ past n).
+/// them: scaled by `sc`, FP16 heads and tails, padded with zero columns to `dp` and zero
+/// rows to `n_pad`, and their terms (+∞ past n).
 pub(super) struct Split {
-    hi: CudaSlice<f32>,
-    lo: CudaSlice<f32>,
+    hi: CudaSlice<u16>,
+    lo: CudaSlice<u16>,
     sq: CudaSlice<f32>,
+    sc: f32,
     n_pad: usize,
     dp: usize,
 }
@@ -179,9 +191,10 @@ impl Split {
         let dp = padded_dim(d);
         let n_pad = n.div_ceil(QUERIES) * QUERIES;
         let mut split = Split {
-            hi: s.alloc_zeros::<f32>(n_pad * dp)?,
-            lo: s.alloc_zeros::<f32>(n_pad * dp)?,
+            hi: s.alloc_zeros::<u16>(n_pad * dp)?,
+            lo: s.alloc_zeros::<u16>(n_pad * dp)?,
             sq: s.alloc_zeros::<f32>(n_pad)?,
+            sc: split_scale(largest_magnitude(gpu, xc, n, d)?),
             n_pad,
             dp,
         };
@@ -193,6 +206,7 @@ impl Split {
             d,
             dp,
             n_pad,
+            sc: split.sc,
             hi: &mut split.hi,
             lo: &mut split.lo,
             sq: &mut split.sq,
@@ -256,7 +270,7 @@ impl Plan {
 }
 
 /// Fills the lists of the slots of `blocks` (from (+∞, −1) before the first sweep) with
-/// each query's K best references of its runs by the 3xTF32 key. Progress: one unit per
+/// each query's K best references of its runs by the 3xFP16 key. Progress: one unit per
 /// launch of [`BLOCKS_PER_LAUNCH`] blocks.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn sweep(
@@ -272,7 +286,7 @@ pub(super) fn sweep(
     let s = &gpu.stream;
     let variant = variant_for(variant, split.dp);
     let layout = FusedLayout::new(split.dp, kr);
-    let ks = split.dp / 8;
+    let ks = split.dp / K_STEP;
     gpu.function(KernelId::KnnFused, variant, &format!("knn_fused_{ks}"))?
         .set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -295,6 +309,8 @@ pub(super) fn sweep(
             runs_len: plan.runs.len() / 2,
             hi: &split.hi,
             lo: &split.lo,
+            half_sc2: split.sc * split.sc / 2.0,
+            inv_half_sc2: 2.0 / (split.sc * split.sc),
             sq: &split.sq,
             qrows: &plan.qrows,
             runs: &plan.runs,
@@ -369,7 +385,7 @@ mod tests {
                 };
                 for variant in [&[][..], &["-DFUSED_MMA_ONLY"][..]] {
                     // Compiled and loaded before timing.
-                    let name = format!("knn_fused_{}", padded_dim(d) / 8);
+                    let name = format!("knn_fused_{}", padded_dim(d) / K_STEP);
                     gpu.function(KernelId::KnnFused, variant_for(variant, d), &name)
                         .unwrap();
                 }
@@ -401,14 +417,31 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
             .map(|l| l.trim_end_matches('(').trim())
             .collect();
-        assert_eq!(entries, ["knn_fused_split", "knn_fused_7"]);
-        assert_eq!(sweep_variant(64), &["-DFUSED_KS=8"]);
+        assert_eq!(entries, ["knn_fused_split", "knn_fused_4"]);
+        assert_eq!(sweep_variant(64), &["-DFUSED_KS=4"]);
+        assert_eq!(sweep_variant(16), &["-DFUSED_KS=1"]);
     }
 
     #[test]
     fn padding_follows_the_mma_k_step() {
-        assert_eq!(padded_dim(50), 56);
+        assert_eq!(padded_dim(50), 64);
         assert_eq!(padded_dim(64), 64);
-        assert_eq!(padded_dim(1), 8);
+        assert_eq!(padded_dim(1), 16);
+    }
+
+    /// The scale brings the largest magnitude into [2¹³, 2¹⁴], exactly (a power of two).
+    #[test]
+    fn split_scale_is_a_power_of_two_below_the_half_range() {
+        for max in [1e-30f32, 3e-5, 0.7, 1.0, 5.0, 1000.0, 65504.0, 1e30] {
+            let sc = split_scale(max);
+            assert_eq!(sc.to_bits() & 0x007f_ffff, 0, "{sc} is a power of two");
+            let scaled = max * sc;
+            if (1e-18..1e18).contains(&max) {
+                assert!((8192.0..=16384.0).contains(&scaled), "{max} → {scaled}");
+            }
+            assert!((sc * sc).is_normal(), "{max}: sc² {}", sc * sc);
+        }
+        assert_eq!(split_scale(0.0), 1.0);
+        assert_eq!(split_scale(f32::NAN), 1.0);
     }
 }

@@ -8,7 +8,7 @@
 //! cell in a locality order; one sweep whose block b covers the cells nearest its queries;
 //! the exact finish (`knn_finish`) in double; where the recall sample's recall is below
 //! [`IvfParams::refine_below`], rounds of refinement by neighbours of neighbours
-//! ([`super::refine`]). Memory: the points (input and sorted copy, TF32 split),
+//! ([`super::refine`]). Memory: the points (input and sorted copy, FP16 split),
 //! the answer (n × k, and one more index buffer for the refinement), and candidate lists
 //! for as many query blocks at a time as the free memory holds; never n × n nor n × lists.
 //!

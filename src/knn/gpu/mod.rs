@@ -1,6 +1,6 @@
 //! Exact kNN on the GPU, two paths with one contract:
 //!
-//! - `fused` (d ≤ 64 on sm_80+, the usual case after PCA, from `FUSED_FROM` points): 3xTF32
+//! - `fused` (d ≤ 64 on sm_80+, the usual case after PCA, from `FUSED_FROM` points): 3xFP16
 //!   keys on the tensor cores with the selection behind them in one kernel; 2.7 s for
 //!   1M × 50, k = 90 on the H100.
 //! - `tiled` (`kernels/knn.cu`, any d): cuBLAS SGEMM distance tiles and a top-k selection
