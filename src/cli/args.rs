@@ -198,6 +198,17 @@ pub struct SearchArgs {
     /// approx`): more is slower and finds more of the true neighbours.
     #[arg(long, allow_negative_numbers = true, default_value_t = 64)]
     pub knn_probes: usize,
+    /// The approximate kNN's spread rule (`--knn approx`, squared distance): a point's
+    /// search also takes the cells whose mean squared distance to it is within (1 + this)
+    /// of the least, and skips cells of the nearest that are five times as far. It widens
+    /// the search where the points fill many dimensions (their neighbours spread over
+    /// many cells) and changes little near a low-dimensional manifold; 0: off.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.5)]
+    pub knn_spread: f64,
+    /// The most cells the spread rule lets a point's search take: `auto` (3 × --knn-probes)
+    /// or a number.
+    #[arg(long, allow_negative_numbers = true, default_value = "auto")]
+    pub knn_max_probes: AutoOr<usize>,
     /// Refinement rounds of the approximate kNN: each looks for better neighbours among
     /// the neighbours' neighbours (`--knn approx`; 0: none).
     #[arg(long, allow_negative_numbers = true, default_value_t = 2)]

@@ -155,6 +155,11 @@ pub(super) fn apply_search(a: &SearchArgs, seed: u64, params: &mut EmbedParams) 
     };
     params.ivf = IvfParams {
         probes: a.knn_probes,
+        spread: a.knn_spread,
+        max_probes: match a.knn_max_probes {
+            AutoOr::Auto => 0,
+            AutoOr::Value(m) => m,
+        },
         refine: a.knn_refine,
         refine_below: a.knn_refine_below,
         fan: a.knn_fan,

@@ -75,7 +75,12 @@ fn column_blocks(n: usize) -> LaunchConfig {
 
 /// Each column's largest |x_ij| of the n × d points `x`, as f32 bits (non-negative floats
 /// order as their bits).
-fn column_max(gpu: &Gpu, x: &CudaSlice<f32>, n: usize, d: usize) -> Result<CudaSlice<u32>, GpuError> {
+fn column_max(
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    n: usize,
+    d: usize,
+) -> Result<CudaSlice<u32>, GpuError> {
     let mut maxbits = gpu.stream.alloc_zeros::<u32>(d)?;
     CentreColumnMax {
         x,
@@ -88,7 +93,12 @@ fn column_max(gpu: &Gpu, x: &CudaSlice<f32>, n: usize, d: usize) -> Result<CudaS
 }
 
 /// The largest |x_ij| of the n × d points `x` (on the device), on the host.
-pub fn largest_magnitude(gpu: &Gpu, x: &CudaSlice<f32>, n: usize, d: usize) -> Result<f32, GpuError> {
+pub fn largest_magnitude(
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    n: usize,
+    d: usize,
+) -> Result<f32, GpuError> {
     let maxbits = gpu.stream.clone_dtoh(&column_max(gpu, x, n, d)?)?;
     Ok(maxbits.into_iter().map(f32::from_bits).fold(0.0, f32::max))
 }

@@ -99,7 +99,7 @@ pub fn approx_cpu(
     drop(labels);
     let sorted = cells.order_within(points);
     seconds.cell_steps.order = lap();
-    let probes = cells.block_probes(&sorted, &centroids, key, params.probes, 2 * (k + 1), BLOCK);
+    let probes = cells.block_probes(&sorted, &centroids, key, &params.probing(k), BLOCK);
     let chunk = 32;
     let (runs, run_off) = cells.block_runs(&probes, BLOCK, chunk);
     drop(probes);
@@ -247,6 +247,8 @@ pub fn approx_cpu(
         sample: rows.len(),
         lists,
         probes: params.probes,
+        spread: params.spread,
+        max_probes: params.probing(k).max_probes,
         candidates,
         refine: rounds,
         fan,
@@ -309,6 +311,7 @@ pub(crate) mod tests {
         let truth = exact(&points, k, &Silent).unwrap();
         let base = IvfParams {
             lists: 40,
+            spread: 0.0,
             ..IvfParams::default()
         };
         let run = |probes, refine| {
@@ -345,6 +348,56 @@ pub(crate) mod tests {
         }
         // Deterministic whatever the threads.
         assert_eq!(run(2, 2).0.indices, mended.indices);
+    }
+
+    /// The spread rule on three well-separated clusters in 48 dimensions, 40 cells: the
+    /// points of a cluster spread their neighbours over all of its cells, so two nearest
+    /// cells miss many; with the rule every cell of the own cluster is probed and none of
+    /// the others (the candidates stay below the largest cluster's share of the points),
+    /// however many nearest cells are asked for.
+    #[test]
+    fn approx_cpu_spread_rule_probes_the_own_cluster() {
+        let points = gaussian_mixture(&MixtureParams {
+            n: 6_000,
+            dim: 48,
+            clusters: 3,
+            seed: 3,
+        })
+        .unwrap()
+        .0;
+        let k = 20;
+        let truth = exact(&points, k, &Silent).unwrap();
+        let run = |probes, spread| {
+            let params = IvfParams {
+                lists: 40,
+                probes,
+                spread,
+                max_probes: 40,
+                refine: 0,
+                ..IvfParams::default()
+            };
+            approx_cpu(&points, k, Key::SqEuclidean, &params, 2000, &Silent).unwrap()
+        };
+        let (plain, plain_stats) = run(2, 0.0);
+        let r_plain = recall(&plain, &truth);
+        assert!(
+            r_plain < 0.9,
+            "two nearest cells of a 16-d cluster: recall {r_plain}"
+        );
+        for probes in [2, 40] {
+            let (nb, stats) = run(probes, 0.5);
+            let r = recall(&nb, &truth);
+            eprintln!(
+                "{probes} probes, spread 0.5: recall {r:.4} ({stats:?}; plain {plain_stats:?})"
+            );
+            assert!(r >= 0.99, "{probes} probes with the spread: recall {r}");
+            assert!(
+                stats.candidates < 0.6 * points.n as f64,
+                "{probes} probes with the spread: {} candidates of {}",
+                stats.candidates,
+                points.n
+            );
+        }
     }
 
     /// Inner product: at tight settings (two thirds of the cells probed, two refinement

@@ -57,8 +57,11 @@ pub struct ApproxStats {
     pub sample: usize,
     /// k-means cells.
     pub lists: usize,
-    /// Cells probed per query (its own included; more where cells are small).
+    /// Nearest cells probed per query (its own included; more where cells are small).
     pub probes: usize,
+    /// The spread rule's ε and cap ([`crate::knn::ivf::Probing`]; 0: off).
+    pub spread: f64,
+    pub max_probes: usize,
     /// References swept per query, on average.
     pub candidates: f64,
     /// Refinement rounds run (none where the sweep's sample recall reached
@@ -224,14 +227,8 @@ pub fn approx_device(
     seconds.recall = (clock.lap()? - order_seconds).max(0.0);
 
     // The probe plan: each block's runs of reference chunks.
-    let probes = cells.block_probes(
-        &sorted_points,
-        &centroids,
-        key,
-        params.probes,
-        2 * (k + 1),
-        QUERIES,
-    );
+    let probing = params.probing(k);
+    let probes = cells.block_probes(&sorted_points, &centroids, key, &probing, QUERIES);
     let (runs, run_off) = cells.block_runs(&probes, QUERIES, CHUNK);
     drop(probes);
     let candidates = mean_candidates(&runs, &run_off);
@@ -326,6 +323,8 @@ pub fn approx_device(
             sample: sample.rows.len(),
             lists,
             probes: params.probes,
+            spread: probing.spread,
+            max_probes: probing.max_probes,
             candidates,
             refine: rounds,
             fan,

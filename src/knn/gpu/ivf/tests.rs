@@ -280,7 +280,8 @@ fn refined_exact_graph_stays_exact(gpu: &Gpu, points: &Points, key: Key) {
 /// rows "approximate kNN settings" of benches/RESULTS.md, `scripts/bench/knn_settings.sh`):
 /// `SGTSNE_BENCH_POINTS=x.npy SGTSNE_BENCH_SETTINGS="24/1/16 12/2/16" sgtsne-lib-tests
 /// knn::gpu::ivf::tests::approx_settings --ignored --nocapture`. Each setting is
-/// probes/refine/fan[/lists] at k = 90 (`SGTSNE_BENCH_K`); one JSON line of statistics
+/// probes/refine/fan[/lists[/spread[/max probes]]] at k = 90 (`SGTSNE_BENCH_K`; lists 0:
+/// auto, spread and max probes as the defaults when left out); one JSON line of statistics
 /// each.
 #[test]
 #[ignore]
@@ -296,13 +297,16 @@ fn approx_settings() {
         .unwrap_or(90);
     let points = crate::io::read_points(std::path::Path::new(&path)).unwrap();
     for setting in settings.split_whitespace() {
-        let v: Vec<usize> = setting.split('/').map(|x| x.parse().unwrap()).collect();
+        let v: Vec<f64> = setting.split('/').map(|x| x.parse().unwrap()).collect();
+        let defaults = IvfParams::default();
         let params = IvfParams {
-            probes: v[0],
-            refine: v[1],
-            fan: v[2],
-            lists: v.get(3).copied().unwrap_or(0),
-            ..IvfParams::default()
+            probes: v[0] as usize,
+            refine: v[1] as usize,
+            fan: v[2] as usize,
+            lists: v.get(3).map_or(0, |&l| l as usize),
+            spread: v.get(4).copied().unwrap_or(defaults.spread),
+            max_probes: v.get(5).map_or(defaults.max_probes, |&m| m as usize),
+            ..defaults
         };
         let t = std::time::Instant::now();
         let approx = approx_device(gpu, &points, k, Key::SqEuclidean, &params, &Silent).unwrap();
