@@ -200,7 +200,7 @@ pub struct SearchArgs {
     pub knn_probes: usize,
     /// The approximate kNN's spread rule (`--knn approx`, squared distance): a point's
     /// search also takes the cells whose mean squared distance to it is within (1 + this)
-    /// of the least, and skips cells of the nearest that are five times as far. It widens
+    /// of the least, and skips cells of the nearest that are 16 times as far. It widens
     /// the search where the points fill many dimensions (their neighbours spread over
     /// many cells) and changes little near a low-dimensional manifold; 0: off.
     #[arg(long, allow_negative_numbers = true, default_value_t = 0.5)]
