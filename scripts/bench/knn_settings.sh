@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU machine: the approximate kNN alone, its settings against its time and recall (the
 # table "approximate kNN settings" of benches/RESULTS.md): the ignored library test
-# `approx_settings`, one JSON line per setting, probes/refine/fan[/lists] at k = 90.
+# `approx_settings`, one JSON line per setting, probes/refine/fan[/lists[/spread[/max
+# probes]]] at k = 90 (lists 0: auto; 64/2/16 is today's default, 64/2/16/0/0 the same
+# without the spread rule).
 #
 #   scripts/bench/knn_settings.sh [SECTION...]      # default: digits 10m
 #
@@ -34,7 +36,7 @@ for section in "$@"; do
       ;;
     10m)
       mixture 10000000
-      settings "${input[0]}" "24/1/16 12/1/16 48/1/16/3162"
+      settings "${input[0]}" "64/2/16 64/2/16/0/0"
       ;;
     5m)
       mixture 5000000
@@ -42,7 +44,7 @@ for section in "$@"; do
       ;;
     digits10m)
       digits 10000000
-      settings "${input[0]}" "24/1/16 48/1/16 64/2/16"
+      settings "${input[0]}" "64/2/16 64/2/16/0/0"
       ;;
     *) say "unknown section $section (digits, 10m, 5m, digits10m)" ;;
   esac
