@@ -475,15 +475,51 @@ fn split_rows(gpu: &Gpu, sorted: &CudaSlice<f32>, shape: Shape) -> Result<Split,
     Split::new(gpu, &rows, &terms, n, d, &[])
 }
 
-/// The sweep's query blocks split over `gpus` GPUs in contiguous runs of about equal work
-/// ([`balanced_runs`]): GPU 0 copies the sorted points to the others, GPU to GPU, and
-/// sweeps the first run into `answer` while each other GPU, on its own thread, splits the
-/// key's rows, sweeps its run into an answer of its own; GPU 0 then copies their rows into
-/// `answer`, GPU to GPU. The sweep is most of the search at scale (14 s of 19.4 s at 10M
-/// points on one H200); the cells and the recall sample stay on GPU 0, and the refinement
-/// splits its rows apart ([`super::refine`]).
-/// (Through the host, the points' uploads and the answers' round trip took 2.8 s of the
-/// four-GPU sweep's 6.3 s at 10M points.)
+/// Query blocks a GPU of a split sweep takes from the shared queue at a time (131,072
+/// queries): at 10M points 77 takes, so the last costs the others little waiting.
+const TAKE: usize = 1024;
+
+/// The plan's blocks handed out `take` at a time, in order, to whichever GPU asks next.
+pub(super) struct BlockQueue {
+    next: std::sync::atomic::AtomicUsize,
+    blocks: usize,
+    take: usize,
+}
+
+impl BlockQueue {
+    pub(super) fn new(blocks: usize, take: usize) -> Self {
+        BlockQueue {
+            next: std::sync::atomic::AtomicUsize::new(0),
+            blocks,
+            take: take.max(1),
+        }
+    }
+
+    /// The next blocks to sweep, or `None` once all are taken.
+    pub(super) fn take(&self) -> Option<std::ops::Range<usize>> {
+        let b0 = self
+            .next
+            .fetch_add(self.take, std::sync::atomic::Ordering::Relaxed);
+        (b0 < self.blocks).then(|| b0..(b0 + self.take).min(self.blocks))
+    }
+
+    /// How many takes there are in all.
+    fn takes(&self) -> usize {
+        self.blocks.div_ceil(self.take)
+    }
+}
+
+/// The sweep's query blocks shared by `gpus` GPUs: GPU 0 copies the sorted points to the
+/// others, GPU to GPU; then every GPU, on its own thread (the others after splitting the
+/// key's rows), takes [`TAKE`] blocks at a time from one queue ([`BlockQueue`]) and sweeps
+/// them, GPU 0 into `answer`, the others into answers of their own, whose rows GPU 0 copies
+/// into `answer` at the end, GPU to GPU. A block's lists are the same whichever GPU sweeps
+/// it. The sweep is most of the search at scale (13.6 s of 15.2 s at 10M points on one
+/// H200); the cells and the recall sample stay on GPU 0, and the refinement splits its rows
+/// apart ([`super::refine`]). (Contiguous runs of equal chunk counts, one per GPU, split
+/// the 10M mixture's sweep 1.71× on two GPUs: the blocks of its large clusters cost more
+/// per chunk. Through the host, the points' uploads and the answers' round trip took 2.8 s
+/// of the four-GPU sweep's 6.3 s at 10M points.)
 fn sweep_split(
     gpu: &Gpu,
     gpus: usize,
@@ -493,7 +529,7 @@ fn sweep_split(
     answer: &mut Answer,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let runs = balanced_runs(host_plan.runs, host_plan.run_off, gpus);
+    let queue = BlockQueue::new(plan.blocks, TAKE);
     let rows = |b: &std::ops::Range<usize>| {
         (b.start * QUERIES).min(shape.n)..(b.end * QUERIES).min(shape.n)
     };
@@ -506,55 +542,69 @@ fn sweep_split(
         })
         .collect::<Result<Vec<_>>>()?;
     gpu.device.context.bind_to_thread()?;
-    std::thread::scope(|scope| {
+    progress.begin("knn", queue.takes() as u64);
+    let silent = &crate::progress::Silent;
+    let queue = &queue;
+    let result = std::thread::scope(|scope| {
         let others: Vec<_> = copies
             .into_iter()
-            .zip(&runs[1..])
-            .map(|((other, sorted), blocks)| {
-                let blocks = blocks.clone();
-                scope.spawn(move || -> Result<(&'static Gpu, Answer)> {
-                    other.device.context.bind_to_thread()?;
-                    let split = split_rows(other, &sorted, shape)?;
-                    let p = host_plan;
-                    let plan = Plan::upload(other, p.qrows, p.runs, p.run_off)?;
-                    let mut part = Answer::poisoned(other, shape)?;
-                    let silent = &crate::progress::Silent;
-                    sweep_in_batches(
-                        other, &sorted, &split, &plan, shape, &mut part, blocks, silent,
-                    )?;
-                    other.stream.synchronize()?;
-                    Ok((other, part))
-                })
+            .map(|(other, sorted)| {
+                scope.spawn(
+                    move || -> Result<(&'static Gpu, Answer, Vec<std::ops::Range<usize>>)> {
+                        other.device.context.bind_to_thread()?;
+                        let split = split_rows(other, &sorted, shape)?;
+                        let p = host_plan;
+                        let plan = Plan::upload(other, p.qrows, p.runs, p.run_off)?;
+                        let mut part = Answer::poisoned(other, shape)?;
+                        let mut taken = Vec::new();
+                        while let Some(blocks) = queue.take() {
+                            sweep_in_batches(
+                                other,
+                                &sorted,
+                                &split,
+                                &plan,
+                                shape,
+                                &mut part,
+                                blocks.clone(),
+                                silent,
+                            )?;
+                            progress.advance(1);
+                            taken.push(blocks);
+                        }
+                        other.stream.synchronize()?;
+                        Ok((other, part, taken))
+                    },
+                )
             })
             .collect();
-        let own = sweep_in_batches(
-            gpu,
-            sorted,
-            split,
-            plan,
-            shape,
-            answer,
-            runs[0].clone(),
-            progress,
-        );
+        let mut own = Ok(());
+        while let Some(blocks) = queue.take() {
+            own = sweep_in_batches(gpu, sorted, split, plan, shape, answer, blocks, silent);
+            if own.is_err() {
+                break;
+            }
+            progress.advance(1);
+        }
         let mut first_error = own.err().map(crate::Error::from);
-        for (i, h) in others.into_iter().enumerate() {
+        for h in others {
             let got = h
                 .join()
                 .unwrap_or_else(|_| Err(Error::param("gpus", "a GPU's thread panicked")));
             match got {
-                Ok((other, part)) if first_error.is_none() => {
-                    let q = rows(&runs[i + 1]);
-                    let at = q.start * shape.k..q.end * shape.k;
-                    let (dst, src) = (&mut answer.indices, &part.indices);
-                    copy_peer(
-                        gpu,
-                        &mut dst.slice_mut(at.clone()),
-                        other,
-                        &src.slice(at.clone()),
-                    )?;
-                    let (dst, src) = (&mut answer.distances, &part.distances);
-                    copy_peer(gpu, &mut dst.slice_mut(at.clone()), other, &src.slice(at))?;
+                Ok((other, part, taken)) if first_error.is_none() => {
+                    for blocks in &taken {
+                        let q = rows(blocks);
+                        let at = q.start * shape.k..q.end * shape.k;
+                        let (dst, src) = (&mut answer.indices, &part.indices);
+                        copy_peer(
+                            gpu,
+                            &mut dst.slice_mut(at.clone()),
+                            other,
+                            &src.slice(at.clone()),
+                        )?;
+                        let (dst, src) = (&mut answer.distances, &part.distances);
+                        copy_peer(gpu, &mut dst.slice_mut(at.clone()), other, &src.slice(at))?;
+                    }
                 }
                 Ok(_) => {}
                 Err(e) => {
@@ -563,29 +613,9 @@ fn sweep_split(
             }
         }
         first_error.map_or(Ok(()), Err)
-    })
-}
-
-/// Contiguous runs of the plan's blocks, one per GPU, of about equal work: a block's work
-/// is the reference chunks its runs sweep (`runs`: (first chunk, count) pairs; `run_off`:
-/// each block's first run), which varies with its cells' sizes.
-fn balanced_runs(runs: &[i32], run_off: &[i32], gpus: usize) -> Vec<std::ops::Range<usize>> {
-    let blocks = run_off.len().saturating_sub(1);
-    let mut done = Vec::with_capacity(blocks + 1);
-    done.push(0u64);
-    for b in 0..blocks {
-        let chunks: u64 = (run_off[b] as usize..run_off[b + 1] as usize)
-            .map(|r| runs[2 * r + 1] as u64)
-            .sum();
-        done.push(done[b] + chunks + 1);
-    }
-    let total = done[blocks];
-    let cut = |g: usize| match g {
-        0 => 0,
-        g if g == gpus => blocks,
-        g => done.partition_point(|&w| w * (gpus as u64) < total * g as u64),
-    };
-    (0..gpus).map(|g| cut(g)..cut(g + 1)).collect()
+    });
+    progress.end();
+    result
 }
 
 /// Sweeps the blocks `blocks` and finishes their queries, with the candidate lists of as

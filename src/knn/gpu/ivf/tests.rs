@@ -322,25 +322,42 @@ fn approx_settings() {
     }
 }
 
-/// The split sweep's runs of blocks cover every block once, in order, and carry about
-/// equal work: here blocks 0–3 sweep 9 chunks each and blocks 4–11 one, so of two GPUs
-/// the first takes 3 blocks and the second 9, not 6 and 6.
+/// The split sweep's queue hands every block out exactly once, in ranges of its take (the
+/// last shorter), however many GPUs' threads ask at once.
 #[test]
-fn balanced_runs_share_the_work() {
-    let mut runs = Vec::new();
-    let mut run_off = vec![0];
-    for b in 0..12 {
-        let chunks = if b < 4 { 9 } else { 1 };
-        runs.extend([0, chunks]);
-        run_off.push(run_off.last().unwrap() + 1);
+fn block_queue_hands_out_every_block_once() {
+    for (blocks, take, threads) in [(12, 5, 3), (1000, 7, 4), (3, 10, 2), (0, 4, 2)] {
+        let queue = BlockQueue::new(blocks, take);
+        let mut all: Vec<std::ops::Range<usize>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut got = Vec::new();
+                        while let Some(r) = queue.take() {
+                            got.push(r);
+                        }
+                        got
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        all.sort_by_key(|r| r.start);
+        assert_eq!(
+            all.len(),
+            blocks.div_ceil(take),
+            "{blocks} blocks by {take}"
+        );
+        let mut next = 0;
+        for r in &all {
+            assert_eq!(r.start, next);
+            assert!(r.end > r.start && r.end - r.start <= take);
+            next = r.end;
+        }
+        assert_eq!(next, blocks);
+        assert!(queue.take().is_none(), "nothing left after the end");
     }
-    assert_eq!(balanced_runs(&runs, &run_off, 2), vec![0..3, 3..12]);
-    for gpus in 1..=5 {
-        let parts = balanced_runs(&runs, &run_off, gpus);
-        assert_eq!(parts.len(), gpus);
-        assert_eq!(parts[0].start, 0);
-        assert_eq!(parts[gpus - 1].end, 12);
-        assert!(parts.windows(2).all(|w| w[0].end == w[1].start));
-    }
-    assert_eq!(balanced_runs(&[], &[0], 3), vec![0..0, 0..0, 0..0]);
 }
