@@ -194,8 +194,9 @@ pub struct SearchArgs {
     /// hybrid as on the host, and the affinities are the kNN's.
     #[arg(long, value_enum, default_value_t = MetricArg::Euclidean)]
     pub metric: MetricArg,
-    /// Cells each point's approximate neighbours are searched in, its own included (`--knn
-    /// approx`): more is slower and finds more of the true neighbours.
+    /// The nearest cells each point's approximate neighbours are searched in, its own
+    /// included (`--knn approx`; the spread rule may add or skip some): more is slower and
+    /// finds more of the true neighbours.
     #[arg(long, allow_negative_numbers = true, default_value_t = 64)]
     pub knn_probes: usize,
     /// The approximate kNN's spread rule (`--knn approx`, squared distance): a point's

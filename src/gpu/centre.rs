@@ -2,7 +2,8 @@
 //! GEMM form loses fewer digits on centred points) and the PCA: the column means from exact
 //! sums ([`super::sum`]: exact at n = 10⁶+, and the same whatever order the blocks add in,
 //! so the distances after them repeat bit for bit), each column first scaled below 1 by a
-//! power of two; then the centred copy and its rows' squared norms.
+//! power of two; then the centred copy and its rows' squared norms. The columns' largest
+//! magnitudes also give the fused kNN's FP16 split its scale ([`largest_magnitude`]).
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 

@@ -190,7 +190,7 @@ pub const FAR: f32 = 16.0;
 /// nearest cells and the rule changes little. (The mean-distance bound is SPANN's
 /// query-aware pruning of posting lists, Chen et al. 2021, with the cells' spread added.)
 /// Measured on 10M points, 1581 cells, 64 probes (H100, `benches/RESULTS.md`): the 50-d
-/// mixture's sweep recall 0.877 → 0.990 for 24 % more candidates and no refinement;
+/// mixture's sweep recall 0.877 → 0.991 for 27 % more candidates and no refinement;
 /// 10M deformed digits unchanged (0.953 → 0.954, 3 % more candidates).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Probing {
