@@ -99,7 +99,8 @@ pub fn approx_cpu(
     drop(labels);
     let sorted = cells.order_within(points);
     seconds.cell_steps.order = lap();
-    let probes = cells.block_probes(&sorted, &centroids, key, &params.probing(k), BLOCK);
+    let probing = params.probing(k);
+    let probes = cells.block_probes(&sorted, &centroids, key, &probing, BLOCK);
     let chunk = 32;
     let (runs, run_off) = cells.block_runs(&probes, BLOCK, chunk);
     drop(probes);
@@ -247,8 +248,8 @@ pub fn approx_cpu(
         sample: rows.len(),
         lists,
         probes: params.probes,
-        spread: params.spread,
-        max_probes: params.probing(k).max_probes,
+        spread: probing.spread,
+        max_probes: probing.max_probes,
         candidates,
         refine: rounds,
         fan,

@@ -27,6 +27,8 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 use rand::{rngs::StdRng, SeedableRng};
 use rayon::prelude::*;
 
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::fused::{self, Lists, Plan, Split};
@@ -481,7 +483,7 @@ const TAKE: usize = 1024;
 
 /// The plan's blocks handed out `take` at a time, in order, to whichever GPU asks next.
 pub(super) struct BlockQueue {
-    next: std::sync::atomic::AtomicUsize,
+    next: AtomicUsize,
     blocks: usize,
     take: usize,
 }
@@ -489,17 +491,15 @@ pub(super) struct BlockQueue {
 impl BlockQueue {
     pub(super) fn new(blocks: usize, take: usize) -> Self {
         BlockQueue {
-            next: std::sync::atomic::AtomicUsize::new(0),
+            next: AtomicUsize::new(0),
             blocks,
             take: take.max(1),
         }
     }
 
     /// The next blocks to sweep, or `None` once all are taken.
-    pub(super) fn take(&self) -> Option<std::ops::Range<usize>> {
-        let b0 = self
-            .next
-            .fetch_add(self.take, std::sync::atomic::Ordering::Relaxed);
+    pub(super) fn take(&self) -> Option<Range<usize>> {
+        let b0 = self.next.fetch_add(self.take, Ordering::Relaxed);
         (b0 < self.blocks).then(|| b0..(b0 + self.take).min(self.blocks))
     }
 
@@ -530,9 +530,7 @@ fn sweep_split(
     progress: &dyn Progress,
 ) -> Result<()> {
     let queue = BlockQueue::new(plan.blocks, TAKE);
-    let rows = |b: &std::ops::Range<usize>| {
-        (b.start * QUERIES).min(shape.n)..(b.end * QUERIES).min(shape.n)
-    };
+    let rows = |b: &Range<usize>| (b.start * QUERIES).min(shape.n)..(b.end * QUERIES).min(shape.n);
     let copies = (1..gpus)
         .map(|r| -> Result<_> {
             let to = Gpu::device(r)?;
@@ -543,48 +541,28 @@ fn sweep_split(
         .collect::<Result<Vec<_>>>()?;
     gpu.device.context.bind_to_thread()?;
     progress.begin("knn", queue.takes() as u64);
-    let silent = &crate::progress::Silent;
     let queue = &queue;
     let result = std::thread::scope(|scope| {
         let others: Vec<_> = copies
             .into_iter()
             .map(|(other, sorted)| {
                 scope.spawn(
-                    move || -> Result<(&'static Gpu, Answer, Vec<std::ops::Range<usize>>)> {
+                    move || -> Result<(&'static Gpu, Answer, Vec<Range<usize>>)> {
                         other.device.context.bind_to_thread()?;
                         let split = split_rows(other, &sorted, shape)?;
                         let p = host_plan;
                         let plan = Plan::upload(other, p.qrows, p.runs, p.run_off)?;
                         let mut part = Answer::poisoned(other, shape)?;
-                        let mut taken = Vec::new();
-                        while let Some(blocks) = queue.take() {
-                            sweep_in_batches(
-                                other,
-                                &sorted,
-                                &split,
-                                &plan,
-                                shape,
-                                &mut part,
-                                blocks.clone(),
-                                silent,
-                            )?;
-                            progress.advance(1);
-                            taken.push(blocks);
-                        }
+                        let inputs = (&sorted, &split, &plan);
+                        let taken =
+                            sweep_from_queue(other, inputs, shape, &mut part, queue, progress)?;
                         other.stream.synchronize()?;
                         Ok((other, part, taken))
                     },
                 )
             })
             .collect();
-        let mut own = Ok(());
-        while let Some(blocks) = queue.take() {
-            own = sweep_in_batches(gpu, sorted, split, plan, shape, answer, blocks, silent);
-            if own.is_err() {
-                break;
-            }
-            progress.advance(1);
-        }
+        let own = sweep_from_queue(gpu, (sorted, split, plan), shape, answer, queue, progress);
         let mut first_error = own.err().map(crate::Error::from);
         for h in others {
             let got = h
@@ -618,6 +596,35 @@ fn sweep_split(
     result
 }
 
+/// Sweeps blocks taken from `queue` on `gpu` into `answer` until none are left, one unit of
+/// `progress` per take; the ranges of blocks it took.
+fn sweep_from_queue(
+    gpu: &Gpu,
+    (sorted, split, plan): (&CudaSlice<f32>, &Split, &Plan),
+    shape: Shape,
+    answer: &mut Answer,
+    queue: &BlockQueue,
+    progress: &dyn Progress,
+) -> Result<Vec<Range<usize>>, GpuError> {
+    let mut taken = Vec::new();
+    while let Some(blocks) = queue.take() {
+        let silent = &crate::progress::Silent;
+        sweep_in_batches(
+            gpu,
+            sorted,
+            split,
+            plan,
+            shape,
+            answer,
+            blocks.clone(),
+            silent,
+        )?;
+        progress.advance(1);
+        taken.push(blocks);
+    }
+    Ok(taken)
+}
+
 /// Sweeps the blocks `blocks` and finishes their queries, with the candidate lists of as
 /// many blocks at a time as the free memory holds.
 #[allow(clippy::too_many_arguments)]
@@ -628,7 +635,7 @@ fn sweep_in_batches(
     plan: &Plan,
     shape: Shape,
     answer: &mut Answer,
-    blocks: std::ops::Range<usize>,
+    blocks: Range<usize>,
     progress: &dyn Progress,
 ) -> Result<(), GpuError> {
     let s = &gpu.stream;
