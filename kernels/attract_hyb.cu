@@ -26,6 +26,11 @@
 // a P that sums to 1 stay far inside the 64 bits, and the rounding (2^-56 sqrt(dof) per
 // term) lies below a float's precision of the forces of 10^8 points.
 
+// P's entries are read once per evaluation, and at 10M points they are 12 GB: they are
+// loaded evict-first (`__ldcs`), so that they pass through L2 without pushing out the
+// coordinates the gathers reuse (10M mixture, H100: 15.0 -> 14.3 ms per evaluation,
+// scripts/bench/attract_floors.py).
+
 // Point j's coordinates; in 2-D one 8-byte load (the gathers of y_j are what the
 // attraction waits on: one request per neighbour instead of two).
 template <int D>
@@ -81,8 +86,8 @@ __device__ void attract_ell(int n, int row0, int K, const int* __restrict__ ell_
 #pragma unroll 4
         for (int s = 0; s < K; ++s) {
             long long e = (long long)s * n + i;
-            float p = ell_vals[e], yj[D];
-            load_point<D>(y, ell_cols[e], yj);
+            float p = __ldcs(ell_vals + e), yj[D];
+            load_point<D>(y, __ldcs(ell_cols + e), yj);
             float w = pair_force<D>(yi, yj, p, inv_dof, scale, acc);
             if (kl && p > 0.f) exact_add(local_kl, (double)(p * (dof * logf(w))));
         }
@@ -125,9 +130,9 @@ __device__ void attract_coo(long long m, int row0, const int* __restrict__ rows,
         for (int c = 0; c < COO_CHUNKS; ++c) {
             long long e = base + c * 32 + lane;
             bool in = e < m;
-            i[c] = in ? rows[e] - row0 : -1;
-            j[c] = in ? cols[e] : 0;
-            p[c] = in ? vals[e] : 0.f;
+            i[c] = in ? __ldcs(rows + e) - row0 : -1;
+            j[c] = in ? __ldcs(cols + e) : 0;
+            p[c] = in ? __ldcs(vals + e) : 0.f;
         }
 #pragma unroll
         for (int c = 0; c < COO_CHUNKS; ++c) {
