@@ -19,7 +19,10 @@ after a warm-up):
   block); one block of threads per row block holds the rows' sums in shared memory, copies
   each tile's C columns of y into shared memory, and gathers y_j from there, the sums added
   with shared-memory atomics (``abl=1`` leaves the atomics out: the kernel's floor without
-  them; its forces are wrong); ``tile2`` double-buffers the columns' copy with ``cp.async``.
+  them; its forces are wrong); ``tile2`` double-buffers the columns' copy with ``cp.async``;
+  ``tile3`` gives each warp of the block its own R/32 rows (each tile's entries split by warp),
+  sums each step's runs of equal rows by shuffles and adds them with plain shared-memory
+  writes, no atomics.
 
 Each tiled kernel's forces are checked against ``ell``'s (relative error printed).
 
@@ -229,6 +232,80 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tile2(int n, const int*
   __syncthreads();
   for (int r = threadIdx.x; r < rows; r += blockDim.x) force[row0 + r] = make_float2(ax[r], ay[r]);
 }
+
+// Warp-owned rows: warp w of the block owns the rows [w R/32, (w+1) R/32) of its row block, and
+// a tile's entries (sorted by row) of those rows lie in [wo[32 t + w], wo[32 t + w + 1]). Each
+// step of 32 entries sums runs of equal rows by shuffles, and each run's first lane adds to the
+// row's shared sum with a plain read and write: no other warp writes that row.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) tile3(int n, const int* __restrict__ tb,
+    const int* __restrict__ tcol, const long long* __restrict__ wo, const unsigned* __restrict__ packed,
+    const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
+  extern __shared__ float2 sm[];
+  float* ax = (float*)sm;
+  float* ay = ax + R;
+  float2* cols = sm + R;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int b = blockIdx.x;
+  long long row0 = (long long)b * R;
+  int rows = min((long long)R, n - row0);
+  for (int r = threadIdx.x; r < rows; r += blockDim.x) ax[r] = ay[r] = 0.f;
+  for (int t = tb[b]; t < tb[b + 1]; ++t) {
+    __syncthreads();
+    long long col0 = (long long)tcol[t] * C;
+    int cnt = min((long long)C, n - col0);
+    for (int c0 = threadIdx.x; c0 < cnt; c0 += 4 * blockDim.x) {
+      float2 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        int c = c0 + u * blockDim.x;
+        if (c < cnt) v[u] = __ldcg(y + col0 + c);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        int c = c0 + u * blockDim.x;
+        if (c < cnt) cols[c] = v[u];
+      }
+    }
+    __syncthreads();
+    long long begin = wo[32LL * t + warp], end = wo[32LL * t + warp + 1];
+    for (long long e0 = begin + lane; e0 - lane < end; e0 += U * 32) {
+      unsigned q[U];
+      float p[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        long long e = e0 + u * 32;
+        bool in = e < end;
+        q[u] = in ? __ldcs(packed + e) : 0xffffffffu;
+        p[u] = in ? __ldcs(vals + e) : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (e0 - lane + u * 32 >= end) break;
+        bool in = q[u] != 0xffffffffu;
+        int r = in ? (int)(q[u] >> CBITS) : -1, c = q[u] & ((1u << CBITS) - 1);
+        float vx = 0.f, vy = 0.f;
+        if (in) {
+          float2 a = __ldg(y + row0 + r), o = cols[c];
+          float dx = a.x - o.x, dy = a.y - o.y, w = p[u] / (1.f + dx * dx + dy * dy);
+          vx = w * dx;
+          vy = w * dy;
+        }
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          int other = __shfl_down_sync(0xffffffffu, r, off);
+          bool same = lane + off < 32 && other == r;
+          if (!__any_sync(0xffffffffu, same)) break;
+          float ox = __shfl_down_sync(0xffffffffu, vx, off), oy = __shfl_down_sync(0xffffffffu, vy, off);
+          if (same) { vx += ox; vy += oy; }
+        }
+        int prev = __shfl_up_sync(0xffffffffu, r, 1);
+        if (in && (lane == 0 || prev != r)) { ax[r] += vx; ay[r] += vy; }
+      }
+    }
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < rows; r += blockDim.x) force[row0 + r] = make_float2(ax[r], ay[r]);
+}
 """
 
 
@@ -293,8 +370,19 @@ def tiles(cols, vals, n, rows, width):
         per_block.extend((per_block[-1] + cp.cumsum(counts)).get().tolist())
         offset += len(c)
     start.append(cp.array([offset], dtype=cp.int64))
+    start = cp.concatenate(start)
+    packed = cp.concatenate(packed)
+    # Each tile's entries split by the warp owning their rows (32 warps, R/32 rows each).
+    shift = int(np.log2(rows // 32)) + cbits
+    tile_of = cp.zeros(len(packed), dtype=cp.int32)
+    tile_of[start[1:-1]] = 1
+    tile_of = cp.cumsum(tile_of, dtype=cp.int32)
+    wkey = tile_of * 32 + (packed >> shift).astype(cp.int32)
+    del tile_of
+    warp_off = cp.searchsorted(wkey, cp.arange(32 * (len(start) - 1) + 1, dtype=cp.int32))
+    del wkey
     return (blocks, cp.array(per_block, dtype=cp.int32), cp.concatenate(tcol),
-            cp.concatenate(start), cp.concatenate(packed), cp.concatenate(tvals))
+            start, packed, cp.concatenate(tvals), warp_off.astype(cp.int64))
 
 
 def main():
@@ -335,7 +423,9 @@ def main():
           f"{bench(lambda: st(grid, (256,), args_ell)):7.2f} ms")
     # (kernel, rows R, columns C, threads, entries in flight per thread, no atomics)
     configs = [("tile", 8192, 12288, 1024, 4, 0), ("tile", 16384, 12288, 1024, 4, 0),
-               ("tile", 16384, 12288, 1024, 4, 1), ("tile2", 16384, 6144, 1024, 4, 0)]
+               ("tile", 16384, 12288, 1024, 4, 1), ("tile3", 16384, 12288, 1024, 4, 0),
+               ("tile3", 16384, 12288, 1024, 8, 0), ("tile3", 16384, 12288, 1024, 2, 0),
+               ("tile2", 16384, 6144, 1024, 4, 0)]
     built = {}
     for kernel, rows, width, threads, unroll, no_atomics in configs:
         if (rows, width) not in built:
@@ -347,7 +437,9 @@ def main():
             blocks, _, tcol, *_ = built[(rows, width)]
             print(f"tiles {rows} x {width}: {len(tcol)} tiles, {n * K / len(tcol):.0f} entries "
                   f"each, grouped in {time.time() - t0:.1f} s")
-        blocks, tb, tcol, ts, packed, tvals = built[(rows, width)]
+        blocks, tb, tcol, ts, packed, tvals, warp_off = built[(rows, width)]
+        if kernel == "tile3":
+            ts = warp_off
         f = module(rows, width, threads, unroll, no_atomics).get_function(kernel)
         smem = (rows + width * (2 if kernel == "tile2" else 1)) * 8
         f.max_dynamic_shared_size_bytes = smem
@@ -355,7 +447,7 @@ def main():
         ms = bench(lambda: f((blocks,), (threads,),
                              (np.int32(n), tb, tcol, ts, packed, tvals, y, force), shared_mem=smem))
         err = float(cp.linalg.norm(force - want) / cp.linalg.norm(want))
-        label = f"{kernel} {rows}x{width}{', no atomics' if no_atomics else ''}"
+        label = f"{kernel} {rows}x{width}, {unroll} in flight{', no atomics' if no_atomics else ''}"
         print(f"{label:40s} {ms:7.2f} ms  (rel. err {err:.1e})")
 
 
