@@ -185,6 +185,8 @@ fn set_up(
             None => p.recv_block(&ranks, 0)?,
         }
     }
+    // The block is in place (and GPU 0's whole P gone): tiles for a 2-D attraction.
+    p.tile(dims, shared.params.deterministic, n)?;
     Ok(State {
         gpu,
         ranks,
