@@ -3,13 +3,18 @@
 # .bench/base/sgtsne (scripts/bench/stage_base.sh COMMIT), B is .bench/bin/sgtsne
 # (scripts/bench/stage.sh); A_BIN and B_BIN name others. Each input gets one warm-up run per
 # build (kernel compile, cuFFT), then $RUNS (default 3) runs of each, interleaved A, B, A, B …
-# so that drift of the machine falls on both alike. Per run one summary line; per build the
+# so that drift of the machine falls on both alike (WARMUP=0 leaves the warm-ups out, for
+# inputs after one that warmed both builds). Per run one summary line; per build the
 # medians of wall, total, kNN, optimisation and attraction and the range of the final KL.
 #
-#   scripts/bench/ab.sh [mnist] [big]        # default both: about 2.5 minutes on the H100
+#   scripts/bench/ab.sh [mnist] [big] [digits] [10m] [digits10m]   # default mnist big:
+#                                            # about 2.5 minutes on the H100
 #
-#   mnist  MNIST 70k (PCA 50), 2-D
-#   big    `sgtsne gen --n 1300000 --dim 50 --clusters 40`, 2-D (made once into .bench/gen)
+#   mnist      MNIST 70k (PCA 50), 2-D
+#   big        `sgtsne gen --n 1300000 --dim 50 --clusters 40`, 2-D (made once into .bench/gen)
+#   digits     1.3M deformed MNIST digits (scripts/bench/stage_images.sh), 2-D
+#   10m        the 10M × 50 mixture (40 clusters), 2-D: about 40 s a run
+#   digits10m  10M deformed MNIST digits, 2-D: about 30 s a run
 #
 # Writes $OUT/ab.txt and $OUT/ab.tgz.
 set -uo pipefail
@@ -31,10 +36,12 @@ done
 compare() {
   local name=$1 side r
   shift
-  for side in a b; do
-    [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
-    embed "$name-$side-warmup" "$@" --backend gpu
-  done
+  if [ "${WARMUP:-1}" != 0 ]; then
+    for side in a b; do
+      [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
+      embed "$name-$side-warmup" "$@" --backend gpu
+    done
+  fi
   for r in $(seq "$runs"); do
     for side in a b; do
       [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
@@ -59,7 +66,19 @@ for section in "$@"; do
       big_input
       compare big-2d "${big[@]}"
       ;;
-    *) say "unknown section $section (mnist, big)" ;;
+    digits)
+      digits 1300000
+      compare digits-2d "${input[@]}"
+      ;;
+    10m)
+      mixture 10000000
+      compare 10m-2d "${input[@]}"
+      ;;
+    digits10m)
+      digits 10000000
+      compare digits10m-2d "${input[@]}"
+      ;;
+    *) say "unknown section $section (mnist, big, digits, 10m, digits10m)" ;;
   esac
 done
 bench_end
