@@ -214,7 +214,10 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
     let nb = shared.part.rows(rank).len();
     let gpu = st.gpu;
     let s = &gpu.stream;
-    let mut report = OptimReport::default();
+    let mut report = OptimReport {
+        attract_tiles: st.p.tiled(),
+        ..OptimReport::default()
+    };
     let mut in_flight: Option<InFlight> = None;
     if let Some(l) = &lead {
         l.progress.begin("optimise", params.iters as u64);
