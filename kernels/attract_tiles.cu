@@ -137,9 +137,15 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 1)
     const int held = (int)min((long long)rows, n - first);
     ExactSum local_kl = exact_zero();
     for (int r = threadIdx.x; r < held; r += blockDim.x) sx[r] = sy[r] = 0.f;
+    __syncthreads();
     for (int t = tb[b]; t < tb[b + 1]; ++t) {
-        __syncthreads();
         const long long col0 = (long long)tcol[t] * TILE_COLS;
+        // A tile of fewer than TILE_DENSE entries reads its y_j from global memory: copying
+        // its columns would cost more than the gathers it saves (the tiles off the diagonal
+        // of a P whose points are in a locality order). The same for every warp.
+        const bool dense = wo[32LL * t + 32] - wo[32LL * t] >= TILE_DENSE;
+        if (dense) {
+        __syncthreads();
         const int width = (int)min((long long)TILE_COLS, points - col0);
         for (int c0 = threadIdx.x; c0 < width; c0 += 4 * blockDim.x) {
             float2 v[4];
@@ -155,6 +161,7 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 1)
             }
         }
         __syncthreads();
+        }
         const long long begin = wo[32LL * t + warp], end = wo[32LL * t + warp + 1];
         for (long long step = begin; step < end; step += IN_FLIGHT * 32) {
             unsigned q[IN_FLIGHT];
@@ -173,7 +180,8 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS, 1)
                 int r = in ? (int)(q[u] >> COL_BITS) : -1;
                 float fx = 0.f, fy = 0.f;
                 if (in) {
-                    float2 a = __ldg(y2 + row0 + first + r), o = cols[q[u] & ((1u << COL_BITS) - 1u)];
+                    const unsigned c = q[u] & ((1u << COL_BITS) - 1u);
+                    float2 a = __ldg(y2 + row0 + first + r), o = dense ? cols[c] : __ldg(y2 + col0 + c);
                     float dx = a.x - o.x, dy = a.y - o.y;
                     float w = 1.f / (1.f + (dx * dx + dy * dy) * inv_dof);
                     fx = p[u] * w * dx;

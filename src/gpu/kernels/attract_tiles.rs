@@ -14,6 +14,9 @@ pub const COL_BITS: u32 = 14;
 /// Most rows per row block: the rows' sums (8 bytes each) and a tile's columns fill the
 /// 227 KiB of shared memory a block may have.
 pub const MAX_ROWS: usize = 16_384;
+/// Entries below which a tile's y_j are gathered from global memory rather than copied
+/// into shared memory first (`TILE_DENSE`): a quarter of the columns.
+pub const DENSE: usize = COLS / 4;
 /// Entries each lane loads at once (`IN_FLIGHT`): 4 measured best against 2 and 8
 /// (scripts/bench/attract_floors.py).
 pub const IN_FLIGHT: usize = 4;
@@ -23,6 +26,7 @@ pub(crate) const CONSTANTS: &[(&str, usize)] = &[
     ("TILE_THREADS", THREADS),
     ("TILE_COLS", COLS),
     ("COL_BITS", COL_BITS as usize),
+    ("TILE_DENSE", DENSE),
     ("IN_FLIGHT", IN_FLIGHT),
 ];
 
