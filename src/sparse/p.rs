@@ -110,17 +110,6 @@ impl P {
         })
     }
 
-    /// Cuts P in HYB into tiles for a 2-D attraction where they pay
-    /// ([`HybGpu::tile`]: a `dims` = 2 embedding of enough points, not `deterministic`, with
-    /// room on the device); other layouts stay as they are. Returns whether it did.
-    pub fn tile(&mut self, dims: usize, deterministic: bool) -> Result<bool> {
-        let n = self.n();
-        match &mut self.layout {
-            Layout::Hyb(hyb) => Ok(hyb.tile(dims, deterministic, n)?),
-            _ => Ok(false),
-        }
-    }
-
     /// The layout itself, P taken apart (the constants read first).
     pub fn into_layout(self) -> Layout {
         self.layout

@@ -185,8 +185,6 @@ fn set_up(
             None => p.recv_block(&ranks, 0)?,
         }
     }
-    // The block is in place (and GPU 0's whole P gone): tiles for a 2-D attraction.
-    p.tile(dims, shared.params.deterministic, n)?;
     Ok(State {
         gpu,
         ranks,
@@ -214,10 +212,7 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
     let nb = shared.part.rows(rank).len();
     let gpu = st.gpu;
     let s = &gpu.stream;
-    let mut report = OptimReport {
-        attract_tiles: st.p.tiled(),
-        ..OptimReport::default()
-    };
+    let mut report = OptimReport::default();
     let mut in_flight: Option<InFlight> = None;
     if let Some(l) = &lead {
         l.progress.begin("optimise", params.iters as u64);
