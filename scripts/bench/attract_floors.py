@@ -20,7 +20,7 @@ after a warm-up):
   each tile's C columns of y into shared memory, and gathers y_j from there, the sums added
   with shared-memory atomics (``abl=1`` leaves the atomics out: the kernel's floor without
   them; its forces are wrong); ``tile2`` double-buffers the columns' copy with ``cp.async``;
-  ``tile3`` gives each warp of the block its own R/32 rows (each tile's entries split by warp),
+  ``tile3`` (``tile`` compiled with ``WARP_ROWS``) gives each warp of the block its own R/32 rows (each tile's entries split by warp),
   sums each step's runs of equal rows by shuffles and adds them with plain shared-memory
   writes, no atomics.
 
@@ -43,39 +43,20 @@ SOURCE = r"""
 #define LOADP __ldg
 #endif
 
-extern "C" __global__ void __launch_bounds__(256, 8) ell(int n, int K, const int* __restrict__ cols,
-    const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
+// One thread per row: its K entries' terms p e (y_i - y_j), e = 1/(1+|y_i-y_j|^2), summed;
+// `entry(i, s, p, yj)` gives slot s's value and y_j (as each kernel below reads them).
+template <class Entry>
+__device__ inline void per_row(int n, int K, const float2* __restrict__ y, float2* __restrict__ force,
+                               float scale, Entry entry) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     float2 yi = y[i];
     float ax = 0.f, ay = 0.f;
 #pragma unroll 4
     for (int s = 0; s < K; ++s) {
-      long long e = (long long)s * n + i;
-      float p = LOADP(vals + e);
-      float2 yj = __ldg(y + LOADP(cols + e));
-      float dx = yi.x - yj.x, dy = yi.y - yj.y, w = 1.f / (1.f + dx * dx + dy * dy);
-      ax += p * w * dx;
-      ay += p * w * dy;
-    }
-    force[i] = make_float2(ax, ay);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(256, 8) ell_half(int n, int K, const int* __restrict__ cols,
-    const unsigned short* __restrict__ vals, float scale, const float2* __restrict__ y,
-    float2* __restrict__ force) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    float2 yi = y[i];
-    float ax = 0.f, ay = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < K; ++s) {
-      long long e = (long long)s * n + i;
-      unsigned short ph = __ldcs(vals + e);
       float p;
-      asm("cvt.f32.f16 %0, %1;" : "=f"(p) : "h"(ph));
-      float2 yj = __ldg(y + __ldcs(cols + e));
+      float2 yj;
+      entry(i, s, p, yj);
       float dx = yi.x - yj.x, dy = yi.y - yj.y, w = 1.f / (1.f + dx * dx + dy * dy);
       ax += p * w * dx;
       ay += p * w * dy;
@@ -84,44 +65,89 @@ extern "C" __global__ void __launch_bounds__(256, 8) ell_half(int n, int K, cons
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256, 8) gather_only(int n, int K, int nc,
-    const float2* __restrict__ y, float2* __restrict__ force) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    float2 yi = y[i];
-    float ax = 0.f, ay = 0.f;
-    long long c0 = (i / nc) * nc;
-    unsigned h = (unsigned)i * 2654435761u;
-#pragma unroll 4
-    for (int s = 0; s < K; ++s) {
-      h = h * 1664525u + 1013904223u;
-      long long j = c0 + (h % (unsigned)nc);
-      if (j >= n) j = i;
-      float2 yj = __ldg(y + j);
-      float dx = yi.x - yj.x, dy = yi.y - yj.y, w = 1.f / (1.f + dx * dx + dy * dy);
-      ax += w * dx;
-      ay += w * dy;
-    }
-    force[i] = make_float2(ax, ay);
-  }
+extern "C" __global__ void __launch_bounds__(256, 8) ell(int n, int K, const int* __restrict__ cols,
+    const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
+  per_row(n, K, y, force, 1.f, [&](long long i, int s, float& p, float2& yj) {
+    long long e = (long long)s * n + i;
+    p = LOADP(vals + e);
+    yj = __ldg(y + LOADP(cols + e));
+  });
 }
 
+extern "C" __global__ void __launch_bounds__(256, 8) ell_half(int n, int K, const int* __restrict__ cols,
+    const unsigned short* __restrict__ vals, float scale, const float2* __restrict__ y,
+    float2* __restrict__ force) {
+  per_row(n, K, y, force, scale, [&](long long i, int s, float& p, float2& yj) {
+    long long e = (long long)s * n + i;
+    unsigned short ph = __ldcs(vals + e);
+    asm("cvt.f32.f16 %0, %1;" : "=f"(p) : "h"(ph));
+    yj = __ldg(y + __ldcs(cols + e));
+  });
+}
+
+// j from a hash of (i, s) within the row's cluster of nc points; p = 1.
+extern "C" __global__ void __launch_bounds__(256, 8) gather_only(int n, int K, int nc,
+    const float2* __restrict__ y, float2* __restrict__ force) {
+  per_row(n, K, y, force, 1.f, [&](long long i, int s, float& p, float2& yj) {
+    unsigned h = (unsigned)i * 2654435761u + (unsigned)s * 40503u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    long long j = (i / nc) * nc + (h % (unsigned)nc);
+    p = 1.f;
+    yj = __ldg(y + (j < n ? j : i));
+  });
+}
+
+// y_j made from the column number: P read, nothing gathered.
 extern "C" __global__ void __launch_bounds__(256, 8) stream_only(int n, int K, const int* __restrict__ cols,
     const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    float2 yi = y[i];
-    float ax = 0.f, ay = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < K; ++s) {
-      long long e = (long long)s * n + i;
-      float p = __ldcs(vals + e);
-      float dx = yi.x - (float)__ldcs(cols + e), dy = yi.y, w = 1.f / (1.f + dx * dx + dy * dy);
-      ax += p * w * dx;
-      ay += p * w * dy;
+  per_row(n, K, y, force, 1.f, [&](long long i, int s, float& p, float2& yj) {
+    long long e = (long long)s * n + i;
+    p = __ldcs(vals + e);
+    yj = make_float2((float)__ldcs(cols + e), 0.f);
+  });
+}
+
+// The tiled kernels' arguments: row block b's tiles tb[b] .. tb[b + 1], tile t's column block
+// tcol[t], its entries from ts[t] (with WARP_ROWS, each (tile, warp)'s from ts[32 t + w]).
+#define TILE_PARAMS                                                                          \
+  int n, const int* __restrict__ tb, const int* __restrict__ tcol,                           \
+      const long long* __restrict__ ts, const unsigned* __restrict__ packed,                 \
+      const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force
+
+// A row block's sums in shared memory (the first R floats of each coordinate), zeroed.
+struct Sums {
+  float* ax;
+  float* ay;
+  long long row0;
+  int rows;
+};
+__device__ inline Sums zero_sums(float2* sm, int n) {
+  Sums k{(float*)sm, (float*)sm + R, (long long)blockIdx.x * R, 0};
+  k.rows = (int)min((long long)R, n - k.row0);
+  for (int r = threadIdx.x; r < k.rows; r += blockDim.x) k.ax[r] = k.ay[r] = 0.f;
+  return k;
+}
+
+// Tile t's C columns of y into shared memory, 4 loads a thread in flight, between barriers.
+__device__ inline void copy_columns(float2* cols, const float2* __restrict__ y, long long col0, int n) {
+  __syncthreads();
+  int cnt = min((long long)C, n - col0);
+  for (int c0 = threadIdx.x; c0 < cnt; c0 += 4 * blockDim.x) {
+    float2 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      int c = c0 + u * blockDim.x;
+      if (c < cnt) v[u] = __ldcg(y + col0 + c);
     }
-    force[i] = make_float2(ax, ay);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      int c = c0 + u * blockDim.x;
+      if (c < cnt) cols[c] = v[u];
+    }
   }
+  __syncthreads();
 }
 
 // One tile's entries: U per thread in flight, y_i from global memory (entries sorted by row
@@ -156,41 +182,71 @@ __device__ inline void tile_entries(long long begin, long long end, const unsign
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1) tile(int n, const int* __restrict__ tb,
-    const int* __restrict__ tcol, const long long* __restrict__ ts, const unsigned* __restrict__ packed,
-    const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
-  extern __shared__ float2 sm[];
-  float* ax = (float*)sm;
-  float* ay = ax + R;
-  float2* cols = sm + R;
-  int b = blockIdx.x;
-  long long row0 = (long long)b * R;
-  int rows = min((long long)R, n - row0);
-  float sx = 0.f, sy = 0.f;
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) ax[r] = ay[r] = 0.f;
-  for (int t = tb[b]; t < tb[b + 1]; ++t) {
-    __syncthreads();
-    long long col0 = (long long)tcol[t] * C;
-    int cnt = min((long long)C, n - col0);
-    for (int c0 = threadIdx.x; c0 < cnt; c0 += 4 * blockDim.x) {
-      float2 v[4];
+// Warp-owned rows (WARP_ROWS): warp w of the block owns the rows [w R/32, (w+1) R/32) of its
+// row block, and a tile's entries (sorted by row) of those rows lie in [begin, end) =
+// [wo[32 t + w], wo[32 t + w + 1]). Each step of 32 entries sums runs of equal rows by
+// shuffles, and each run's first lane adds to the row's shared sum with a plain read and
+// write: no other warp writes that row.
+__device__ inline void warp_entries(long long begin, long long end, const unsigned* __restrict__ packed,
+    const float* __restrict__ vals, const float2* __restrict__ y, long long row0, const float2* cols,
+    float* ax, float* ay) {
+  const int lane = threadIdx.x & 31;
+  for (long long e0 = begin + lane; e0 - lane < end; e0 += U * 32) {
+    unsigned q[U];
+    float p[U];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        int c = c0 + u * blockDim.x;
-        if (c < cnt) v[u] = __ldcg(y + col0 + c);
-      }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        int c = c0 + u * blockDim.x;
-        if (c < cnt) cols[c] = v[u];
-      }
+    for (int u = 0; u < U; ++u) {
+      long long e = e0 + u * 32;
+      bool in = e < end;
+      q[u] = in ? __ldcs(packed + e) : 0xffffffffu;
+      p[u] = in ? __ldcs(vals + e) : 0.f;
     }
-    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (e0 - lane + u * 32 >= end) break;
+      bool in = q[u] != 0xffffffffu;
+      int r = in ? (int)(q[u] >> CBITS) : -1, c = q[u] & ((1u << CBITS) - 1);
+      float vx = 0.f, vy = 0.f;
+      if (in) {
+        float2 a = __ldg(y + row0 + r), o = cols[c];
+        float dx = a.x - o.x, dy = a.y - o.y, w = p[u] / (1.f + dx * dx + dy * dy);
+        vx = w * dx;
+        vy = w * dy;
+      }
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        int other = __shfl_down_sync(0xffffffffu, r, off);
+        bool same = lane + off < 32 && other == r;
+        if (!__any_sync(0xffffffffu, same)) break;
+        float ox = __shfl_down_sync(0xffffffffu, vx, off), oy = __shfl_down_sync(0xffffffffu, vy, off);
+        if (same) { vx += ox; vy += oy; }
+      }
+      int prev = __shfl_up_sync(0xffffffffu, r, 1);
+      if (in && (lane == 0 || prev != r)) { ax[r] += vx; ay[r] += vy; }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) tile(TILE_PARAMS) {
+  extern __shared__ float2 sm[];
+  const Sums k = zero_sums(sm, n);
+  float2* cols = sm + R;
+  float *ax = k.ax, *ay = k.ay;
+  const int b = blockIdx.x;
+  const long long row0 = k.row0;
+  float sx = 0.f, sy = 0.f;
+  for (int t = tb[b]; t < tb[b + 1]; ++t) {
+    copy_columns(cols, y, (long long)tcol[t] * C, n);
+#if WARP_ROWS
+    const int warp = threadIdx.x >> 5;
+    warp_entries(ts[32LL * t + warp], ts[32LL * t + warp + 1], packed, vals, y, row0, cols, ax, ay);
+#else
     tile_entries(ts[t], ts[t + 1], packed, vals, y, row0, cols, ax, ay, sx, sy);
+#endif
   }
   if (sx == 12345.f) ax[0] = sy;  // keeps the no-atomics variant's sums alive
   __syncthreads();
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) force[row0 + r] = make_float2(ax[r], ay[r]);
+  for (int r = threadIdx.x; r < k.rows; r += blockDim.x) force[row0 + r] = make_float2(ax[r], ay[r]);
 }
 
 __device__ inline void copy_async(float2* dst, const float2* __restrict__ y, long long col0, int cnt) {
@@ -201,18 +257,14 @@ __device__ inline void copy_async(float2* dst, const float2* __restrict__ y, lon
   asm volatile("cp.async.commit_group;\n" ::);
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1) tile2(int n, const int* __restrict__ tb,
-    const int* __restrict__ tcol, const long long* __restrict__ ts, const unsigned* __restrict__ packed,
-    const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
+extern "C" __global__ void __launch_bounds__(THREADS, 1) tile2(TILE_PARAMS) {
   extern __shared__ float2 sm[];
-  float* ax = (float*)sm;
-  float* ay = ax + R;
+  const Sums k = zero_sums(sm, n);
   float2* buf[2] = {sm + R, sm + R + C};
-  int b = blockIdx.x;
-  long long row0 = (long long)b * R;
-  int rows = min((long long)R, n - row0);
+  float *ax = k.ax, *ay = k.ay;
+  const int b = blockIdx.x;
+  const long long row0 = k.row0;
   float sx = 0.f, sy = 0.f;
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) ax[r] = ay[r] = 0.f;
   int t0 = tb[b], t1 = tb[b + 1];
   if (t0 < t1) {
     long long c0 = (long long)tcol[t0] * C;
@@ -230,90 +282,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tile2(int n, const int*
   }
   if (sx == 12345.f) ax[0] = sy;
   __syncthreads();
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) force[row0 + r] = make_float2(ax[r], ay[r]);
+  for (int r = threadIdx.x; r < k.rows; r += blockDim.x) force[row0 + r] = make_float2(ax[r], ay[r]);
 }
 
-// Warp-owned rows: warp w of the block owns the rows [w R/32, (w+1) R/32) of its row block, and
-// a tile's entries (sorted by row) of those rows lie in [wo[32 t + w], wo[32 t + w + 1]). Each
-// step of 32 entries sums runs of equal rows by shuffles, and each run's first lane adds to the
-// row's shared sum with a plain read and write: no other warp writes that row.
-extern "C" __global__ void __launch_bounds__(THREADS, 1) tile3(int n, const int* __restrict__ tb,
-    const int* __restrict__ tcol, const long long* __restrict__ wo, const unsigned* __restrict__ packed,
-    const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
-  extern __shared__ float2 sm[];
-  float* ax = (float*)sm;
-  float* ay = ax + R;
-  float2* cols = sm + R;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int b = blockIdx.x;
-  long long row0 = (long long)b * R;
-  int rows = min((long long)R, n - row0);
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) ax[r] = ay[r] = 0.f;
-  for (int t = tb[b]; t < tb[b + 1]; ++t) {
-    __syncthreads();
-    long long col0 = (long long)tcol[t] * C;
-    int cnt = min((long long)C, n - col0);
-    for (int c0 = threadIdx.x; c0 < cnt; c0 += 4 * blockDim.x) {
-      float2 v[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        int c = c0 + u * blockDim.x;
-        if (c < cnt) v[u] = __ldcg(y + col0 + c);
-      }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        int c = c0 + u * blockDim.x;
-        if (c < cnt) cols[c] = v[u];
-      }
-    }
-    __syncthreads();
-    long long begin = wo[32LL * t + warp], end = wo[32LL * t + warp + 1];
-    for (long long e0 = begin + lane; e0 - lane < end; e0 += U * 32) {
-      unsigned q[U];
-      float p[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        long long e = e0 + u * 32;
-        bool in = e < end;
-        q[u] = in ? __ldcs(packed + e) : 0xffffffffu;
-        p[u] = in ? __ldcs(vals + e) : 0.f;
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (e0 - lane + u * 32 >= end) break;
-        bool in = q[u] != 0xffffffffu;
-        int r = in ? (int)(q[u] >> CBITS) : -1, c = q[u] & ((1u << CBITS) - 1);
-        float vx = 0.f, vy = 0.f;
-        if (in) {
-          float2 a = __ldg(y + row0 + r), o = cols[c];
-          float dx = a.x - o.x, dy = a.y - o.y, w = p[u] / (1.f + dx * dx + dy * dy);
-          vx = w * dx;
-          vy = w * dy;
-        }
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-          int other = __shfl_down_sync(0xffffffffu, r, off);
-          bool same = lane + off < 32 && other == r;
-          if (!__any_sync(0xffffffffu, same)) break;
-          float ox = __shfl_down_sync(0xffffffffu, vx, off), oy = __shfl_down_sync(0xffffffffu, vy, off);
-          if (same) { vx += ox; vy += oy; }
-        }
-        int prev = __shfl_up_sync(0xffffffffu, r, 1);
-        if (in && (lane == 0 || prev != r)) { ax[r] += vx; ay[r] += vy; }
-      }
-    }
-  }
-  __syncthreads();
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) force[row0 + r] = make_float2(ax[r], ay[r]);
-}
 """
 
 
-def module(rows, cols, threads=1024, unroll=4, no_atomics=0, extra=()):
+def module(rows, cols, threads=1024, unroll=4, no_atomics=0, extra=(), warp_rows=0):
     cbits = int(np.ceil(np.log2(cols)))
     assert rows <= 1 << (32 - cbits), "row and column numbers must pack into 32 bits"
     options = ("-std=c++17", f"-DR={rows}", f"-DC={cols}", f"-DCBITS={cbits}",
-               f"-DTHREADS={threads}", f"-DU={unroll}", f"-DNO_ATOMICS={no_atomics}") + extra
+               f"-DTHREADS={threads}", f"-DU={unroll}", f"-DNO_ATOMICS={no_atomics}",
+               f"-DWARP_ROWS={warp_rows}") + extra
     return cp.RawModule(code=SOURCE, options=options)
 
 
@@ -440,7 +420,9 @@ def main():
         blocks, tb, tcol, ts, packed, tvals, warp_off = built[(rows, width)]
         if kernel == "tile3":
             ts = warp_off
-        f = module(rows, width, threads, unroll, no_atomics).get_function(kernel)
+        warp_rows = int(kernel == "tile3")
+        f = module(rows, width, threads, unroll, no_atomics, warp_rows=warp_rows).get_function(
+            "tile" if warp_rows else kernel)
         smem = (rows + width * (2 if kernel == "tile2" else 1)) * 8
         f.max_dynamic_shared_size_bytes = smem
         force[:] = 0
