@@ -7,12 +7,13 @@
 # inputs after one that warmed both builds). Per run one summary line; per build the
 # medians of wall, total, kNN, optimisation and attraction and the range of the final KL.
 #
-#   scripts/bench/ab.sh [mnist] [big] [digits] [10m] [digits10m]   # default mnist big:
+#   scripts/bench/ab.sh [mnist] [big] [digits] [5m] [10m] [digits10m]   # default mnist big:
 #                                            # about 2.5 minutes on the H100
 #
 #   mnist      MNIST 70k (PCA 50), 2-D
 #   big        `sgtsne gen --n 1300000 --dim 50 --clusters 40`, 2-D (made once into .bench/gen)
 #   digits     1.3M deformed MNIST digits (scripts/bench/stage_images.sh), 2-D
+#   5m         the 5M × 50 mixture (40 clusters), 2-D: about 17 s a run
 #   10m        the 10M × 50 mixture (40 clusters), 2-D: about 40 s a run
 #   digits10m  10M deformed MNIST digits, 2-D: about 30 s a run
 #
@@ -70,6 +71,10 @@ for section in "$@"; do
       digits 1300000
       compare digits-2d "${input[@]}"
       ;;
+    5m)
+      mixture 5000000
+      compare 5m-2d "${input[@]}"
+      ;;
     10m)
       mixture 10000000
       compare 10m-2d "${input[@]}"
@@ -78,7 +83,7 @@ for section in "$@"; do
       digits 10000000
       compare digits10m-2d "${input[@]}"
       ;;
-    *) say "unknown section $section (mnist, big, digits, 10m, digits10m)" ;;
+    *) say "unknown section $section (mnist, big, digits, 5m, 10m, digits10m)" ;;
   esac
 done
 bench_end
