@@ -76,7 +76,7 @@ def line(work, name):
     gpus = (r.get("params") or {}).get("gpus")
     gpus_text = f" ×{gpus} GPUs" if gpus and gpus > 1 else ""
     print(f"{name}: wall {num(wall)} s, peak {num(peak)} GiB{dev_text} | total {num(s.get('total'))} s: "
-          f"{stages} | attract {num(o.get('attract_seconds'))}{' (tiles)' if o.get('attract_tiles') else ''} repulse "
+          f"{stages} | attract {num(o.get('attract_seconds'))} repulse "
           f"{num(o.get('repulse_seconds'))} (s2g / g2g / g2s / phi2force {repulse}) update "
           f"{num(o.get('update_seconds'))} replan {num(o.get('replan_seconds'))} grid "
           f"{o.get('final_grid', '-')} changes {o.get('grid_changes', '-')} | KL "

@@ -4,17 +4,15 @@
 //! row's entries took in the symmetrisation, would otherwise change the forces' last bits
 //! from run to run.
 
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaSlice, CudaStream};
 
 use super::{check_shapes, Attract};
 use crate::gpu::kernels::attract_hyb::{
     AttractCoo, AttractCooFixed, AttractEll, AttractEllFixed, AttractFixedToForce,
     COO_BLOCKS_PER_SM, COO_CHUNKS,
 };
-use crate::gpu::kernels::attract_tiles::{AttractTiles2d, THREADS as TILE_THREADS};
 use crate::gpu::GpuError;
 use crate::kernel::Kernel;
-use crate::sparse::hyb::tiles::Tiles;
 use crate::sparse::HybGpu;
 use crate::Result;
 
@@ -47,57 +45,10 @@ impl HybGpu {
         kl: Option<&mut CudaSlice<u64>>,
         fixed: Option<&mut CudaSlice<i64>>,
     ) -> std::result::Result<(), GpuError> {
-        match (fixed, &self.tiles) {
-            (None, Some(tiles)) => self.attract_tiles(tiles, stream, kernel, y, dims, force, kl),
-            (None, None) => self.attract_float(stream, kernel, y, dims, force, kl),
-            (Some(fixed), None) => self.attract_fixed(stream, kernel, y, dims, fixed, force, kl),
-            (Some(_), Some(_)) => unreachable!("deterministic runs keep HYB (HybGpu::tile)"),
+        match fixed {
+            None => self.attract_float(stream, kernel, y, dims, force, kl),
+            Some(fixed) => self.attract_fixed(stream, kernel, y, dims, fixed, force, kl),
         }
-    }
-
-    /// The 2-D attraction over `tiles` (`kernels/attract_tiles.cu`).
-    #[allow(clippy::too_many_arguments)]
-    fn attract_tiles(
-        &self,
-        tiles: &Tiles,
-        stream: &CudaStream,
-        kernel: Kernel,
-        y: &CudaSlice<f32>,
-        dims: usize,
-        force: &mut CudaSlice<f32>,
-        kl: Option<&mut CudaSlice<u64>>,
-    ) -> std::result::Result<(), GpuError> {
-        assert_eq!(
-            dims, 2,
-            "tiles are cut for 2-D embeddings only (HybGpu::tile)"
-        );
-        let (gpu, edge) = (self.gpu, kernel.edge_f32());
-        let shared = tiles.shared_bytes();
-        let config = LaunchConfig {
-            grid_dim: (tiles.blocks as u32, 1, 1),
-            block_dim: (TILE_THREADS as u32, 1, 1),
-            shared_mem_bytes: shared as u32,
-        };
-        AttractTiles2d {
-            blocks: tiles.blocks,
-            tiles: tiles.tiles,
-            entries: tiles.entries,
-            n: self.n,
-            row0: self.row0,
-            rows: tiles.rows,
-            points: tiles.points,
-            tb: &tiles.tb,
-            tcol: &tiles.tcol,
-            wo: &tiles.wo,
-            packed: &tiles.packed,
-            vals: &tiles.vals,
-            y,
-            inv_dof: edge.inv_dof,
-            dof: edge.dof,
-            force,
-            kl: kl.map(|k| k as _),
-        }
-        .launch(gpu, stream, config)
     }
 
     /// The COO kernels' grid: one wave, every SM full (the kernel's launch bounds), each

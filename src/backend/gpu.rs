@@ -101,10 +101,7 @@ pub fn optimize_device_observed(
     };
     let mut buf = make()?;
     let mut opt = OptimizerGpu::new(gpu, n, dims)?;
-    let mut report = OptimReport {
-        attract_tiles: attract.tiled(),
-        ..OptimReport::default()
-    };
+    let mut report = OptimReport::default();
     let mut in_flight: Option<InFlight> = None;
     progress.begin("optimise", params.iters as u64);
     let mut end = params.iters;

@@ -132,11 +132,7 @@ fn device_kernels(
         }
     }
     if on_gpu {
-        files.extend([
-            KernelId::AttractHyb,
-            KernelId::AttractTiles,
-            KernelId::Optim,
-        ]);
+        files.extend([KernelId::AttractHyb, KernelId::Optim]);
     }
     // The fused kNN file is compiled for the points' dimension only (after PCA), the tiled
     // one for the run's list length.

@@ -19,7 +19,6 @@ use serde::Serialize;
 use super::{AffinityMethod, EmbedParams, Input, KnnMethod};
 use crate::backend::BackendKind;
 use crate::gpu::Gpu;
-use crate::sparse::hyb::tiles::{tiles_pay, Tiles};
 use crate::{Error, Result};
 
 /// Bytes the process needs beside the data (code, runtime, CUDA context on the host).
@@ -97,8 +96,8 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
     // as they read it: the sort holds the indices, the conditional probabilities and the
     // sorted pairs (16 bytes per entry); the fill the pairs (12 bytes per entry) and P in
     // HYB, whose ELL part pads rows to a common width (a quarter more), one GPU's block of
-    // it at a time. The optimisation: that GPU's block of P (and its tiles, in 2-D), and all
-    // of Y with the optimiser's vectors. (The sweep's candidate lists take what is free beyond this: a
+    // it at a time. The optimisation: that GPU's block of P, and all of Y with the
+    // optimiser's vectors. (The sweep's candidate lists take what is free beyond this: a
     // device peak shows more than the need where there is room.)
     let approx = method == KnnMethod::Approx;
     let knn = n * (d * 4 * if approx { 2 } else { 1 } + 256 + k * 8)
@@ -106,21 +105,7 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
         + n * k * 2;
     let hyb = p * 5 / 4 / gpus;
     let affinities = (n * k * 16).max(n * k * 12 + hyb);
-    // A 2-D attraction cuts its block of P into tiles, built beside HYB, which is then
-    // freed ([`crate::sparse::hyb::tiles`]).
-    let tiles = match dims == 2 && tiles_pay(n as usize) {
-        true => {
-            let rows = (n / gpus) as usize;
-            Tiles::build_bytes(
-                rows,
-                (p / 8 / gpus) as usize,
-                n as usize,
-                Tiles::rows_for(rows, 132),
-            ) as u64
-        }
-        false => 0,
-    };
-    let optimise = hyb + tiles + n * dims * 4 * 8;
+    let optimise = hyb + n * dims * 4 * 8;
     // The PCA of dense points wider than the components kept (`prep::gpu`): the points and
     // their centred copy, the scores, and the d_in × d_in scatter matrix up to
     // EXACT_MAX_D features, the randomised method's thin products (64 columns) beyond.

@@ -42,8 +42,7 @@ impl Observer<[f32]> for InputOrder<'_> {
 
 /// Stages 5 and 7: the learning rate settled (`auto`: max(n / early exaggeration, 50),
 /// Belkina et al. 2019; kept in `params` for the report), P in the layout the backend reads
-/// (CSB on the host for cpu and hybrid, HYB on the device for gpu, cut into tiles for a
-/// 2-D attraction where they pay: [`P::tile`]), then the backend's
+/// (CSB on the host for cpu and hybrid, HYB on the device for gpu), then the backend's
 /// optimiser: on the host with the repulsion on the CPU (cpu) or on the GPU at the same time
 /// as the attraction (hybrid), or on the device, where Y goes up once and comes back once
 /// (gpu), unless `observer` asks to see it; over several GPUs
@@ -87,11 +86,7 @@ pub(super) fn optimise(
     }
     let t = seconds.start("layout");
     let p = match backend {
-        BackendKind::Gpu => {
-            let mut p = p.into_hyb(Gpu::get()?)?;
-            p.tile(dims, params.optim.deterministic)?;
-            p
-        }
+        BackendKind::Gpu => p.into_hyb(Gpu::get()?)?,
         _ => {
             let beta = Csb::default_beta(p.n(), rayon::current_num_threads());
             p.into_csb(beta)?

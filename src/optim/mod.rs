@@ -40,9 +40,6 @@ pub struct OptimReport {
     pub update_seconds: f64,
     /// Seconds in the all-gather of Y between GPUs (`--gpus` above 1; 0 otherwise).
     pub exchange_seconds: f64,
-    /// Whether the GPU attraction read P in tiles (`crate::sparse::hyb::tiles`; GPU 0's in
-    /// a run over several) rather than in HYB.
-    pub attract_tiles: bool,
     /// Grid nodes per axis at the last iteration (FFT repulsion only).
     pub final_grid: Option<usize>,
     /// Times the grid size changed from one iteration to the next.

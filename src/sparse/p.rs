@@ -1,7 +1,6 @@
 //! P, the symmetric joint probabilities, in the layout of the backend that reads it: the one
 //! type every stage after the affinities passes around.
 
-use super::hyb::tiles::tiles_pay;
 use super::{Csb, Hyb, HybGpu, SparseError};
 use crate::affinity::{p_log_p, Affinities};
 use crate::gpu::Gpu;
@@ -109,17 +108,6 @@ impl P {
             p_log_p,
             nnz: self.nnz,
         })
-    }
-
-    /// Cuts P in HYB into tiles for a 2-D attraction where they pay
-    /// ([`HybGpu::tile`]: a `dims` = 2 embedding of [`tiles_pay`] points, not `deterministic`, with
-    /// room on the device); other layouts stay as they are. Returns whether it did.
-    pub fn tile(&mut self, dims: usize, deterministic: bool) -> Result<bool> {
-        let n = self.n();
-        match &mut self.layout {
-            Layout::Hyb(hyb) if tiles_pay(n) => Ok(hyb.tile(dims, deterministic, n)?),
-            _ => Ok(false),
-        }
     }
 
     /// The layout itself, P taken apart (the constants read first).

@@ -135,7 +135,6 @@ pub(crate) fn fill_rows(
         coo_rows: alloc_uninit(gpu, coo_len)?,
         coo_cols: alloc_uninit(gpu, coo_len)?,
         coo_vals: alloc_uninit(gpu, coo_len)?,
-        tiles: None,
     };
     #[cfg(test)]
     if !super::profile::QUIET.load(std::sync::atomic::Ordering::Relaxed) {

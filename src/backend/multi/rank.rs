@@ -14,7 +14,6 @@ use crate::optim::gpu::OptimizerGpu;
 use crate::optim::{stops, Observer, OptimParams, OptimReport};
 use crate::progress::Progress;
 use crate::repulse::{Pending, RepulseGpu, RepulsionSpec};
-use crate::sparse::hyb::tiles::tiles_pay;
 use crate::sparse::{BlockShape, Hyb, HybGpu};
 use crate::{Error, Result};
 
@@ -186,10 +185,6 @@ fn set_up(
             None => p.recv_block(&ranks, 0)?,
         }
     }
-    // The block is in place (and GPU 0's whole P gone): tiles for a 2-D attraction.
-    if tiles_pay(n) {
-        p.tile(dims, shared.params.deterministic, n)?;
-    }
     Ok(State {
         gpu,
         ranks,
@@ -217,10 +212,7 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
     let nb = shared.part.rows(rank).len();
     let gpu = st.gpu;
     let s = &gpu.stream;
-    let mut report = OptimReport {
-        attract_tiles: st.p.tiled(),
-        ..OptimReport::default()
-    };
+    let mut report = OptimReport::default();
     let mut in_flight: Option<InFlight> = None;
     if let Some(l) = &lead {
         l.progress.begin("optimise", params.iters as u64);

@@ -8,7 +8,6 @@
 pub mod affinity;
 pub mod affinity_exact;
 pub mod attract_hyb;
-pub mod attract_tiles;
 pub mod centre;
 pub mod exact;
 pub mod g2g;
@@ -93,8 +92,6 @@ macro_rules! kernel_files {
 kernel_files! {
     /// Attraction over P in HYB (ELL + COO).
     AttractHyb => "attract_hyb.cu", attract_hyb, false;
-    /// Attraction in 2-D over P cut into tiles, and the tiles' build from HYB.
-    AttractTiles => "attract_tiles.cu", attract_tiles, false;
     /// Gradient, gains, momentum, update and re-centring.
     Optim => "optim.cu", optim, false;
     /// Bounding box and cubic Lagrange scatter of charges to the grid.

@@ -5,7 +5,6 @@ use std::ops::Range;
 
 use cudarc::driver::CudaSlice;
 
-use super::tiles::Tiles;
 use super::Hyb;
 use crate::gpu::comm::Ranks;
 use crate::gpu::memory::{alloc_uninit, copy_peer, ensure_fits};
@@ -28,9 +27,6 @@ pub struct HybGpu {
     pub(crate) coo_rows: CudaSlice<i32>,
     pub(crate) coo_cols: CudaSlice<i32>,
     pub(crate) coo_vals: CudaSlice<f32>,
-    /// P cut into tiles for the 2-D attraction ([`HybGpu::tile`]), which then reads them
-    /// instead of the ELL and COO arrays (freed).
-    pub(crate) tiles: Option<Box<Tiles>>,
 }
 
 impl HybGpu {
@@ -50,7 +46,6 @@ impl HybGpu {
             coo_rows: s.clone_htod(&pad_i(&hyb.coo_rows))?,
             coo_cols: s.clone_htod(&pad_i(&hyb.coo_cols))?,
             coo_vals: s.clone_htod(&pad_f(&hyb.coo_vals))?,
-            tiles: None,
         })
     }
 
@@ -141,7 +136,6 @@ impl HybGpu {
             coo_rows: alloc_uninit(gpu, m)?,
             coo_cols: alloc_uninit(gpu, m)?,
             coo_vals: alloc_uninit(gpu, m)?,
-            tiles: None,
         })
     }
 

@@ -2,7 +2,6 @@
 //! from CSR, and its device sibling [`gpu::HybGpu`].
 
 pub mod gpu;
-pub mod tiles;
 
 use super::SparseError;
 use crate::affinity::Affinities;
