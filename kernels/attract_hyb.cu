@@ -28,8 +28,8 @@
 
 // P's entries are read once per evaluation, and at 10M points they are 12 GB: they are
 // loaded evict-first (`__ldcs`), so that they pass through L2 without pushing out the
-// coordinates the gathers reuse (10M mixture, H100: 15.0 -> 14.3 ms per evaluation,
-// scripts/bench/attract_floors.py).
+// coordinates the gathers reuse (10M mixture, H100: 14.98 -> 14.29 ms per evaluation;
+// benches/RESULTS.md, 2026-11-27).
 
 // Point j's coordinates; in 2-D one 8-byte load (the gathers of y_j are what the
 // attraction waits on: one request per neighbour instead of two).
