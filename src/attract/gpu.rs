@@ -3,6 +3,14 @@
 //! instead (the kernels' `_fixed` variants): the COO part's float atomics, and the order a
 //! row's entries took in the symmetrisation, would otherwise change the forces' last bits
 //! from run to run.
+//!
+//! The kernels wait on the gathers of y_j, one per entry of P. Where a point's neighbours
+//! lie at random among many (the 10M mixture's clusters of 1.66M points), those gathers
+//! alone take 13.8 ms per evaluation on an H100 (`scripts/bench/attract_floors.py`).
+//! P cut into tiles whose Y sits in shared memory took that input to 12.1 ms, but real
+//! images, whose P has locality in the cells' order, to 15.3 ms against HYB's 9.2
+//! (`benches/RESULTS.md`, 2026-11-27; the layout is commit `a975616`): HYB stays until a run
+//! can choose between them.
 
 use cudarc::driver::{CudaSlice, CudaStream};
 
