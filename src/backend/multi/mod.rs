@@ -16,9 +16,10 @@
 //!   query blocks over the GPUs, each taking 1024 blocks at a time from one queue, and each
 //!   refinement round by rows over two of them ([`crate::knn::gpu::ivf`],
 //!   `IvfParams::gpus`; points and graphs travel GPU to GPU); its cells and recall sample
-//!   and the affinities run on GPU 0 as in a one-GPU run. GPU 0 fills P's HYB whole and cuts the GPUs' row blocks from it where
-//!   twice P fits there (10M points: about 13 GB); else it fills one GPU's row block at a
-//!   time and moves each block to its GPU, peer to peer, before making the next
+//!   and the affinities run on GPU 0 as in a one-GPU run. GPU 0 fills P's HYB whole and
+//!   cuts the GPUs' row blocks from it where twice P fits there (10M points: about 13 GB);
+//!   else it fills one GPU's row block at a time and moves each block to its GPU, peer to
+//!   peer, before making the next
 //!   ([`crate::affinity::gpu::affinities_device`]; columns and COO rows keep whole-P
 //!   numbers), so that it never holds the whole P (about 60 GB at 50M points). Peer copies
 //!   need each device's memory pool opened to the others, which the first copy between two

@@ -606,9 +606,8 @@ fn sweep_from_queue(
     queue: &BlockQueue,
     progress: &dyn Progress,
 ) -> Result<Vec<Range<usize>>, GpuError> {
-    let mut taken = Vec::new();
+    let (mut taken, silent) = (Vec::new(), &crate::progress::Silent);
     while let Some(blocks) = queue.take() {
-        let silent = &crate::progress::Silent;
         sweep_in_batches(
             gpu,
             sorted,
