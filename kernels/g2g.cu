@@ -66,8 +66,11 @@ extern "C" __global__ void g2g_modulate(long long len, int p, int D, int first, 
 
 // k_b for G1 = (1+d^2/dof)^-dof (slot 2i) and G2 = G1^(1+1/dof) (slot 2i + 1; dof 1:
 // 1/(1+d^2) and its square) of every pattern b = first + i taken, before their forward FFT.
+// With t0 > 0 (a near field, dof 1: src/repulse/near/mod.rs) the long parts instead: less
+// the short parts e^{-t0 u}/u and e^{-t0 u}(1 + t0 u)/u^2, u = 1 + d^2.
 extern "C" __global__ void g2g_kernel(long long len, int p, int D, int first, int count,
-                                      float h, double dof, complex_t* __restrict__ k) {
+                                      float h, double dof, double t0,
+                                      complex_t* __restrict__ k) {
     GRID_STRIDE(m, len) {
         int j[3];
         node_of(m, p, D, j);
@@ -92,6 +95,12 @@ extern "C" __global__ void g2g_kernel(long long len, int p, int D, int first, in
                 if (zero) continue;
                 double w1, w2;
                 student_t(d2 * (double)h * (double)h, dof, &w1, &w2);
+                if (t0 > 0.0) {
+                    const double u = 1.0 + d2 * (double)h * (double)h, x = t0 * u;
+                    const double e = exp(-x) / u;
+                    w1 -= e;
+                    w2 -= e * (1.0 + x) / u;
+                }
                 g1 += sign * w1;
                 g2 += sign * w2;
             }

@@ -40,28 +40,9 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y,
         }
 #pragma unroll
         for (int ch = 1; ch < C; ++ch) out[i * C + ch] = acc[ch];
-        // c[a][d] = sum_j w_j w_{j+d} (doubled for d > 0); self = sum_delta prod c G1(h|delta|).
-        float c[D][4];
-#pragma unroll
-        for (int a = 0; a < D; ++a)
-#pragma unroll
-            for (int d = 0; d < 4; ++d) {
-                float s = 0.f;
-                for (int j = 0; j + d < 4; ++j) s += w[a][j] * w[a][j + d];
-                c[a][d] = d == 0 ? s : 2.f * s;
-            }
-        real self_w = 0;
-#pragma unroll
-        for (int k = 0; k < (1 << (2 * D)); ++k) {
-            float prod = 1.f, d2 = 0.f;
-#pragma unroll
-            for (int a = 0; a < D; ++a) {
-                int o = (k >> (2 * a)) & 3;
-                prod *= c[a][o];
-                d2 += (float)(o * o);
-            }
-            self_w += (real)prod / ((real)1 + (real)g.h * (real)g.h * (real)d2);
-        }
+        const real self_w = interpolated_self<D>(w, [&](float d2) {
+            return (real)1 / ((real)1 + (real)g.h * (real)g.h * (real)d2);
+        });
         acc[0] -= self_w;
         out[i * C] = acc[0];
         exact_add(local_z, (double)acc[0]);

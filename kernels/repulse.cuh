@@ -84,3 +84,33 @@ __device__ inline long long stencil_node(int k, long long corner, int p, const f
     return idx;
 }
 
+
+// A point's interpolated self-interaction sum_{a,b} L_a L_b k(|a-b|^2) over its stencil of
+// per-axis weights w, from the weights' per-axis autocorrelations c[a][d] = sum_j w_j w_{j+d}
+// (doubled for d > 0): sum over the 4^D offsets delta of prod_a c[a][delta_a] k(|delta|^2),
+// with k taking the squared offset in grid units (src/repulse/g2s/cpu.rs: self_weight).
+template <int D, class K>
+__device__ inline real interpolated_self(const float w[D][4], K k) {
+    float c[D][4];
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+#pragma unroll
+        for (int d = 0; d < 4; ++d) {
+            float s = 0.f;
+            for (int j = 0; j + d < 4; ++j) s += w[a][j] * w[a][j + d];
+            c[a][d] = d == 0 ? s : 2.f * s;
+        }
+    real total = 0;
+#pragma unroll
+    for (int o = 0; o < (1 << (2 * D)); ++o) {
+        float prod = 1.f, d2 = 0.f;
+#pragma unroll
+        for (int a = 0; a < D; ++a) {
+            int off = (o >> (2 * a)) & 3;
+            prod *= c[a][off];
+            d2 += (float)(off * off);
+        }
+        total += (real)prod * k(d2);
+    }
+    return total;
+}

@@ -234,6 +234,8 @@ mod tests {
                         precision,
                         kernel: crate::kernel::Kernel::CAUCHY,
                         deterministic: precision == Precision::F64,
+                        // The near field's twins meet as well (the 3-D default on a GPU).
+                        near_field: dims == 3,
                     };
                     let mut cpu = CpuGradient::new(&p, method.host()).unwrap();
                     let stream = gpu.device.context.new_stream().unwrap();
@@ -377,6 +379,7 @@ mod tests {
                     precision,
                     kernel: crate::kernel::Kernel::CAUCHY,
                     deterministic: false,
+                    near_field: false,
                 };
                 let rep = method.device(gpu, stream.clone()).unwrap();
                 let mut side = DeviceSide::new(gpu, stream.clone(), rep, y.data.len()).unwrap();

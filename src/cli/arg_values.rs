@@ -135,6 +135,13 @@ pub enum RepulsionArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum NearFieldArg {
+    Auto,
+    On,
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum PrecisionArg {
     F32,
     F64,

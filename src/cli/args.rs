@@ -11,7 +11,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub use super::arg_values::{
     AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, IndexTypeArg, InitArg, KlAffinities,
-    KnnArg, MetricArg, NoneOr, OnInterruptArg, OrderArg, PerplexityArg, PrecisionArg, RepulsionArg,
+    KnnArg, MetricArg, NearFieldArg, NoneOr, OnInterruptArg, OrderArg, PerplexityArg, PrecisionArg,
+    RepulsionArg,
 };
 pub use super::embed_args::EmbedArgs;
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::{
-    AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, InitArg, OnInterruptArg,
-    PerplexityArg, PrecisionArg, RepulsionArg, SearchArgs,
+    AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, InitArg, NearFieldArg,
+    OnInterruptArg, PerplexityArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
 
 #[derive(Debug, Args)]
@@ -186,7 +186,8 @@ pub struct EmbedArgs {
     pub init_rescale: bool,
     /// Repulsion grid: `auto` (spacing fixed, nodes grow with the embedding), `fixed` (the
     /// dimension's fixed default, chosen by the grid-size sweep) or nodes per axis
-    /// [default: auto; in 3-D auto with h = 0.7 on the GPU, 50 nodes on the CPU].
+    /// [default: auto; in 3-D auto with h = 0.6 on the GPU (with the near field where
+    /// capped), 50 nodes on the CPU].
     #[arg(long, allow_negative_numbers = true)]
     pub grid: Option<GridArg>,
     /// Grid spacing h of `--grid auto`, in embedding units.
@@ -196,6 +197,13 @@ pub struct EmbedArgs {
     /// h = (E / C)^(1/4), C fitted per dimension from the grid-size sweeps.
     #[arg(long, allow_negative_numbers = true, value_name = "E", conflicts_with_all = ["grid", "grid_spacing"])]
     pub grid_error: Option<f64>,
+    /// The FFT repulsion's near field: where the grid is coarser than asked (capped at its
+    /// node limit; a fixed grid always) it carries the smooth long-range part of the kernel,
+    /// and the pairs within a few grid spacings are summed directly (P3M's split), which
+    /// holds the force error near 5e-3 on a coarse grid (Cauchy kernel; one GPU, or the
+    /// CPU). `auto`: on in 3-D on the gpu and hybrid backends.
+    #[arg(long, value_enum, default_value_t = NearFieldArg::Auto)]
+    pub near_field: NearFieldArg,
     /// Repulsion: `fft` (interpolation on a grid) or `exact` (O(n²), for reference).
     #[arg(long, value_enum, default_value_t = RepulsionArg::Fft)]
     pub repulsion: RepulsionArg,

@@ -17,8 +17,8 @@ use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
 use super::args::{
-    AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg, NoneOr,
-    OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
+    AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg,
+    NearFieldArg, NoneOr, OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
 
 /// Notes on the exaggeration flags renamed after openTSNE's: `--exaggeration-iters`
@@ -104,6 +104,11 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
         repulsion: match a.repulsion {
             RepulsionArg::Fft => RepulsionMethod::Fft,
             RepulsionArg::Exact => RepulsionMethod::Exact,
+        },
+        near_field: match a.near_field {
+            NearFieldArg::Auto => None,
+            NearFieldArg::On => Some(true),
+            NearFieldArg::Off => Some(false),
         },
         precision: match a.precision {
             PrecisionArg::F32 => Precision::F32,

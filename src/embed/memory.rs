@@ -105,7 +105,8 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
         + n * k * 2;
     let hyb = p * 5 / 4 / gpus;
     let affinities = (n * k * 16).max(n * k * 12 + hyb);
-    let optimise = hyb + n * dims * 4 * 8;
+    // (In 3-D the near field's sorted coordinates too: 16 bytes a point.)
+    let optimise = hyb + n * dims * 4 * 8 + if dims == 3 { n * 16 } else { 0 };
     // The PCA of dense points wider than the components kept (`prep::gpu`): the points and
     // their centred copy, the scores, and the d_in × d_in scatter matrix up to
     // EXACT_MAX_D features, the randomised method's thin products (64 columns) beyond.

@@ -167,6 +167,10 @@ pub struct EmbedParams {
     pub grid: Option<GridSpec>,
     /// Repulsion method (default fft).
     pub repulsion: RepulsionMethod,
+    /// The FFT repulsion's near field ([`crate::repulse::near`]); `None` = on in 3-D with
+    /// the Cauchy kernel on one GPU (gpu and hybrid backends), where the grid is capped
+    /// ([`EmbedParams::repulsion_spec`] resolves it).
+    pub near_field: Option<bool>,
     /// Precision of the FFT repulsion's grids (default f32).
     pub precision: Precision,
     /// Backend (default auto).
@@ -207,6 +211,7 @@ impl Default for EmbedParams {
             keep_reference: false,
             grid: None,
             repulsion: RepulsionMethod::Fft,
+            near_field: None,
             precision: Precision::F32,
             backend: BackendKind::Auto,
             gpus: None,
@@ -257,6 +262,13 @@ impl EmbedParams {
                 .unwrap_or_else(|| GridSpec::default_for(self.dims, self.backend.on_device())),
             precision: self.precision,
             deterministic: self.optim.deterministic,
+            near_field: self.near_field.unwrap_or(
+                self.dims == 3
+                    && self.backend.on_device()
+                    && self.gpus.unwrap_or(1) <= 1
+                    && self.kernel.is_cauchy()
+                    && self.repulsion == RepulsionMethod::Fft,
+            ),
         }
     }
 
@@ -319,6 +331,15 @@ impl EmbedParams {
                     format!("spacing h must be positive, got {h}"),
                 ));
             }
+        }
+        if self.near_field == Some(true) && !self.kernel.is_cauchy() {
+            return Err(Error::param(
+                "near-field",
+                format!(
+                    "splits the Cauchy kernel only, not --dof {}; use --near-field off",
+                    self.kernel.dof
+                ),
+            ));
         }
         if let Some(lr) = self.learning_rate {
             if !(lr > 0.0 && lr.is_finite()) {

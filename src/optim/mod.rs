@@ -194,7 +194,7 @@ impl OptimReport {
     /// Adds one repulsion's times (its seconds are the sum of its sub-stages).
     pub fn add_repulsion(&mut self, rep: &crate::repulse::Repulsion) {
         let t = &rep.times;
-        self.repulse_seconds += t.s2g + t.g2g + t.g2s + t.phi2force;
+        self.repulse_seconds += t.total();
         self.add_split(t);
         self.replan_seconds += rep.replan_seconds;
         self.set_grid(rep.grid);
@@ -204,6 +204,7 @@ impl OptimReport {
         self.repulse_split.s2g += t.s2g;
         self.repulse_split.g2g += t.g2g;
         self.repulse_split.g2s += t.g2s;
+        self.repulse_split.near += t.near;
         self.repulse_split.phi2force += t.phi2force;
     }
 }

@@ -49,18 +49,25 @@ pub struct RepulsionSpec {
     /// On the device, spread the charges in fixed point, so that runs repeat bit for bit
     /// (`--deterministic`; the host's repulsion always does).
     pub deterministic: bool,
+    /// Split the kernel: the grid convolves its long part, the pairs within the cutoff sum
+    /// the short part directly ([`crate::repulse::near`]; FFT method, Cauchy kernel).
+    pub near_field: bool,
 }
 
 impl RepulsionSpec {
     /// The repulsion on the host (rayon).
     pub fn host(&self) -> Box<dyn Repulse> {
         match (self.method, self.precision) {
-            (RepulsionMethod::Fft, Precision::F32) => {
-                Box::new(FftRepulsion::new(self.grid).with_kernel(self.kernel))
-            }
-            (RepulsionMethod::Fft, Precision::F64) => {
-                Box::new(FftRepulsion::<f64>::with_precision(self.grid).with_kernel(self.kernel))
-            }
+            (RepulsionMethod::Fft, Precision::F32) => Box::new(
+                FftRepulsion::new(self.grid)
+                    .with_kernel(self.kernel)
+                    .with_near_field(self.near_field),
+            ),
+            (RepulsionMethod::Fft, Precision::F64) => Box::new(
+                FftRepulsion::<f64>::with_precision(self.grid)
+                    .with_kernel(self.kernel)
+                    .with_near_field(self.near_field),
+            ),
             (RepulsionMethod::Exact, _) => Box::new(ExactRepulsion::with_kernel(self.kernel)),
         }
     }
@@ -75,11 +82,13 @@ impl RepulsionSpec {
             (RepulsionMethod::Fft, Precision::F32) => Box::new(
                 FftRepulsionGpu::<f32>::on_stream(gpu, stream, self.grid)?
                     .with_kernel(self.kernel)
+                    .with_near_field(self.near_field)
                     .with_deterministic(self.deterministic),
             ),
             (RepulsionMethod::Fft, Precision::F64) => Box::new(
                 FftRepulsionGpu::<f64>::on_stream(gpu, stream, self.grid)?
                     .with_kernel(self.kernel)
+                    .with_near_field(self.near_field)
                     .with_deterministic(self.deterministic),
             ),
             (RepulsionMethod::Exact, _) => {

@@ -17,6 +17,8 @@
 //! - [`g2g`]: grid → grid convolution with the kernels (on the CPU over [`fftnd`],
 //!   multi-dimensional FFTs; on the GPU with cuFFT, zero-padding-free);
 //! - [`g2s`]: grid → points (interpolation back);
+//! - [`near`]: with a split kernel (`--near-field`), the short-range part summed directly
+//!   over the pairs within a cutoff, the grid carrying the smooth long-range part (P3M);
 //! - [`phi2force`]: potentials → Z and forces;
 //! - [`fft`]: the orchestration and timings ([`FftRepulsion`], [`FftRepulsionGpu`]);
 //! - [`exact`]: the O(n²) reference ([`ExactRepulsion`], [`ExactRepulsionGpu`], sums for
@@ -40,6 +42,7 @@ pub mod g2g;
 pub mod g2s;
 pub mod grid;
 pub mod method;
+pub mod near;
 pub mod phi2force;
 pub mod s2g;
 
@@ -67,7 +70,16 @@ pub struct RepulseTimes {
     pub s2g: f64,
     pub g2g: f64,
     pub g2s: f64,
+    /// The near field's direct sums (zero without one, [`near`]).
+    pub near: f64,
     pub phi2force: f64,
+}
+
+impl RepulseTimes {
+    /// The evaluation's seconds: the sum of its sub-stages.
+    pub fn total(&self) -> f64 {
+        self.s2g + self.g2g + self.g2s + self.near + self.phi2force
+    }
 }
 
 /// What one repulsion evaluation returns besides the forces.
@@ -120,20 +132,22 @@ impl GridSpec {
 
     /// The default grid for a `dims`-dimensional embedding whose repulsion runs `on_device`
     /// (the gpu and hybrid backends): [`GridSpec::default_auto`] in 1-D and 2-D; in 3-D
-    /// `Auto { h: 0.7 }` on the device (up to the node cap, 160³) and a fixed 50 nodes per
-    /// axis, the reference thesis's choice, on the host.
+    /// `Auto { h: 0.6 }` on the device (up to the node cap, 160³, beyond which the near
+    /// field takes over: [`crate::repulse::near`]) and a fixed 50 nodes per axis, the
+    /// reference thesis's choice, on the host.
     ///
     /// The 3-D grid decides the picture's quality: on 1.3M deformed MNIST digits
     /// (`scripts/bench/grid3d.sh`, H100) the 50-node grid's relative force error was 15 and
-    /// the 3-D KL 5.563, above the 2-D run's 5.508, though more room should fit better; with
-    /// `Auto { h: 0.7 }` (capped at 160 nodes, spacing 1.34 over an extent of 210) the error
-    /// fell to 0.20 and the KL to 5.105, for 12.9 s against 6.4 s end to end (G2G at 160³:
-    /// 7.2 ms per evaluation). A CPU cannot afford it: MNIST 70k in 3-D at h = 0.7 did not
-    /// finish in 24 minutes on 2 cores, against 78 s with 50 nodes. `--grid fixed` or
-    /// `--grid-error` choose other grids.
+    /// the 3-D KL 5.563, above the 2-D run's 5.508, though more room should fit better; the
+    /// adaptive grid capped at 160 nodes (spacing 1.36 over an extent of 210) erred by 0.21
+    /// (KL 5.105), and with the near field by 3.7e-3 (`benches/RESULTS.md`, "3-D grid").
+    /// Uncapped, `h = 0.6` errs by about 0.06·h⁴ ≈ 8e-3 on the whole kernel. A CPU cannot
+    /// afford such grids: MNIST 70k in 3-D at h = 0.7 did not finish in 24 minutes on 2
+    /// cores, against 78 s with 50 nodes. `--grid fixed` or `--grid-error` choose other
+    /// grids, `--near-field` the split.
     pub fn default_for(dims: usize, on_device: bool) -> Self {
         match dims {
-            3 if on_device => GridSpec::Auto { h: 0.7 },
+            3 if on_device => GridSpec::Auto { h: 0.6 },
             3 => GridSpec::Fixed(50),
             _ => GridSpec::default_auto(),
         }

@@ -108,6 +108,7 @@ pub fn run_sweep(cfg: &SweepConfig, progress: &dyn Progress) -> Result<Vec<Sweep
                 dims: cfg.dims,
                 trajectory: *trajectory,
                 grids,
+                near_field: cfg.near_field,
                 targets: &targets,
                 samples: &samples,
                 repeats: cfg.repeats,
@@ -137,13 +138,14 @@ fn optimise_observed(
     optim: &OptimParams,
     plan: Plan,
 ) -> Result<Vec<SweepRow>> {
-    let (dims, trajectory, grids) = (plan.dims, plan.trajectory, plan.grids);
+    let (dims, trajectory, grids, near) = (plan.dims, plan.trajectory, plan.grids, plan.near_field);
     Ok(match backend {
         BackendKind::Gpu => {
             let gpu = Gpu::get()?;
             let mut y_dev = gpu.stream.clone_htod(&y)?;
-            let mut repulse: Box<dyn RepulseGpu> = Box::new(FftRepulsionGpu::new(gpu, trajectory)?);
-            let probe = ProbeGpu::new(gpu, p.n(), dims, grids)?;
+            let mut repulse: Box<dyn RepulseGpu> =
+                Box::new(FftRepulsionGpu::new(gpu, trajectory)?.with_near_field(near));
+            let probe = ProbeGpu::new(gpu, p.n(), dims, (grids, near))?;
             let mut rec = Recorder::new(probe, plan);
             let observer = Some(&mut rec as _);
             optimize_device_observed(
@@ -160,9 +162,9 @@ fn optimise_observed(
             rec.rows
         }
         _ => {
-            let repulse = Box::new(FftRepulsion::new(trajectory));
+            let repulse = Box::new(FftRepulsion::new(trajectory).with_near_field(near));
             let mut gradient = CpuGradient::new(p, repulse)?;
-            let mut rec = Recorder::new(ProbeCpu::new(dims, grids), plan);
+            let mut rec = Recorder::new(ProbeCpu::new(dims, (grids, near)), plan);
             let observer = Some(&mut rec as _);
             optimize_observed(&mut gradient, &mut y, dims, optim, &Silent, observer)?;
             rec.rows

@@ -29,7 +29,7 @@ fn chart_label(spec: GridSpec) -> String {
 }
 
 const HEADER: &str = "dims,n,trajectory,grid,iteration,nodes,spacing,extent,force_error,z_error,\
-                      s2g_ms,g2g_ms,g2s_ms,phi2force_ms,repulse_ms";
+                      s2g_ms,g2g_ms,g2s_ms,near_ms,phi2force_ms,repulse_ms";
 
 fn write_csv(path: &Path, rows: &[SweepRow]) -> Result<(), IoError> {
     write_atomic(path, |w| {
@@ -39,7 +39,7 @@ fn write_csv(path: &Path, rows: &[SweepRow]) -> Result<(), IoError> {
             let ms = |s: f64| s * 1e3;
             writeln!(
                 w,
-                "{},{},{},{},{},{},{:.6},{:.3},{:.4e},{:.4e},{:.4},{:.4},{:.4},{:.4},{:.4}",
+                "{},{},{},{},{},{},{:.6},{:.3},{:.4e},{:.4e},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4}",
                 r.dims,
                 r.n,
                 grid_label(r.trajectory),
@@ -53,8 +53,9 @@ fn write_csv(path: &Path, rows: &[SweepRow]) -> Result<(), IoError> {
                 ms(t.s2g),
                 ms(t.g2g),
                 ms(t.g2s),
+                ms(t.near),
                 ms(t.phi2force),
-                ms(t.s2g + t.g2g + t.g2s + t.phi2force)
+                ms(t.total())
             )?;
         }
         Ok(())
@@ -85,7 +86,7 @@ fn means(cfg: &SweepConfig, rows: &[SweepRow]) -> Means {
         let t = &r.times;
         let v = [
             r.force_error,
-            (t.s2g + t.g2g + t.g2s + t.phi2force) * 1e3,
+            t.total() * 1e3,
             t.s2g * 1e3,
             t.g2g * 1e3,
             r.nodes as f64,

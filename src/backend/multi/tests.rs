@@ -21,6 +21,7 @@ fn spec(deterministic: bool) -> RepulsionSpec {
         precision: Precision::F32,
         kernel: Kernel::CAUCHY,
         deterministic,
+        near_field: false,
     }
 }
 

@@ -25,7 +25,8 @@ kernels! {
     }
 
     /// The kernels G1 and G2 of Student's t with `dof` degrees of freedom
-    /// ([`crate::kernel::Kernel`]) at spacing `h`, folded and modulated per pattern, into
+    /// ([`crate::kernel::Kernel`]) at spacing `h`, or with `t0` > 0 the long parts of their
+    /// split ([`crate::repulse::near`], `dof` 1), folded and modulated per pattern, into
     /// `kernel` (their spectra after the forward FFT).
     pub struct G2gKernel<T> = "g2g_kernel" {
         len: usize as i64,
@@ -35,6 +36,7 @@ kernels! {
         count: usize as i32,
         h: f32,
         dof: f64,
+        t0: f64,
         kernel: out T::Complex [count * 2 * len],
     }
 

@@ -17,6 +17,7 @@ pub mod ivf;
 pub mod knn;
 pub mod knn_fused;
 pub mod knn_refine;
+pub mod near;
 pub mod optim;
 pub mod phi2force;
 pub mod quality;
@@ -100,6 +101,8 @@ kernel_files! {
     G2g => "g2g.cu", g2g, true;
     /// Cubic Lagrange gather of potentials from the grid, and Z.
     G2s => "g2s.cu", g2s, true;
+    /// The near field of the split kernel: short-range sums over the cells within a cutoff.
+    Near => "near.cu", near, true;
     /// Potentials to repulsive forces.
     Phi2force => "phi2force.cu", phi2force, true;
     /// Exact O(n²) repulsion, the reference.

@@ -16,6 +16,7 @@ use crate::repulse::fftnd::{Planners, Real};
 use crate::repulse::g2g::{channels, Convolver};
 use crate::repulse::g2s::gather;
 use crate::repulse::grid::Grid;
+use crate::repulse::near::{add_near, GridKernel};
 use crate::repulse::phi2force::phi2force;
 use crate::repulse::s2g::Scatter;
 use crate::repulse::{check_shapes, GridSpec, Repulse, RepulseTimes, Repulsion};
@@ -26,7 +27,7 @@ use crate::Result;
 /// or `f64`.
 pub struct FftRepulsion<T: Real = f32> {
     spec: GridSpec,
-    kernel: Kernel,
+    kernel: GridKernel,
     planners: Planners<T>,
     /// The convolvers of the last few grids, the latest first ([`CONVOLVERS`]).
     convs: Vec<Convolver<T>>,
@@ -48,7 +49,7 @@ impl<T: Real> FftRepulsion<T> {
     pub fn with_precision(grid: GridSpec) -> Self {
         FftRepulsion {
             spec: grid,
-            kernel: Kernel::CAUCHY,
+            kernel: Kernel::CAUCHY.into(),
             planners: Planners::default(),
             convs: Vec::new(),
             scatter: Scatter::new(),
@@ -64,7 +65,23 @@ impl<T: Real> FftRepulsion<T> {
         let spec = self.spec.for_kernel(kernel);
         FftRepulsion {
             spec,
-            kernel,
+            kernel: GridKernel {
+                kernel,
+                ..self.kernel
+            },
+            convs: Vec::new(),
+            ..self
+        }
+    }
+
+    /// The same with a near field when `near_field` (Cauchy kernel only;
+    /// [`crate::repulse::near`]) wherever the grid is coarser than asked (an adaptive grid at
+    /// its node cap; a fixed grid always): the grid convolves the long part of the kernel's
+    /// split for its spacing, and the short part is summed directly over the pairs within
+    /// the cutoff.
+    pub fn with_near_field(self, near_field: bool) -> Self {
+        FftRepulsion {
+            kernel: self.kernel.with_near_field(near_field, self.spec),
             convs: Vec::new(),
             ..self
         }
@@ -110,9 +127,17 @@ impl<T: Real> FftRepulsion<T> {
         let self_sum = gather::<T, D>(y, grid, &self.potentials, &mut self.values);
         let g2s = t.elapsed().as_secs_f64();
 
+        // Step 3b: the near field's short-range sums (with a split kernel).
+        let t = Instant::now();
+        let near_z = match self.kernel.near(grid.h) {
+            Some(near) => add_near::<T, D>(y, grid, &near, &mut self.values),
+            None => 0.0,
+        };
+        let near = t.elapsed().as_secs_f64();
+
         // Step 4: Phi2Force.
         let t = Instant::now();
-        let z = phi2force::<T, D>(y, grid, &self.values, (psi_sum, self_sum), force)?;
+        let z = phi2force::<T, D>(y, grid, &self.values, (psi_sum + near_z, self_sum), force)?;
         let phi2force = t.elapsed().as_secs_f64();
 
         Ok(Repulsion {
@@ -122,6 +147,7 @@ impl<T: Real> FftRepulsion<T> {
                 s2g,
                 g2g,
                 g2s,
+                near,
                 phi2force,
             },
             replan_seconds: 0.0,
@@ -192,7 +218,7 @@ pub(crate) mod tests {
     }
 
     /// (force error, relative Z error) of `method` against the exact sums.
-    fn errors(method: &mut dyn Repulse, y: &[f32], dims: usize) -> (f64, f64) {
+    pub(crate) fn errors(method: &mut dyn Repulse, y: &[f32], dims: usize) -> (f64, f64) {
         let mut exact = vec![0.0f32; y.len()];
         let re = ExactRepulsion::new().repulse(y, dims, &mut exact).unwrap();
         let mut approx = vec![0.0f32; y.len()];

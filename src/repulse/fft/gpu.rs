@@ -30,6 +30,7 @@ use crate::kernel::Kernel;
 use crate::repulse::g2g::gpu::ConvolverGpu;
 use crate::repulse::g2s::gpu::gather_device;
 use crate::repulse::grid::Ladder;
+use crate::repulse::near::gpu::NearGpu;
 use crate::repulse::phi2force::gpu::phi2force_device;
 use crate::repulse::s2g::gpu::{BoundsGpu, ScatterGpu};
 use crate::repulse::{
@@ -46,6 +47,7 @@ pub struct FftRepulsionGpu<T: DeviceReal = f32> {
     bounds: BoundsGpu,
     scatter: ScatterGpu,
     convolver: ConvolverGpu<T>,
+    near: NearGpu,
     /// The gathered potentials, n × (2 + dims), grown on demand.
     pot: Option<CudaSlice<T>>,
     /// Z, an exact sum ([`crate::gpu::sum`]).
@@ -55,9 +57,9 @@ pub struct FftRepulsionGpu<T: DeviceReal = f32> {
     next: usize,
 }
 
-/// One call's timing events (around S2G, G2G, G2S, Phi2Force), Z and grid.
+/// One call's timing events (around S2G, G2G, G2S, the near field, Phi2Force), Z and grid.
 struct Slot {
-    events: [CudaEvent; 5],
+    events: [CudaEvent; 6],
     z_host: PinnedHostSlice<u64>,
     /// Recorded after the copy into `z_host`.
     z_ready: CudaEvent,
@@ -74,7 +76,7 @@ impl Slot {
                 .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
         };
         Ok(Slot {
-            events: [ev()?, ev()?, ev()?, ev()?, ev()?],
+            events: [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?],
             z_host: pinned(gpu, crate::gpu::sum::WORDS, 0)?,
             z_ready: ev()?,
             grid: 0,
@@ -99,6 +101,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             bounds: BoundsGpu::new(gpu, &stream)?,
             scatter: ScatterGpu::new(&stream)?,
             convolver: ConvolverGpu::new(stream.clone())?,
+            near: NearGpu::new(),
             pot: None,
             z: stream.alloc_zeros::<u64>(crate::gpu::sum::WORDS)?,
             slots: [Slot::new(gpu)?, Slot::new(gpu)?],
@@ -112,7 +115,15 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
     /// the grid [`GridSpec::for_kernel`] makes of this one (as [`super::FftRepulsion`]'s).
     pub fn with_kernel(mut self, kernel: Kernel) -> Self {
         self.spec = self.spec.for_kernel(kernel);
-        self.convolver.kernel = kernel;
+        self.convolver.kernel.kernel = kernel;
+        self
+    }
+
+    /// The same with a near field when `near_field` (Cauchy kernel only; as
+    /// [`super::FftRepulsion::with_near_field`]). One GPU only: over several, the grid keeps
+    /// the whole kernel.
+    pub fn with_near_field(mut self, near_field: bool) -> Self {
+        self.convolver.kernel = self.convolver.kernel.with_near_field(near_field, self.spec);
         self
     }
 
@@ -181,11 +192,18 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         // Step 3: G2S (and Z).
         let sorted = self.scatter.sorted();
         gather_device(gpu, s, (y, n, dims), geom, sorted, phi, pot, &mut self.z)?;
-        ranks.sum(&mut self.z)?;
         events[3].record(s)?;
+        // Step 3b: the near field's short-range sums (one GPU: S2G sorted all the points).
+        if let Some(near) = self.convolver.kernel.near(grid.h) {
+            let cells = (sorted, self.scatter.cell_starts());
+            self.near
+                .add(gpu, s, (y, n, dims), (geom, &near), cells, pot, &mut self.z)?;
+        }
+        ranks.sum(&mut self.z)?;
+        events[4].record(s)?;
         // Step 4: Phi2Force.
         phi2force_device(gpu, s, (y, n, dims), geom, pot, &self.z, force)?;
-        events[4].record(s)?;
+        events[5].record(s)?;
 
         let slot = &mut self.slots[slot];
         s.memcpy_dtoh(&self.z, &mut slot.z_host)?;
@@ -211,7 +229,8 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
                 s2g: ms(0, 1)?,
                 g2g: ms(1, 2)?,
                 g2s: ms(2, 3)?,
-                phi2force: ms(3, 4)?,
+                near: ms(3, 4)?,
+                phi2force: ms(4, 5)?,
             },
             replan_seconds: slot.replan,
         })
@@ -244,6 +263,12 @@ impl<T: DeviceReal> RepulseGpu for FftRepulsionGpu<T> {
     ) -> Result<Pending> {
         check_device_args(n_all, dims, y_all.len(), n_all * dims)?;
         check_device_args(n_own, dims, own.len(), force.len())?;
+        if self.convolver.kernel.near_field {
+            return Err(Error::param(
+                "near-field",
+                "the near field runs on one GPU only (use --near-field off with --gpus)",
+            ));
+        }
         let grid = self.fit_grid(y_all, n_all, dims)?;
         let slot = self.next;
         self.next ^= 1;

@@ -21,8 +21,10 @@
 use rayon::prelude::*;
 use rustfft::num_complex::Complex;
 
+#[cfg(any(test, doc))]
 use crate::kernel::Kernel;
 use crate::repulse::fftnd::{PaddedFft, Planners, Real};
+use crate::repulse::near::GridKernel;
 
 /// Spectrum entries per part of the energy Σ G1^ |ĉ|², whose parts add in a fixed order
 /// ([`crate::ordered`]).
@@ -40,7 +42,7 @@ pub struct Convolver<T: Real> {
     p: usize,
     dims: usize,
     h: f64,
-    kernel: Kernel,
+    kernel: GridKernel,
     fft: PaddedFft<T>,
     /// `Ĝ₂ / (2p)^s` (the inverse transform's normalisation), rotated layout.
     g2_hat: Vec<T>,
@@ -51,9 +53,16 @@ pub struct Convolver<T: Real> {
 }
 
 impl<T: Real> Convolver<T> {
-    /// Plans the FFTs and computes the spectra of `kernel`'s `G₁` and `G₂` ([`Kernel`]) for
-    /// a `p^dims` grid of spacing `h`.
-    pub fn new(planners: &mut Planners<T>, p: usize, dims: usize, h: f64, kernel: Kernel) -> Self {
+    /// Plans the FFTs and computes the spectra of `kernel`'s `G₁` and `G₂` ([`Kernel`], or
+    /// their long parts: [`GridKernel`]) for a `p^dims` grid of spacing `h`.
+    pub fn new(
+        planners: &mut Planners<T>,
+        p: usize,
+        dims: usize,
+        h: f64,
+        kernel: impl Into<GridKernel>,
+    ) -> Self {
+        let kernel = kernel.into();
         let mut fft = PaddedFft::new(planners, p, dims);
         let kernels = embedded_kernels::<T>(p, dims, h, kernel);
         let scale = 1.0 / ((2 * p).pow(dims as u32)) as f64;
@@ -158,7 +167,7 @@ impl<T: Real> Convolver<T> {
 
 /// The kernels `G₁` (channel 0) and `G₂` (channel 1) embedded circulantly in `(2p)^s` nodes
 /// (natural layout, interleaved): node `j` holds `K(h·|d|)` with `d_a = min(j_a, 2p − j_a)`.
-fn embedded_kernels<T: Real>(p: usize, dims: usize, h: f64, kernel: Kernel) -> Vec<T> {
+fn embedded_kernels<T: Real>(p: usize, dims: usize, h: f64, kernel: GridKernel) -> Vec<T> {
     let n = 2 * p;
     let h2 = h * h;
     let mut k = vec![T::zero(); 2 * n.pow(dims as u32)];
@@ -171,8 +180,9 @@ fn embedded_kernels<T: Real>(p: usize, dims: usize, h: f64, kernel: Kernel) -> V
             .sum();
         for (j, node) in row.chunks_exact_mut(2).enumerate() {
             let d2 = (j.min(n - j) as f64).powi(2) + rest;
-            node[0] = T::of(kernel.g1(h2 * d2));
-            node[1] = T::of(kernel.g2(h2 * d2));
+            let (g1, g2) = kernel.on_grid(h, h2 * d2);
+            node[0] = T::of(g1);
+            node[1] = T::of(g2);
         }
     });
     k

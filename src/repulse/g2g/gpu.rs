@@ -21,6 +21,7 @@ use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
 use crate::kernel::Kernel;
 use crate::repulse::grid::{max_nodes_per_axis, Ladder};
+use crate::repulse::near::GridKernel;
 use crate::repulse::Grid;
 
 /// Buffers of the current grid, in precision `T`, with room for `capacity` nodes per grid:
@@ -133,8 +134,8 @@ pub(crate) fn pattern_share(dims: usize, rank: usize, world: usize) -> Range<usi
 /// The GPU twin of [`super::Convolver`]: charges in, potentials out, on one stream.
 pub(crate) struct ConvolverGpu<T: DeviceReal> {
     stream: Arc<CudaStream>,
-    /// The embedding's kernel, whose G1 and G2 the spectra hold.
-    pub(crate) kernel: Kernel,
+    /// The embedding's kernel, whose G1 and G2 (or their long parts) the spectra hold.
+    pub(crate) kernel: GridKernel,
     /// This GPU's rank and the number of GPUs sharing the patterns ([`pattern_share`]):
     /// (0, 1) alone.
     share: (usize, usize),
@@ -155,7 +156,7 @@ impl<T: DeviceReal> ConvolverGpu<T> {
         Ok(ConvolverGpu {
             fft_work: stream.alloc_zeros::<u8>(1)?,
             stream,
-            kernel: Kernel::CAUCHY,
+            kernel: Kernel::CAUCHY.into(),
             share: (0, 1),
             ws: None,
             plans: HashMap::new(),
@@ -215,7 +216,8 @@ impl<T: DeviceReal> ConvolverGpu<T> {
                 first: patterns.start,
                 count: patterns.len(),
                 h: grid.h as f32,
-                dof: self.kernel.dof,
+                dof: self.kernel.kernel.dof,
+                t0: self.kernel.near(grid.h).map_or(0.0, |near| near.t0),
                 kernel: &mut ws.ping,
             }
             .launch(gpu, s, gpu.config(len))?;

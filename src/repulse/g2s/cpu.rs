@@ -94,10 +94,15 @@ fn gather_c<T: Real, const D: usize, const C: usize>(
 
 /// `G₁(h·|δ|)` for the `4^D` offsets `δ ∈ {0..3}^D` (base-4 digit `a` is `|δ_a|`).
 fn self_kernel<const D: usize>(h: f64) -> Vec<f64> {
+    self_kernel_of::<D>(h, |d2| 1.0 / (1.0 + d2))
+}
+
+/// `g(h²·|δ|²)` for the `4^D` offsets `δ ∈ {0..3}^D`, the table [`self_weight`] takes.
+pub(crate) fn self_kernel_of<const D: usize>(h: f64, g: impl Fn(f64) -> f64) -> Vec<f64> {
     (0..1usize << (2 * D))
         .map(|k| {
             let d2: f64 = (0..D).map(|a| ((k >> (2 * a)) & 3).pow(2) as f64).sum();
-            1.0 / (1.0 + h * h * d2)
+            g(h * h * d2)
         })
         .collect()
 }
@@ -107,7 +112,7 @@ fn self_kernel<const D: usize>(h: f64) -> Vec<f64> {
 /// `Σ_δ Π_a c_{δ_a} G₁(h·|δ|)`, summed a row of 4 offsets along the first axis at a time.
 /// (With the sums as iterator chains it was a third of the gather's time.)
 #[inline(always)]
-fn self_weight<T: Real, const D: usize>(l: &[[T; 4]; D], kernel: &[f64]) -> f64 {
+pub(crate) fn self_weight<T: Real, const D: usize>(l: &[[T; 4]; D], kernel: &[f64]) -> f64 {
     let c: [[f64; 4]; D] = std::array::from_fn(|a| {
         let [l0, l1, l2, l3] = l[a].map(|v| v.as_f64());
         [

@@ -222,6 +222,12 @@ impl ScatterGpu {
         &self.prev
     }
 
+    /// Where each cell's points start in [`ScatterGpu::sorted`] (`(p − 3)^dims + 1`
+    /// entries, the last one n), as the last call sorted them.
+    pub(crate) fn cell_starts(&self) -> &CudaSlice<i32> {
+        &self.starts
+    }
+
     /// Sends every cell through the warps (`1`) or none (`usize::MAX`), for tests.
     #[cfg(test)]
     pub(crate) fn set_dense_min(&mut self, dense_min: usize) {

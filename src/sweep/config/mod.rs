@@ -15,6 +15,7 @@
 //! [grid]
 //! fixed = [64, 128, 256, 512, 1024, 2048]     # or { from = 64, to = 2048, count = 6 }
 //! spacing = [1.0, 0.5, 0.35, 0.25]             # adaptive grids (--grid auto) with these h
+//! near_field = false         # every grid with the near field (--near-field on)
 //!
 //! [optimise]
 //! iters = 1000
@@ -102,6 +103,8 @@ pub struct SweepConfig {
     pub sizes: Vec<usize>,
     /// Grids, fixed ones first (ascending), then adaptive ones (by decreasing h).
     pub grids: Vec<GridSpec>,
+    /// Every grid (and the trajectory's) with the near field ([`crate::repulse::near`]).
+    pub near_field: bool,
     /// Iterations of each optimisation.
     pub iters: usize,
     /// Iterations of early exaggeration.
@@ -243,6 +246,7 @@ impl SweepConfig {
             }
             grids.push(spec);
         }
+        let near_field = raw.grid.near_field.unwrap_or(false);
         let mut spacing = raw.grid.spacing.unwrap_or_default();
         if let Some(h) = spacing.iter().find(|h| !(h.is_finite() && **h > 0.0)) {
             return Err(bad("grid.spacing", format!("has {h}; need h > 0")));
@@ -349,6 +353,7 @@ impl SweepConfig {
             data,
             sizes,
             grids,
+            near_field,
             iters: o.iters,
             exaggeration_iters: o.exaggeration_iters,
             sample_every: o.sample_every,

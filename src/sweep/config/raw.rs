@@ -52,6 +52,7 @@ pub(super) enum RawSizes {
 pub(super) struct RawGrid {
     pub(super) fixed: Option<RawSizes>,
     pub(super) spacing: Option<Vec<f64>>,
+    pub(super) near_field: Option<bool>,
 }
 
 #[derive(Deserialize)]

@@ -13,10 +13,14 @@ pub(crate) struct ProbeCpu {
 }
 
 impl ProbeCpu {
-    pub fn new(dims: usize, grids: &[GridSpec]) -> Self {
+    /// A repulsion per grid of `grids`, with the near field when `near_field`.
+    pub fn new(dims: usize, (grids, near_field): (&[GridSpec], bool)) -> Self {
         ProbeCpu {
             dims,
-            repulsions: grids.iter().map(|&g| FftRepulsion::new(g)).collect(),
+            repulsions: grids
+                .iter()
+                .map(|&g| FftRepulsion::new(g).with_near_field(near_field))
+                .collect(),
             force: Vec::new(),
         }
     }

@@ -21,10 +21,16 @@ pub(crate) struct ProbeGpu {
 }
 
 impl ProbeGpu {
-    pub fn new(gpu: &'static Gpu, n: usize, dims: usize, grids: &[GridSpec]) -> Result<Self> {
+    /// A repulsion per grid of `grids`, with the near field when `near_field`.
+    pub fn new(
+        gpu: &'static Gpu,
+        n: usize,
+        dims: usize,
+        (grids, near_field): (&[GridSpec], bool),
+    ) -> Result<Self> {
         let repulsions = grids
             .iter()
-            .map(|&g| FftRepulsionGpu::new(gpu, g))
+            .map(|&g| Ok(FftRepulsionGpu::new(gpu, g)?.with_near_field(near_field)))
             .collect::<Result<_>>()?;
         let force = gpu.stream.alloc_zeros(n * dims)?;
         Ok(ProbeGpu {

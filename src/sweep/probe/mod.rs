@@ -66,6 +66,7 @@ pub(crate) fn approximate_with<B: ?Sized>(
             s2g: median(|t| t.s2g),
             g2g: median(|t| t.g2g),
             g2s: median(|t| t.g2s),
+            near: median(|t| t.near),
             phi2force: median(|t| t.phi2force),
         }
     };
@@ -92,6 +93,8 @@ pub(crate) struct Plan<'a> {
     pub trajectory: GridSpec,
     /// The grids measured at each sample.
     pub grids: &'a [GridSpec],
+    /// The grids (and the trajectory's) with the near field.
+    pub near_field: bool,
     pub targets: &'a [usize],
     /// Iterations after which to measure.
     pub samples: &'a [usize],
