@@ -9,8 +9,9 @@
 #   scripts/bench/grid3d.sh [GRID...]      # 3-D grid flags to try, each one quoted;
 #                                          # default: "" "--near-field off"
 #   SWEEPS="sweep-3d-digits-near" scripts/bench/grid3d.sh   # the sweeps to run (both)
+#   RUNS=1 scripts/bench/grid3d.sh      # embeds of each kind (3), with their medians
 #
-# About 5 minutes on the H100. Writes $OUT/grid3d.txt and $OUT/grid3d.tgz (the sweeps'
+# About 6 minutes on the H100. Writes $OUT/grid3d.txt and $OUT/grid3d.tgz (the sweeps'
 # CSVs, heat maps and logs inside).
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
@@ -23,9 +24,17 @@ for sweep in ${SWEEPS:-sweep-3d-digits sweep-3d-digits-near}; do
   echo "$sweep:" | tee -a "$summary"
   awk -F, 'NR == 1 || $5 == 1000' "$work/$sweep.csv" | tee -a "$summary"
 done
-embed digits-2d "${input[@]}" --backend gpu
+runs=${RUNS:-3}
+for r in $(seq "$runs"); do
+  embed "digits-2d-$r" "${input[@]}" --backend gpu
+done
+medians "2-D" $(for r in $(seq "$runs"); do echo "digits-2d-$r"; done)
 for grid in "$@"; do
-  # shellcheck disable=SC2086 # the flags split into words on purpose
-  embed "digits-3d${grid:+-}$(echo "$grid" | tr -dc 'a-z0-9.')" "${input[@]}" --backend gpu --dims 3 $grid
+  name="digits-3d${grid:+-}$(echo "$grid" | tr -dc 'a-z0-9.')"
+  for r in $(seq "$runs"); do
+    # shellcheck disable=SC2086 # the flags split into words on purpose
+    embed "$name-$r" "${input[@]}" --backend gpu --dims 3 $grid
+  done
+  medians "3-D ${grid:-(defaults)}" $(for r in $(seq "$runs"); do echo "$name-$r"; done)
 done
 bench_end
