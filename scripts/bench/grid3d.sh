@@ -10,6 +10,8 @@
 #                                          # default: "" "--near-field off"
 #   SWEEPS="sweep-3d-digits-near" scripts/bench/grid3d.sh   # the sweeps to run (both)
 #   RUNS=1 scripts/bench/grid3d.sh      # embeds of each kind (3), with their medians
+#   scripts/bench/grid3d.sh 10m          # the default's force error on 10M digits
+#   scripts/bench/grid3d.sh 10m-embed    # 3-D embeds of them, with and without the near field
 #
 # About 6 minutes on the H100. Writes $OUT/grid3d.txt and $OUT/grid3d.tgz (the sweeps'
 # CSVs, heat maps and logs inside).
@@ -18,6 +20,22 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || set -- "" "--near-field off"
 bench_begin grid3d
+if [ "$1" = 10m ] || [ "$1" = 10m-embed ]; then
+  # 10M deformed digits: the default grid's force error at iteration 1000
+  # (configs/sweep-3d-digits10m-near.toml; about 4 minutes, most of it the exact Z), or 3-D
+  # embeds with the defaults and without the near field (10m-embed, about 5 minutes).
+  digits 10000000
+  if [ "$1" = 10m ]; then
+    logged sweep-3d-digits10m-near "$sgtsne" sweep \
+      --config configs/sweep-3d-digits10m-near.toml --out "$work"
+    awk -F, 'NR == 1 || $5 == 1000' "$work/sweep-3d-digits10m-near.csv" | tee -a "$summary"
+  else
+    embed digits10m-3d "${input[@]}" --backend gpu --dims 3
+    embed digits10m-3d-nearfieldoff "${input[@]}" --backend gpu --dims 3 --near-field off
+  fi
+  bench_end
+  exit
+fi
 digits 1300000
 for sweep in ${SWEEPS:-sweep-3d-digits sweep-3d-digits-near}; do
   logged "$sweep" "$sgtsne" sweep --config "configs/$sweep.toml" --out "$work"

@@ -56,7 +56,7 @@ def line(work, name):
     split = o.get("repulse_split") or {}
     stages = " ".join(f"{k} {num(s.get(k), 3 if k in ('affinities', 'layout') else 2)}"
                       for k in STAGES if k in s)
-    repulse = " / ".join(num(split.get(k)) for k in ("s2g", "g2g", "g2s", "phi2force"))
+    repulse = " / ".join(num(split.get(k)) for k in ("s2g", "g2g", "g2s", "near", "phi2force"))
     backend = (r.get("backend") or {}).get("kind", "?")
     knn = r.get("knn") or {}
     recall = knn.get("recall_sample")
@@ -77,7 +77,7 @@ def line(work, name):
     gpus_text = f" ×{gpus} GPUs" if gpus and gpus > 1 else ""
     print(f"{name}: wall {num(wall)} s, peak {num(peak)} GiB{dev_text} | total {num(s.get('total'))} s: "
           f"{stages} | attract {num(o.get('attract_seconds'))} repulse "
-          f"{num(o.get('repulse_seconds'))} (s2g / g2g / g2s / phi2force {repulse}) update "
+          f"{num(o.get('repulse_seconds'))} (s2g / g2g / g2s / near / phi2force {repulse}) update "
           f"{num(o.get('update_seconds'))} replan {num(o.get('replan_seconds'))} grid "
           f"{o.get('final_grid', '-')} changes {o.get('grid_changes', '-')} | KL "
           f"{num(o.get('final_kl'), 4)} acc10 {num(q.get('knn_accuracy_10'), 4)} pres10 "
