@@ -57,6 +57,25 @@ pub(crate) fn fails_cleanly_with(args: &[&str], out_path: &Path, needles: &[&str
     fails_cleanly_env(args, &[], out_path, needles)
 }
 
+/// Runs `sgtsne` with `args` and `-o DIR/NAME.npy --report DIR/NAME.json`, which must
+/// succeed; returns the embedding and the report.
+pub(crate) fn embed_report(dir: &Path, name: &str, args: &[&str]) -> (Vec<f32>, serde_json::Value) {
+    let out = dir.join(format!("{name}.npy"));
+    let report = dir.join(format!("{name}.json"));
+    let mut all = args.to_vec();
+    all.extend([
+        "-o",
+        out.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let o = sgtsne(&all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let y = sgtsne::io::read_points(&out).unwrap().data;
+    let r = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    (y, r)
+}
+
 /// [`fails_cleanly_with`] with the environment variables `env` set.
 pub(crate) fn fails_cleanly_env(
     args: &[&str],

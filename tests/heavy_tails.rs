@@ -1,4 +1,4 @@
-use crate::cli::{fails_cleanly_with, sgtsne, stderr};
+use crate::cli::{embed_report, fails_cleanly_with, sgtsne, stderr};
 
 /// `--dof`: α = 1 is the default run bit for bit; α = 0.5 spreads the same data further
 /// (heavier tails push clusters apart), and the report holds α; bad α is refused with the
@@ -7,9 +7,7 @@ use crate::cli::{fails_cleanly_with, sgtsne, stderr};
 #[test]
 fn dof_changes_the_kernel_on_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str, extra: &[&str]| -> (Vec<f32>, serde_json::Value) {
-        let out = dir.path().join(format!("{name}.npy"));
-        let report = dir.path().join(format!("{name}.json"));
+    let run = |name: &str, extra: &[&str]| {
         let mut args = vec![
             "embed",
             "--demo",
@@ -18,17 +16,9 @@ fn dof_changes_the_kernel_on_the_cpu() {
             "--early-exaggeration-iters",
             "100",
             "-q",
-            "-o",
-            out.to_str().unwrap(),
-            "--report",
-            report.to_str().unwrap(),
         ];
         args.extend(extra);
-        let o = sgtsne(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let y = sgtsne::io::read_points(&out).unwrap().data;
-        let r = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-        (y, r)
+        embed_report(dir.path(), name, &args)
     };
     let (base, _) = run("base", &["--backend", "cpu"]);
     let (one, _) = run("one", &["--backend", "cpu", "--dof", "1"]);

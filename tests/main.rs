@@ -34,6 +34,8 @@ mod long_run;
 mod multi_gpu;
 /// Multiscale perplexity and the cap on neighbours.
 mod multiscale;
+/// The FFT repulsion's near field (`--near-field`).
+mod near_field;
 /// Neighbours and affinities computed elsewhere (`--knn-from`, `--affinities`) and the
 /// `knn` tool.
 mod neighbors;

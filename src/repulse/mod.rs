@@ -140,7 +140,7 @@ impl GridSpec {
     /// (`scripts/bench/grid3d.sh`, H100) the 50-node grid's relative force error was 15 and
     /// the 3-D KL 5.563, above the 2-D run's 5.508, though more room should fit better; the
     /// adaptive grid capped at 160 nodes (spacing 1.36 over an extent of 210) erred by 0.21
-    /// (KL 5.105), and with the near field by 3.7e-3 (`benches/RESULTS.md`, "3-D grid").
+    /// (KL 5.105), and with the near field by 4.7e-3 (`benches/RESULTS.md`, "3-D grid").
     /// Uncapped, `h = 0.6` errs by about 0.06·h⁴ ≈ 8e-3 on the whole kernel. A CPU cannot
     /// afford such grids: MNIST 70k in 3-D at h = 0.7 did not finish in 24 minutes on 2
     /// cores, against 78 s with 50 nodes. `--grid fixed` or `--grid-error` choose other

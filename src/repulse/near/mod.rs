@@ -30,7 +30,11 @@
 //! `s = 1.5 h`; `h = 2`: 3.4e-3), once `t₀(1 + R²)` reaches about 4 (below, the cutoff
 //! dominates: 2.0e-2 at 2.7); the defaults here take 141 neighbours a point there. On 1.3M
 //! deformed digits in 3-D (`scripts/bench/grid3d.sh`, the grid capped at 160³, h = 1.36)
-//! the error falls from 0.21 to 4.7e-3 for 4.7 ms of direct sums per evaluation (H200).
+//! the error falls from 0.21 to 4.7e-3 for 3.9 ms of direct sums per evaluation (H100). On
+//! 10M points the 3-D embedding is hardly wider (218 units), so the sums meet about 7 times
+//! the neighbours: 3.8e-3 for 183 ms (before the candidate loop was unrolled, which took 15 %
+//! off). The KL of either picture is that of the coarse grid alone (`benches/RESULTS.md`,
+//! "the near field").
 //!
 //! Only for the Cauchy kernel (α = 1), whose integral forms these are. [`cpu`] sorts the
 //! points by grid cell and sums a row of cells at a time; [`gpu`] does the same from S2G's
