@@ -18,7 +18,8 @@
 //
 // Argument contract (declared in src/gpu/kernels/near.rs): order a permutation of [0, n)
 // sorted by cell; starts nc^D + 1 ints; ys n float4; y n*D floats; pot n*(2+D) reals; z an
-// exact sum (common.cuh); blockDim.x a multiple of 32. Uses repulse.cuh.
+// exact sum (common.cuh); near_sums in blocks of NEAR_THREADS (src/gpu/kernels/near.rs).
+// Uses repulse.cuh.
 
 extern "C" __global__ void near_sorted_coords(int n, int D, const int* __restrict__ order,
                                               const float* __restrict__ y,
@@ -45,9 +46,10 @@ __device__ inline float near_gap(float x, int c, int nc) {
 
 template <int D>
 __device__ __forceinline__ void near_sums(int n, GridGeom g, float t0, float cutoff,
-                          const int* __restrict__ order, const int* __restrict__ starts,
-                          const float4* __restrict__ ys, real* __restrict__ pot,
-                          unsigned long long* z) {
+                                          const int* __restrict__ order,
+                                          const int* __restrict__ starts,
+                                          const float4* __restrict__ ys,
+                                          real* __restrict__ pot, unsigned long long* z) {
     const int C = 2 + D, nc = g.p - 3;
     const float r = cutoff * g.inv_h, r2 = cutoff * cutoff;
     ExactSum local_z = exact_zero();
@@ -107,13 +109,12 @@ __device__ __forceinline__ void near_sums(int n, GridGeom g, float t0, float cut
     exact_block_add(local_z, z);
 }
 
-#define NEAR_SUMS(D)                                                                          \
-    extern "C" __global__ void __launch_bounds__(256, 4)                                     \
-        near_sums_##D##d(int n, GridGeom g, float t0, float cutoff,                         \
-                                                const int* order, const int* starts,        \
-                                                const float4* ys, real* pot,                \
-                                                unsigned long long* z) {                     \
-        near_sums<D>(n, g, t0, cutoff, order, starts, ys, pot, z);                           \
+#define NEAR_SUMS(D)                                                                     \
+    extern "C" __global__ void __launch_bounds__(NEAR_THREADS, 4)                         \
+        near_sums_##D##d(int n, GridGeom g, float t0, float cutoff, const int* order,    \
+                         const int* starts, const float4* ys, real* pot,                  \
+                         unsigned long long* z) {                                         \
+        near_sums<D>(n, g, t0, cutoff, order, starts, ys, pot, z);                        \
     }
 NEAR_SUMS(1)
 NEAR_SUMS(2)

@@ -98,7 +98,8 @@ fn plan_grids(params: &EmbedParams) -> Result<()> {
 /// point mode the centring (PCA, kNN) and
 /// the kNN's files, then on gpu the affinities (with exact affinities, no kNN: their own
 /// file, on gpu and hybrid), the attraction and the update, and the
-/// repulsion's files (the FFT's in the grids' precision, or the exact one), and the quality
+/// repulsion's files (the FFT's in the grids' precision, with its near field's in 3-D, or
+/// the exact one), and the quality
 /// measures' search. A file missed
 /// here still compiles when first used; one listed but unused costs a core for a while.
 fn device_kernels(
@@ -158,6 +159,13 @@ fn device_kernels(
             .map(|id| (id, real)),
         ),
         RepulsionMethod::Exact => variants.push((KernelId::Exact, &[])),
+    }
+    if params
+        .near_field
+        .unwrap_or_else(|| params.near_field_default(true))
+        && params.repulsion == RepulsionMethod::Fft
+    {
+        variants.push((KernelId::Near, real));
     }
     variants.push((KernelId::Quality, &[]));
     variants
@@ -226,6 +234,18 @@ mod tests {
             assert!(files.contains(&KernelId::AffinityExact));
             assert!(!files.contains(&KernelId::Knn) && !files.contains(&KernelId::Affinity));
             listed.extend(files);
+        }
+        // In 3-D the near field's file joins the repulsion's, unless it is off.
+        for near_field in [None, Some(false)] {
+            let params = EmbedParams {
+                dims: 3,
+                near_field,
+                ..Default::default()
+            };
+            let variants = device_kernels(Some(50), false, BackendKind::Gpu, &params);
+            let near = variants.iter().filter(|v| v.0 == KernelId::Near).count();
+            assert_eq!(near, near_field.is_none() as usize);
+            listed.extend(variants.into_iter().map(|(id, _)| id));
         }
         let sparse = device_kernels(Some(50), true, BackendKind::Gpu, &EmbedParams::default());
         assert_eq!(sparse[0], (KernelId::SparsePca, &[][..]));

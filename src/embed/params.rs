@@ -262,14 +262,21 @@ impl EmbedParams {
                 .unwrap_or_else(|| GridSpec::default_for(self.dims, self.backend.on_device())),
             precision: self.precision,
             deterministic: self.optim.deterministic,
-            near_field: self.near_field.unwrap_or(
-                self.dims == 3
-                    && self.backend.on_device()
-                    && self.gpus.unwrap_or(1) <= 1
-                    && self.kernel.is_cauchy()
-                    && self.repulsion == RepulsionMethod::Fft,
-            ),
+            near_field: self
+                .near_field
+                .unwrap_or_else(|| self.near_field_default(self.backend.on_device())),
         }
+    }
+
+    /// Whether `--near-field auto` turns the near field on for a run whose repulsion runs
+    /// `on_device`: in 3-D with the Cauchy kernel's FFT repulsion on one GPU, where the
+    /// default grid is capped at scale.
+    pub fn near_field_default(&self, on_device: bool) -> bool {
+        self.dims == 3
+            && on_device
+            && self.gpus.unwrap_or(1) <= 1
+            && self.kernel.is_cauchy()
+            && self.repulsion == RepulsionMethod::Fft
     }
 
     /// Range checks that need no data, each naming its parameter.

@@ -90,6 +90,18 @@ pub(super) fn set_up(
     if backend.kind == BackendKind::Gpu {
         params.gpus = Some(multi::plan_gpus(params.gpus, n, params.repulsion)?);
     }
+    // After the GPUs, as the grid after the backend: `auto` decided on the resolved run.
+    if params.near_field == Some(true) && params.gpus.unwrap_or(1) > 1 {
+        return Err(Error::param(
+            "near-field",
+            "the near field runs on one GPU only: use --gpus 1, or --near-field off",
+        ));
+    }
+    params.near_field = Some(
+        params
+            .near_field
+            .unwrap_or_else(|| params.near_field_default(backend.kind.on_device())),
+    );
     let mut info = input_info(input, name);
     screen(input, name, &mut info, progress)?;
     let (memory, watch) = memory::plan(input, &params, backend.kind)?;

@@ -4,8 +4,12 @@ use super::repulse::GridGeom;
 use crate::gpu::launch::kernels;
 use crate::gpu::sum::WORDS;
 
+/// Threads per block of the sums, which their launch bounds assume: the default block
+/// ([`crate::gpu::context::BLOCK`], what `Gpu::config` launches).
+pub(crate) const NEAR_THREADS: usize = crate::gpu::context::BLOCK as usize;
+
 /// Constants the file is compiled with (`-DNAME=VALUE`).
-pub(crate) const CONSTANTS: &[(&str, usize)] = &[];
+pub(crate) const CONSTANTS: &[(&str, usize)] = &[("NEAR_THREADS", NEAR_THREADS)];
 
 kernels! {
     file: Near;
@@ -23,7 +27,7 @@ kernels! {
     /// Adds every point's short-range sums over the points within `cutoff` (split at `t0`)
     /// to the potentials `pot` that the gather wrote, and their ψ terms to `z`; `order` and
     /// `starts` are S2G's sort by cell (`cells` = (p − 3)^dims cells), `ys` the sorted
-    /// coordinates. Blocks of a multiple of 32 threads.
+    /// coordinates. Blocks of [`NEAR_THREADS`].
     pub struct NearSums<T> = "near_sums_{dims}d" {
         dims: host,
         cells: host,
