@@ -27,7 +27,7 @@ kernels! {
     /// Adds every point's short-range sums over the points within `cutoff` (split at `t0`)
     /// to the potentials `pot` that the gather wrote, and their ψ terms to `z`; `order` and
     /// `starts` are S2G's sort by cell (`cells` = (p − 3)^dims cells), `ys` the sorted
-    /// coordinates. Blocks of [`NEAR_THREADS`].
+    /// coordinates. Blocks of `NEAR_THREADS`.
     pub struct NearSums<T> = "near_sums_{dims}d" {
         dims: host,
         cells: host,
