@@ -299,8 +299,14 @@ pub fn lagrange4(t: f64) -> [f64; 4] {
 /// clamped to `1 ..= p − 3` so the stencil `base−1 … base+2` is always inside the grid.
 #[inline(always)]
 pub fn stencil(x: f64, p: usize) -> (usize, [f64; 4]) {
-    let base = (x.floor().max(1.0) as usize).min(p - 3);
+    let base = stencil_base(x, p);
     (base, lagrange4(x - base as f64))
+}
+
+/// The base node of [`stencil`] alone: `floor(x)` clamped to `1 ..= p − 3` (monotone in `x`).
+#[inline(always)]
+pub fn stencil_base(x: f64, p: usize) -> usize {
+    (x.floor().max(1.0) as usize).min(p - 3)
 }
 
 #[cfg(test)]

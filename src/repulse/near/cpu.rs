@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::NearField;
 use crate::repulse::fftnd::Real;
 use crate::repulse::g2s::{self_kernel_of, self_weight};
-use crate::repulse::grid::Grid;
+use crate::repulse::grid::{stencil_base, Grid};
 use crate::repulse::s2g::{locate, strides};
 
 /// Sorted points per parallel task.
@@ -71,10 +71,10 @@ struct Cells<const D: usize> {
     ys: Vec<[f32; D]>,
 }
 
-/// Cell of grid coordinate `x` on one axis: the stencil's base node less one, clamped as
-/// [`crate::repulse::grid::stencil`] clamps it (monotone in `x`).
+/// Cell of grid coordinate `x` on one axis: the stencil's base node less one (monotone in
+/// `x`, as S2G's cells are on the device).
 fn cell_of(x: f64, p: usize) -> usize {
-    (x.floor().max(1.0) as usize).min(p - 3) - 1
+    stencil_base(x, p) - 1
 }
 
 /// The distance, in grid units, from grid coordinate `x` to cell `c`'s interval
