@@ -320,21 +320,13 @@ pub struct Cells {
 }
 
 impl Cells {
-    /// Counting sort of the points by `labels` (each below `lists`).
+    /// The points sorted by `labels` (each below `lists`), each cell's in input order
+    /// ([`crate::points::order_by_key`], in parallel).
     pub fn sort(labels: &[u32], lists: usize) -> Cells {
-        let mut offsets = vec![0usize; lists + 1];
-        for &l in labels {
-            offsets[l as usize + 1] += 1;
-        }
-        for l in 0..lists {
-            offsets[l + 1] += offsets[l];
-        }
-        let mut next = offsets.clone();
-        let mut order = vec![0u32; labels.len()];
-        for (i, &l) in labels.iter().enumerate() {
-            order[next[l as usize]] = i as u32;
-            next[l as usize] += 1;
-        }
+        let order = crate::points::order_by_key(labels);
+        let offsets = (0..=lists as u32)
+            .map(|l| order.partition_point(|&i| labels[i as usize] < l))
+            .collect();
         Cells { order, offsets }
     }
 
@@ -387,17 +379,7 @@ impl Cells {
     }
 
     /// For each block of `block` consecutive positions of the points sorted by cell
-    /// (`sorted`), the cells it probes: the cells its positions fall in, then the cells
-    /// whose centroids are nearest the block's mean, until there are `probing.probes` of
-    /// them (or the own cells, if more) and they hold at least `probing.min_points`
-    /// points, so that every query has enough candidates; with the spread rule
-    /// ([`Probing`]; the squared distance only), those of the nearest that are too far
-    /// skipped, then the cells within the spread added, nearest mean first. Probing from
-    /// the block rather than from its cell follows the queries: a block at a cell's edge
-    /// probes the cells across that edge. "Nearest" is by `key`: for the inner product, the
-    /// cells whose centroids have the largest inner product with the block's mean (as
-    /// FAISS' IVF probes for `METRIC_INNER_PRODUCT`); the cells themselves are Euclidean
-    /// k-means cells, which only group nearby points.
+    /// (`sorted`), the cells it probes ([`ProbePlanner::probes`]).
     pub fn block_probes(
         &self,
         sorted: &Points,
@@ -406,154 +388,231 @@ impl Cells {
         probing: &Probing,
         block: usize,
     ) -> Vec<Vec<u32>> {
-        let (n, d) = (sorted.n, sorted.d);
-        let lists = self.lists();
-        let spread = matches!(key, Key::SqEuclidean) && probing.spread > 0.0;
-        let radius2 = if spread {
-            self.mean_sq_radius(sorted, centroids)
-        } else {
-            Vec::new()
-        };
-        (0..n.div_ceil(block))
+        let planner = ProbePlanner::new(self, sorted, centroids, key, *probing, block);
+        (0..planner.blocks())
             .into_par_iter()
-            .map(|b| {
-                let (p0, p1) = (b * block, ((b + 1) * block).min(n));
-                let mut mean = vec![0f64; d];
-                for p in p0..p1 {
-                    for (m, &x) in mean.iter_mut().zip(sorted.row(p)) {
-                        *m += x as f64;
-                    }
-                }
-                let mean: Vec<f32> = mean
-                    .iter()
-                    .map(|&m| (m / (p1 - p0) as f64) as f32)
-                    .collect();
-                let own = self.cell_of(p0)..=self.cell_of(p1 - 1);
-                let dist: Vec<f32> = (0..lists)
-                    .map(|m| key.eval(&mean, &centroids[m * d..(m + 1) * d]))
-                    .collect();
-                // Each cell's mean squared distance to the block, and the least of them.
-                let spread_of = |m: usize| dist[m] + radius2[m];
-                let least = if spread {
-                    (0..lists).map(spread_of).fold(f32::INFINITY, f32::min)
-                } else {
-                    0.0
-                };
-                let far = |m: usize| spread && !own.contains(&m) && spread_of(m) > FAR * least;
-                let mut by_distance: Vec<(f32, u32)> = (0..lists)
-                    .map(|m| (if own.contains(&m) { -1.0 } else { dist[m] }, m as u32))
-                    .collect();
-                let wanted = probing.probes.max(own.end() - own.start() + 1);
-                // The nearest `wanted` in order; the rest sorted only if they are needed
-                // (a full sort of every cell's distance per block took most of this step).
-                let head = wanted.min(lists);
-                if head < lists {
-                    by_distance.select_nth_unstable_by(head, super::by_dist_then_index);
-                }
-                by_distance[..head].sort_unstable_by(super::by_dist_then_index);
-                let mut probed = Probed {
-                    cells: Vec::with_capacity(wanted),
-                    taken: vec![false; lists],
-                    points: 0,
-                    offsets: &self.offsets,
-                };
-                // The nearest, the far ones kept back; then, while the points are too few,
-                // those and the next nearest in order.
-                let (far_ones, near): (Vec<u32>, Vec<u32>) = by_distance[..head]
-                    .iter()
-                    .map(|&(_, m)| m)
-                    .partition(|&m| far(m as usize));
-                near.into_iter().for_each(|m| probed.take(m));
-                for m in far_ones {
-                    if probed.points >= probing.min_points {
-                        break;
-                    }
-                    probed.take(m);
-                }
-                if probed.points < probing.min_points && head < lists {
-                    by_distance[head..].sort_unstable_by(super::by_dist_then_index);
-                    for &(_, m) in &by_distance[head..] {
-                        if probed.points >= probing.min_points {
-                            break;
-                        }
-                        probed.take(m);
-                    }
-                }
-                if spread {
-                    let bound = (1.0 + probing.spread) as f32 * least;
-                    let mut within: Vec<(f32, u32)> = (0..lists)
-                        .filter(|&m| !probed.taken[m] && spread_of(m) <= bound)
-                        .map(|m| (spread_of(m), m as u32))
-                        .collect();
-                    within.sort_unstable_by(super::by_dist_then_index);
-                    let room = probing.max_probes.saturating_sub(probed.cells.len());
-                    within.iter().take(room).for_each(|&(_, m)| probed.take(m));
-                }
-                probed.cells
-            })
+            .map(|b| planner.probes(b))
             .collect()
     }
 
     /// The references of each block of `block` consecutive positions, as runs of `chunk`
-    /// rows: (first chunk, count) pairs, flattened, and `run_off` (blocks + 1 entries, in
-    /// runs). Block b's runs cover its probe cells `probes[b]` (its own among them), each
-    /// chunk once, starting at the chunk of its own first position and wrapping around, so
-    /// that its lists fill with near points first.
+    /// rows ([`Cells::runs_of`]): (first chunk, count) pairs, flattened, and `run_off`
+    /// (blocks + 1 entries, in runs).
     pub fn block_runs(
         &self,
         probes: &[Vec<u32>],
         block: usize,
         chunk: usize,
     ) -> (Vec<i32>, Vec<i32>) {
-        let n = *self.offsets.last().unwrap_or(&0);
-        let blocks = n.div_ceil(block);
-        let per_block: Vec<Vec<(usize, usize)>> = (0..blocks)
-            .into_par_iter()
-            .map(|b| {
-                let p0 = b * block;
-                let mut ranges: Vec<(usize, usize)> = probes[b]
-                    .iter()
-                    .map(|&m| {
-                        let (a, e) = (self.offsets[m as usize], self.offsets[m as usize + 1]);
-                        (a / chunk, e.div_ceil(chunk))
-                    })
-                    .filter(|(a, e)| a < e)
-                    .collect();
-                ranges.sort_unstable();
-                let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
-                for (a, e) in ranges {
-                    match merged.last_mut() {
-                        Some(last) if a <= last.1 => last.1 = last.1.max(e),
-                        _ => merged.push((a, e)),
-                    }
-                }
-                // Start at the run holding the block's own first chunk.
-                // (The own cell is always probed, so some run holds that chunk.)
-                let own = p0 / chunk;
-                let Some(start) = merged.iter().position(|&(a, e)| a <= own && own < e) else {
-                    return merged.iter().map(|&(a, e)| (a, e - a)).collect();
-                };
-                let (a, e) = merged[start];
-                let mut runs = vec![(own, e - own)];
-                runs.extend(merged[start + 1..].iter().map(|&(a, e)| (a, e - a)));
-                runs.extend(merged[..start].iter().map(|&(a, e)| (a, e - a)));
-                if own > a {
-                    runs.push((a, own - a));
-                }
-                runs
-            })
+        let per_block: Vec<Vec<(usize, usize)>> = probes
+            .par_iter()
+            .enumerate()
+            .map(|(b, cells)| self.runs_of(b * block, cells, chunk))
             .collect();
-        let mut runs = Vec::new();
-        let mut run_off = Vec::with_capacity(blocks + 1);
-        run_off.push(0i32);
-        for block_runs in per_block {
-            for (first, count) in block_runs {
-                runs.push(first as i32);
-                runs.push(count as i32);
+        flatten_runs(&per_block)
+    }
+
+    /// The runs of `chunk` rows of the block whose first position is `p0` and whose probe
+    /// cells are `probes` (its own among them): (first chunk, count) pairs covering the
+    /// cells, each chunk once, starting at the chunk of its own first position and wrapping
+    /// around, so that its lists fill with near points first.
+    pub fn runs_of(&self, p0: usize, probes: &[u32], chunk: usize) -> Vec<(usize, usize)> {
+        let mut ranges: Vec<(usize, usize)> = probes
+            .iter()
+            .map(|&m| {
+                let (a, e) = (self.offsets[m as usize], self.offsets[m as usize + 1]);
+                (a / chunk, e.div_ceil(chunk))
+            })
+            .filter(|(a, e)| a < e)
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+        for (a, e) in ranges {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((a, e)),
             }
-            run_off.push((runs.len() / 2) as i32);
         }
-        (runs, run_off)
+        // Start at the run holding the block's own first chunk.
+        // (The own cell is always probed, so some run holds that chunk.)
+        let own = p0 / chunk;
+        let Some(start) = merged.iter().position(|&(a, e)| a <= own && own < e) else {
+            return merged.iter().map(|&(a, e)| (a, e - a)).collect();
+        };
+        let (a, e) = merged[start];
+        let mut runs = vec![(own, e - own)];
+        runs.extend(merged[start + 1..].iter().map(|&(a, e)| (a, e - a)));
+        runs.extend(merged[..start].iter().map(|&(a, e)| (a, e - a)));
+        if own > a {
+            runs.push((a, own - a));
+        }
+        runs
+    }
+}
+
+/// Blocks' runs ((first chunk, count) each) flattened as the sweep reads them: the pairs
+/// in one list and each block's first run (blocks + 1 offsets, in runs).
+pub fn flatten_runs(per_block: &[Vec<(usize, usize)>]) -> (Vec<i32>, Vec<i32>) {
+    let mut runs = Vec::with_capacity(2 * per_block.iter().map(Vec::len).sum::<usize>());
+    let mut run_off = Vec::with_capacity(per_block.len() + 1);
+    run_off.push(0i32);
+    for block_runs in per_block {
+        for &(first, count) in block_runs {
+            runs.push(first as i32);
+            runs.push(count as i32);
+        }
+        run_off.push((runs.len() / 2) as i32);
+    }
+    (runs, run_off)
+}
+
+/// What each block of consecutive positions of the points sorted by cell probes, one
+/// block at a time ([`ProbePlanner::probes`]), from what all blocks share (the cells'
+/// mean squared radii, for the spread rule), made once. The approximate kNN on the GPU
+/// plans a share of the blocks at a time while the device sweeps the shares before.
+pub struct ProbePlanner<'a> {
+    cells: &'a Cells,
+    sorted: &'a Points,
+    centroids: &'a [f32],
+    key: Key,
+    probing: Probing,
+    block: usize,
+    /// Whether the spread rule applies (the squared distance, ε > 0).
+    spread: bool,
+    /// Each cell's mean squared radius ([`Cells::mean_sq_radius`]; empty without the
+    /// spread rule).
+    radius2: Vec<f32>,
+}
+
+impl<'a> ProbePlanner<'a> {
+    /// The planner of blocks of `block` positions of `sorted` (the points in `cells`'
+    /// order) among the cells of `centroids`, probing by `key` as `probing` says.
+    pub fn new(
+        cells: &'a Cells,
+        sorted: &'a Points,
+        centroids: &'a [f32],
+        key: Key,
+        probing: Probing,
+        block: usize,
+    ) -> Self {
+        let spread = matches!(key, Key::SqEuclidean) && probing.spread > 0.0;
+        let radius2 = if spread {
+            cells.mean_sq_radius(sorted, centroids)
+        } else {
+            Vec::new()
+        };
+        ProbePlanner {
+            cells,
+            sorted,
+            centroids,
+            key,
+            probing,
+            block,
+            spread,
+            radius2,
+        }
+    }
+
+    /// Blocks of the points.
+    pub fn blocks(&self) -> usize {
+        self.sorted.n.div_ceil(self.block)
+    }
+
+    /// The cells the blocks probe.
+    pub fn cells(&self) -> &'a Cells {
+        self.cells
+    }
+
+    /// The cells block b probes: the cells its positions fall in, then the cells whose
+    /// centroids are nearest the block's mean, until there are `probing.probes` of them
+    /// (or the own cells, if more) and they hold at least `probing.min_points` points, so
+    /// that every query has enough candidates; with the spread rule ([`Probing`]; the
+    /// squared distance only), those of the nearest that are too far skipped, then the
+    /// cells within the spread added, nearest mean first. Probing from the block rather
+    /// than from its cell follows the queries: a block at a cell's edge probes the cells
+    /// across that edge. "Nearest" is by the key: for the inner product, the cells whose
+    /// centroids have the largest inner product with the block's mean (as FAISS' IVF
+    /// probes for `METRIC_INNER_PRODUCT`); the cells themselves are Euclidean k-means
+    /// cells, which only group nearby points.
+    pub fn probes(&self, b: usize) -> Vec<u32> {
+        let (cells, sorted, centroids) = (self.cells, self.sorted, self.centroids);
+        let (key, probing, block, spread) = (self.key, &self.probing, self.block, self.spread);
+        let radius2 = &self.radius2;
+        let (n, d) = (sorted.n, sorted.d);
+        let lists = cells.lists();
+        let (p0, p1) = (b * block, ((b + 1) * block).min(n));
+        let mut mean = vec![0f64; d];
+        for p in p0..p1 {
+            for (m, &x) in mean.iter_mut().zip(sorted.row(p)) {
+                *m += x as f64;
+            }
+        }
+        let mean: Vec<f32> = mean
+            .iter()
+            .map(|&m| (m / (p1 - p0) as f64) as f32)
+            .collect();
+        let own = cells.cell_of(p0)..=cells.cell_of(p1 - 1);
+        let dist: Vec<f32> = (0..lists)
+            .map(|m| key.eval(&mean, &centroids[m * d..(m + 1) * d]))
+            .collect();
+        // Each cell's mean squared distance to the block, and the least of them.
+        let spread_of = |m: usize| dist[m] + radius2[m];
+        let least = if spread {
+            (0..lists).map(spread_of).fold(f32::INFINITY, f32::min)
+        } else {
+            0.0
+        };
+        let far = |m: usize| spread && !own.contains(&m) && spread_of(m) > FAR * least;
+        let mut by_distance: Vec<(f32, u32)> = (0..lists)
+            .map(|m| (if own.contains(&m) { -1.0 } else { dist[m] }, m as u32))
+            .collect();
+        let wanted = probing.probes.max(own.end() - own.start() + 1);
+        // The nearest `wanted` in order; the rest sorted only if they are needed
+        // (a full sort of every cell's distance per block took most of this step).
+        let head = wanted.min(lists);
+        if head < lists {
+            by_distance.select_nth_unstable_by(head, super::by_dist_then_index);
+        }
+        by_distance[..head].sort_unstable_by(super::by_dist_then_index);
+        let mut probed = Probed {
+            cells: Vec::with_capacity(wanted),
+            taken: vec![false; lists],
+            points: 0,
+            offsets: &cells.offsets,
+        };
+        // The nearest, the far ones kept back; then, while the points are too few,
+        // those and the next nearest in order.
+        let (far_ones, near): (Vec<u32>, Vec<u32>) = by_distance[..head]
+            .iter()
+            .map(|&(_, m)| m)
+            .partition(|&m| far(m as usize));
+        near.into_iter().for_each(|m| probed.take(m));
+        for m in far_ones {
+            if probed.points >= probing.min_points {
+                break;
+            }
+            probed.take(m);
+        }
+        if probed.points < probing.min_points && head < lists {
+            by_distance[head..].sort_unstable_by(super::by_dist_then_index);
+            for &(_, m) in &by_distance[head..] {
+                if probed.points >= probing.min_points {
+                    break;
+                }
+                probed.take(m);
+            }
+        }
+        if spread {
+            let bound = (1.0 + probing.spread) as f32 * least;
+            let mut within: Vec<(f32, u32)> = (0..lists)
+                .filter(|&m| !probed.taken[m] && spread_of(m) <= bound)
+                .map(|m| (spread_of(m), m as u32))
+                .collect();
+            within.sort_unstable_by(super::by_dist_then_index);
+            let room = probing.max_probes.saturating_sub(probed.cells.len());
+            within.iter().take(room).for_each(|&(_, m)| probed.take(m));
+        }
+        probed.cells
     }
 }
 

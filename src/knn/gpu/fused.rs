@@ -26,7 +26,8 @@
 //! outright (no merging into other blocks' lists).
 
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+use std::sync::Arc;
 
 use super::{fill_lists, key_rows, tiled, Answer, KeyRows, Shape, SLACK};
 use crate::gpu::centre::largest_magnitude;
@@ -39,7 +40,7 @@ use crate::gpu::{Gpu, GpuError};
 use crate::progress::Progress;
 
 /// Blocks per launch: progress is reported between launches (each is many waves).
-const BLOCKS_PER_LAUNCH: usize = 2048;
+pub(super) const BLOCKS_PER_LAUNCH: usize = 2048;
 /// Query rows whose blocks start the all-pairs sweep at the same chunk.
 const SHARE: usize = 32768;
 
@@ -225,6 +226,9 @@ pub(super) struct Plan {
     run_off: CudaSlice<i32>,
     /// Blocks of slots.
     pub blocks: usize,
+    /// The number of the plan's first block among all the sweep's (a take's plan, whose
+    /// blocks and slots count from 0; 0 for a whole plan), for the rows it finishes.
+    pub first: usize,
 }
 
 impl Plan {
@@ -258,20 +262,37 @@ impl Plan {
         runs: &[i32],
         run_off: &[i32],
     ) -> Result<Plan, GpuError> {
-        let s = &gpu.stream;
+        Plan::upload_on(&gpu.stream, qrows, runs, run_off)
+    }
+
+    /// [`Plan::upload`] queued on stream `s`: a side stream, so that the copies from
+    /// pageable memory, which wait for the work queued before them on their stream, do not
+    /// wait for the sweeps (the sweep's stream then waits for them).
+    pub(super) fn upload_on(
+        s: &Arc<CudaStream>,
+        qrows: &[i32],
+        runs: &[i32],
+        run_off: &[i32],
+    ) -> Result<Plan, GpuError> {
         debug_assert_eq!(qrows.len(), (run_off.len() - 1) * QUERIES);
         Ok(Plan {
             qrows: s.clone_htod(qrows)?,
             runs: s.clone_htod(runs)?,
             run_off: s.clone_htod(run_off)?,
             blocks: run_off.len() - 1,
+            first: 0,
         })
+    }
+
+    /// This plan as the share of a whole one that starts at block `first`.
+    pub(super) fn at(self, first: usize) -> Plan {
+        Plan { first, ..self }
     }
 }
 
 /// Fills the lists of the slots of `blocks` (from (+∞, −1) before the first sweep) with
 /// each query's K best references of its runs by the 3xFP16 key. Progress: one unit per
-/// launch of [`BLOCKS_PER_LAUNCH`] blocks.
+/// launch of [`BLOCKS_PER_LAUNCH`] blocks; returns once the device has swept them all.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn sweep(
     gpu: &Gpu,
@@ -283,6 +304,27 @@ pub(super) fn sweep(
     variant: &'static [&'static str],
     progress: &dyn Progress,
 ) -> Result<(), GpuError> {
+    let launches = blocks.len().div_ceil(BLOCKS_PER_LAUNCH);
+    let mut done = LaggedProgress::begin(progress, "knn", launches);
+    queue_sweep(gpu, split, plan, blocks, kr, lists, variant, |s| {
+        done.queued(s)
+    })?;
+    done.end()
+}
+
+/// The launches of [`sweep`] queued on the GPU's stream, `launched` called after each (for
+/// a caller that keeps the device fed across several plans and waits itself: nothing).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn queue_sweep(
+    gpu: &Gpu,
+    split: &Split,
+    plan: &Plan,
+    blocks: std::ops::Range<usize>,
+    kr: usize,
+    lists: Lists,
+    variant: &'static [&'static str],
+    mut launched: impl FnMut(&CudaStream) -> Result<(), GpuError>,
+) -> Result<(), GpuError> {
     let s = &gpu.stream;
     let variant = variant_for(variant, split.dp);
     let layout = FusedLayout::new(split.dp, kr);
@@ -292,8 +334,6 @@ pub(super) fn sweep(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             layout.bytes() as i32,
         )?;
-    let launches = blocks.len().div_ceil(BLOCKS_PER_LAUNCH);
-    let mut done = LaggedProgress::begin(progress, "knn", launches);
     for block0 in blocks.clone().step_by(BLOCKS_PER_LAUNCH) {
         let count = BLOCKS_PER_LAUNCH.min(blocks.end - block0);
         let cfg = LaunchConfig {
@@ -323,9 +363,9 @@ pub(super) fn sweep(
             layout,
         }
         .launch(gpu, s, cfg)?;
-        done.queued(s)?;
+        launched(s)?;
     }
-    done.end()
+    Ok(())
 }
 
 #[cfg(test)]

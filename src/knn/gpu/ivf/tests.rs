@@ -361,3 +361,68 @@ fn block_queue_hands_out_every_block_once() {
         assert!(queue.take().is_none(), "nothing left after the end");
     }
 }
+
+/// The takes' plans, made one at a time and joined, are the whole plan of
+/// `Cells::block_probes` and `Cells::block_runs`: each take's runs and offsets rebased,
+/// its query rows the positions of its blocks (−1 past the points).
+#[test]
+fn take_plans_join_into_the_whole_plan() {
+    let (n, d) = (5 * QUERIES + 17, 6);
+    let points = mixture(n, d, 9);
+    let labels: Vec<u32> = (0..n).map(|i| (points.row(i)[0] > 0.0) as u32).collect();
+    let mut cells = Cells::sort(&labels, 2);
+    let sorted = cells.order_within(&points);
+    let centroids = host::initial_centroids(&points.data, d, 2, 1);
+    let probing = IvfParams::default().probing(4);
+    let probes = cells.block_probes(&sorted, &centroids, Key::SqEuclidean, &probing, QUERIES);
+    let (runs, run_off) = cells.block_runs(&probes, QUERIES, CHUNK);
+    let planner = ProbePlanner::new(
+        &cells,
+        &sorted,
+        &centroids,
+        Key::SqEuclidean,
+        probing,
+        QUERIES,
+    );
+    assert_eq!(planner.blocks(), 6);
+    let (mut joined_runs, mut joined_off, mut qrows) = (Vec::<i32>::new(), vec![0], Vec::new());
+    for take in [0..2, 2..5, 5..6] {
+        let plan = TakePlan::make(&planner, &cells, take.clone(), n);
+        assert_eq!(plan.first, take.start);
+        assert_eq!(plan.run_off.len(), take.len() + 1);
+        let base = (joined_runs.len() / 2) as i32;
+        joined_off.extend(plan.run_off[1..].iter().map(|&o| o + base));
+        joined_runs.extend(&plan.runs);
+        qrows.extend(plan.qrows);
+    }
+    assert_eq!(joined_runs, runs);
+    assert_eq!(joined_off, run_off);
+    let want: Vec<i32> = (0..6 * QUERIES)
+        .map(|i| if i < n { i as i32 } else { -1 })
+        .collect();
+    assert_eq!(qrows, want);
+}
+
+/// A GPU's thread waiting on the feed gets each take's plan once it is made, in any order
+/// of asking, and `None` for a take the host stopped before.
+#[test]
+fn plan_feed_hands_each_plan_once_and_ends() {
+    let feed = PlanFeed::new();
+    let plan = |first| TakePlan {
+        first,
+        qrows: vec![first as i32],
+        runs: Vec::new(),
+        run_off: vec![0],
+    };
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| feed.wait(1).map(|p| p.first));
+        feed.push(plan(0));
+        feed.push(plan(1));
+        assert_eq!(waiting.join().unwrap(), Some(1));
+        let late = scope.spawn(|| feed.wait(2).map(|p| p.first));
+        feed.end();
+        assert_eq!(late.join().unwrap(), None);
+    });
+    assert_eq!(feed.wait(0).map(|p| p.qrows), Some(vec![0]));
+    assert!(feed.wait(0).is_none(), "a take's plan is taken once");
+}
