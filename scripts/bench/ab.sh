@@ -17,6 +17,10 @@
 #   10m        the 10M × 50 mixture (40 clusters), 2-D: about 40 s a run
 #   digits10m  10M deformed MNIST digits, 2-D: about 30 s a run
 #
+# GPUS=N adds `--gpus N` to every run (NCCL from the machine's wheel, as multi_gpu.sh), for
+# a comparison on one GPU of a host of several (GPUS=1) or on several: inputs of 1M points
+# and more otherwise take every GPU the host has.
+#
 # Writes $OUT/ab.txt and $OUT/ab.tgz.
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
@@ -33,10 +37,18 @@ for side in a b; do
   say "$side: ${!bin} ($(head -n 1 "$build" 2> /dev/null || echo 'no BUILD file'))"
 done
 
+gpus=()
+if [ -n "${GPUS:-}" ]; then
+  gpus=(--gpus "$GPUS")
+  nccl_path
+  say "every run with --gpus $GPUS"
+fi
+
 # compare NAME ARGS...: warm-ups, then interleaved runs, then the medians of each side.
 compare() {
   local name=$1 side r
   shift
+  set -- "$@" "${gpus[@]}"
   if [ "${WARMUP:-1}" != 0 ]; then
     for side in a b; do
       [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin

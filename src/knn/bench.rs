@@ -168,3 +168,64 @@ fn gemm_only_breakdown() {
         2.0 * (n * n * d1) as f64 / tg / 1e9
     );
 }
+
+/// The approximate kNN's host steps between the assignment and the sweep (`Cells::sort`,
+/// `order_within`, `block_probes`, `block_runs`) on a 40-cluster mixture of
+/// `SGTSNE_BENCH_N` points (default 1M) × 50, cells as many as `IvfParams::lists_for`
+/// makes, each point's cell from its cluster and a projection (timing only: the cells'
+/// sizes as k-means makes them, not their shapes).
+#[test]
+#[ignore]
+fn cells_steps() {
+    use super::ivf::{Cells, IvfParams};
+    let n = env_or("SGTSNE_BENCH_N", 1_000_000);
+    let params = crate::gen::MixtureParams {
+        n,
+        dim: 50,
+        clusters: 40,
+        seed: 1,
+    };
+    let (points, cluster) = crate::gen::gaussian_mixture(&params).unwrap();
+    let ivf = IvfParams::default();
+    let lists = ivf.lists_for(n);
+    let per = lists.div_ceil(40) as u32;
+    let labels: Vec<u32> = (0..n)
+        .map(|i| {
+            let c = cluster[i];
+            let x = points.row(i)[(c % 50) as usize];
+            let slot = ((x * 4.0).rem_euclid(per as f32)) as u32;
+            (c * per + slot.min(per - 1)).min(lists as u32 - 1)
+        })
+        .collect();
+    let centroids = super::ivf::initial_centroids(&points.data, 50, lists, 1);
+    pool().install(|| {
+        let lap = |t: &mut Instant| {
+            let s = t.elapsed().as_secs_f64();
+            *t = Instant::now();
+            s
+        };
+        let mut t = Instant::now();
+        let mut cells = Cells::sort(&labels, lists);
+        let sort = lap(&mut t);
+        let sorted = cells.order_within(&points);
+        let within = lap(&mut t);
+        let probing = ivf.probing(90);
+        let radius = cells.mean_sq_radius(&sorted, &centroids);
+        let radius_s = lap(&mut t);
+        let mut probes = Vec::new();
+        for _ in 0..env_or("SGTSNE_BENCH_REPEAT", 1) {
+            probes = cells.block_probes(&sorted, &centroids, Key::SqEuclidean, &probing, 128);
+        }
+        let probes_s = lap(&mut t);
+        let (runs, _) = cells.block_runs(&probes, 128, 32);
+        let runs_s = lap(&mut t);
+        println!(
+            "n={n} lists={lists} ({} threads): sort {sort:.3} s, order_within {within:.3} s, \
+             radius {radius_s:.3} s (within block_probes too), block_probes {probes_s:.3} s, \
+             block_runs {runs_s:.3} s; {} runs, radius[0] {}",
+            rayon::current_num_threads(),
+            runs.len() / 2,
+            radius[0]
+        );
+    });
+}
