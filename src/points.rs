@@ -56,9 +56,8 @@ pub fn inverse_permutation(order: &[u32]) -> Vec<u32> {
 }
 
 /// The indices `0..keys.len()` ordered by their key, ties by index: the stable sort's
-/// permutation. Large inputs sort (key, index) pairs in parallel: the counting sort's (or a
-/// permutation's inverse's) scatter is one random write per index on one core (0.1–0.3 s
-/// of a 10M-point run on a 32-core host, `benches/RESULTS.md`).
+/// permutation. Large inputs sort (key, index) pairs in parallel, where a counting sort's
+/// (or a permutation's inverse's) scatter is one random write per index on one core.
 pub fn order_by_key(keys: &[u32]) -> Vec<u32> {
     use rayon::prelude::*;
     if keys.len() < PARALLEL_MIN {

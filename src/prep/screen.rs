@@ -26,8 +26,8 @@ const RANGE: f32 = (1u64 << 40) as f32;
 /// cryptographic one) and the hashes sorted; only the rows whose hash repeats (none, for
 /// most inputs) are then sorted by hash and compared value by value, so a collision never
 /// counts as a copy. The same count on any number of threads; O(n d) time, 16 n bytes.
-/// (Sorting every row's (hash, index) pair by SipHash took 0.27 s of a 10M × 50 run on 32
-/// cores, `benches/RESULTS.md`.)
+/// (With SipHash and every row's (hash, index) pair sorted, the set-up of a 10M × 50 run
+/// took 0.34–0.38 s on 32 cores against 0.24–0.30 now, `benches/RESULTS.md`.)
 pub fn duplicate_rows(points: &Points) -> usize {
     let n = points.n;
     if points.d == 0 {

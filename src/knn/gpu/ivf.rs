@@ -701,9 +701,8 @@ fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> 
 /// take's plan from `feed` (waited for where the host has not made it yet) and uploaded on
 /// a side stream; the ranges of blocks it took. The host stays one take ahead of the
 /// device: it queues a take, then waits for the one before (one unit of `progress`), so
-/// that the device never waits between takes (waiting for each take before planning the
-/// next cost 6 ms a take, 0.5 s of a 10M-point sweep) and a GPU holds at most two takes
-/// of the shared queue.
+/// that the device does not wait for the host between takes and a GPU holds at most two
+/// takes of the shared queue.
 fn sweep_from_queue(
     gpu: &Gpu,
     (sorted, split): (&CudaSlice<f32>, &Split),
