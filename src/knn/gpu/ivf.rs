@@ -8,9 +8,8 @@
 //! cell in a locality order; one sweep whose block b covers the cells nearest its queries
 //! (planned on the host a share of the blocks at a time while the device sweeps the shares
 //! planned before); the exact finish (`knn_finish`) in double; where the recall sample's
-//! recall is below
-//! [`IvfParams::refine_below`], rounds of refinement by neighbours of neighbours
-//! ([`super::refine`]). Memory: the points (input and sorted copy, FP16 split),
+//! recall is below [`IvfParams::refine_below`], rounds of refinement by neighbours of
+//! neighbours ([`super::refine`]). Memory: the points (input and sorted copy, FP16 split),
 //! the answer (n × k, and one more index buffer for the refinement), and candidate lists
 //! for as many query blocks at a time as the free memory holds; never n × n nor n × lists.
 //!
@@ -104,7 +103,7 @@ pub struct CellSteps {
     /// Every point to its nearest centroid (on the GPU: the points' upload, the assignment
     /// and the labels' download).
     pub assign: f64,
-    /// The counting sort by cell and the PCA-tree order within each cell (host).
+    /// The sort by cell and the PCA-tree order within each cell (host).
     pub order: f64,
     /// The probe plan's shared part (each cell's mean squared radius, host); the blocks'
     /// probe cells and runs of reference chunks are planned during the sweep.
