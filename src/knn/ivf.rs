@@ -343,22 +343,39 @@ impl Cells {
     /// Orders the points within each cell in a locality order (the leaf order of a PCA
     /// tree of the cell's points, [`pca_tree_order`]), so that a block of consecutive
     /// positions is a compact part of its cell, and returns the points in the new order.
+    /// Each cell's rows are gathered once into a buffer its thread keeps, ordered there and
+    /// written to the cell's part of the result (a gather per cell into a fresh buffer,
+    /// then a gather of all rows by the new order, copied every row twice from the input
+    /// and faulted in a fresh buffer per cell).
     pub fn order_within(&mut self, points: &Points) -> Points {
         let d = points.d;
-        let mut slices = Vec::with_capacity(self.lists());
-        let mut rest = self.order.as_mut_slice();
-        for l in 0..self.offsets.len() - 1 {
-            let (cell, tail) = rest.split_at_mut(self.offsets[l + 1] - self.offsets[l]);
-            slices.push(cell);
-            rest = tail;
+        let mut data = vec![0f32; points.n * d];
+        let lists = self.lists();
+        let mut parts = Vec::with_capacity(lists);
+        let (mut rest, mut out) = (self.order.as_mut_slice(), data.as_mut_slice());
+        for l in 0..lists {
+            let len = self.offsets[l + 1] - self.offsets[l];
+            let (cell, tail) = rest.split_at_mut(len);
+            let (rows, out_tail) = out.split_at_mut(len * d);
+            parts.push((cell, rows));
+            (rest, out) = (tail, out_tail);
         }
-        slices.into_par_iter().for_each(|cell| {
-            let x = points.gather(cell);
-            let local = pca_tree_order(&x.data, cell.len(), d);
-            let rows: Vec<u32> = local.iter().map(|&c| cell[c as usize]).collect();
-            cell.copy_from_slice(&rows);
-        });
-        points.permuted(&self.order)
+        parts
+            .into_par_iter()
+            .for_each_init(Vec::new, |x: &mut Vec<f32>, (cell, rows)| {
+                x.clear();
+                for &i in cell.iter() {
+                    x.extend_from_slice(points.row(i as usize));
+                }
+                let local = pca_tree_order(x, cell.len(), d);
+                let ids: Vec<u32> = local.iter().map(|&c| cell[c as usize]).collect();
+                cell.copy_from_slice(&ids);
+                for (p, &c) in local.iter().enumerate() {
+                    let c = c as usize;
+                    rows[p * d..(p + 1) * d].copy_from_slice(&x[c * d..(c + 1) * d]);
+                }
+            });
+        Points::new(points.n, d, data)
     }
 
     /// Each cell's mean squared distance from its points (`sorted`, in cell order) to its
