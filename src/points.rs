@@ -113,8 +113,8 @@ mod tests {
         assert_eq!(unpermute_rows(&q.data, &order, 2), p.data);
     }
 
-    /// The parallel inverse (from [`PARALLEL_MIN`] points) is the scatter's, and rows come
-    /// back by it.
+    /// The parallel inverse (from [`PARALLEL_MIN`] points) inverts, and rows come back by
+    /// it.
     #[test]
     fn large_permutations_invert_and_rows_come_back() {
         use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};

@@ -172,8 +172,8 @@ fn gemm_only_breakdown() {
 /// The approximate kNN's host steps between the assignment and the sweep (`Cells::sort`,
 /// `order_within`, `block_probes`, `block_runs`) on a 40-cluster mixture of
 /// `SGTSNE_BENCH_N` points (default 1M) × 50, cells as many as `IvfParams::lists_for`
-/// makes, each point's cell from its cluster and a projection (timing only: the cells'
-/// sizes as k-means makes them, not their shapes).
+/// makes, each cut from a cluster by one coordinate (timing only: not k-means' cells);
+/// `SGTSNE_BENCH_REPEAT` runs `block_probes` that many times (default 1), for a profile.
 #[test]
 #[ignore]
 fn cells_steps() {
