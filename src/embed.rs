@@ -242,11 +242,8 @@ fn run_stages(
 
     // Stages 5 and 7: layout of P, optimise, the observer shown Y in input order.
     let (p_nnz, dims) = (p.nnz(), params.dims);
-    let mut in_order = observer.map(|inner| optimise::InputOrder {
-        inner,
-        order: order.as_deref(),
-        dims,
-    });
+    let mut in_order =
+        observer.map(|inner| optimise::InputOrder::new(inner, order.as_deref(), dims));
     let observer = in_order.as_mut().map(|o| o as &mut dyn Observer<[f32]>);
     let optimise = optimise::optimise(p, &mut y, params, kind, seconds, progress, observer)?;
 

@@ -78,21 +78,29 @@ pub fn order_by_key(keys: &[u32]) -> Vec<u32> {
 const PARALLEL_MIN: usize = 1 << 16;
 
 /// Rows (`width` values each) numbered by a permutation back in the original numbering: row
-/// `r` of `rows` goes to row `order[r]` (the inverse of [`Points::permuted`]). Rows are
-/// gathered in parallel by the inverse permutation ([`inverse_permutation`]).
+/// `r` of `rows` goes to row `order[r]` (the inverse of [`Points::permuted`]): the rows
+/// gathered ([`gather_rows`]) by the inverse permutation ([`inverse_permutation`]).
 pub fn unpermute_rows<T: Copy + Default + Send + Sync>(
     rows: &[T],
     order: &[u32],
     width: usize,
 ) -> Vec<T> {
+    gather_rows(rows, &inverse_permutation(order), width)
+}
+
+/// Row `at[i]` of `rows` (`width` values each) as row i of the result, in parallel.
+pub fn gather_rows<T: Copy + Default + Send + Sync>(
+    rows: &[T],
+    at: &[u32],
+    width: usize,
+) -> Vec<T> {
     use rayon::prelude::*;
-    let mut out = vec![T::default(); rows.len()];
+    let mut out = vec![T::default(); at.len() * width];
     if width == 0 {
         return out;
     }
-    let inv = inverse_permutation(order);
     out.par_chunks_mut(width)
-        .zip(inv.par_iter())
+        .zip(at.par_iter())
         .for_each(|(dst, &p)| {
             let p = p as usize;
             dst.copy_from_slice(&rows[p * width..(p + 1) * width]);

@@ -13,11 +13,29 @@ use crate::sparse::{Csb, P};
 use crate::Result;
 
 /// Shows Y in input order to an observer of the optimisation, which runs in the internal
-/// numbering (`order`: row r is input point `order[r]`; `None`: the input's).
+/// numbering (`order`: row r is input point `order[r]`; `None`: the input's), by the
+/// inverse permutation, made at the first observation and kept for the next ones.
 pub(super) struct InputOrder<'a> {
-    pub(super) inner: &'a mut dyn Observer<[f32]>,
-    pub(super) order: Option<&'a [u32]>,
-    pub(super) dims: usize,
+    inner: &'a mut dyn Observer<[f32]>,
+    order: Option<&'a [u32]>,
+    dims: usize,
+    /// The position of each input point, once made.
+    inverse: Option<Vec<u32>>,
+}
+
+impl<'a> InputOrder<'a> {
+    pub(super) fn new(
+        inner: &'a mut dyn Observer<[f32]>,
+        order: Option<&'a [u32]>,
+        dims: usize,
+    ) -> Self {
+        InputOrder {
+            inner,
+            order,
+            dims,
+            inverse: None,
+        }
+    }
 }
 
 impl Observer<[f32]> for InputOrder<'_> {
@@ -28,7 +46,10 @@ impl Observer<[f32]> for InputOrder<'_> {
     fn observe(&mut self, iter: usize, y: &[f32]) -> Result<()> {
         match self.order {
             Some(order) => {
-                let y = crate::points::unpermute_rows(y, order, self.dims);
+                let inverse = self
+                    .inverse
+                    .get_or_insert_with(|| crate::points::inverse_permutation(order));
+                let y = crate::points::gather_rows(y, inverse, self.dims);
                 self.inner.observe(iter, &y)
             }
             None => self.inner.observe(iter, y),

@@ -231,6 +231,12 @@ pub(super) struct Plan {
     pub first: usize,
 }
 
+/// The query rows of the slots `slots` of a sweep of the `n` points, each its own row: slot
+/// i is row i, −1 past the points.
+pub(super) fn query_rows(slots: std::ops::Range<usize>, n: usize) -> Vec<i32> {
+    slots.map(|i| if i < n { i as i32 } else { -1 }).collect()
+}
+
 impl Plan {
     /// Every point against all: slot i is row i; block b sweeps every chunk, starting at
     /// one shared by the blocks that run together ([`SHARE`] rows, so that they read each
@@ -238,9 +244,7 @@ impl Plan {
     /// the points come in a locality order), wrapping around.
     pub(super) fn all_pairs(gpu: &Gpu, n: usize) -> Result<Plan, GpuError> {
         let n_pad = n.div_ceil(QUERIES) * QUERIES;
-        let qrows: Vec<i32> = (0..n_pad)
-            .map(|i| if i < n { i as i32 } else { -1 })
-            .collect();
+        let qrows = query_rows(0..n_pad, n);
         let steps = n.div_ceil(CHUNK);
         let blocks = n_pad / QUERIES;
         let mut runs = Vec::with_capacity(4 * blocks);

@@ -492,9 +492,7 @@ impl TakePlan {
             .map(|b| cells.runs_of(b * QUERIES, &planner.probes(b), CHUNK))
             .collect();
         let (runs, run_off) = host::flatten_runs(&per_block);
-        let qrows = (blocks.start * QUERIES..blocks.end * QUERIES)
-            .map(|i| if i < n { i as i32 } else { -1 })
-            .collect();
+        let qrows = fused::query_rows(blocks.start * QUERIES..blocks.end * QUERIES, n);
         TakePlan {
             first: blocks.start,
             qrows,
