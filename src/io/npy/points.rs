@@ -1,8 +1,8 @@
-//! Points from `.npy`: streamed in chunks, each decoded on all cores, into one row-major
-//! `f32` buffer. (Decoding element by element on one thread took 0.7–1.0 s for a 260 MB
-//! file of 1.3M × 50 `f32`; the read itself is a fraction of that.)
+//! Points from `.npy`: the data read and decoded in parallel, each core reading its own
+//! parts by positional reads into one row-major `f32` buffer. (Decoding element by element
+//! on one thread took 0.7–1.0 s for a 260 MB file of 1.3M × 50 `f32`; at 10M × 50 a read of
+//! one chunk at a time, each decoded on all cores while the file waited, took 0.9–1.0 s.)
 
-use std::io::Read;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -11,22 +11,82 @@ use super::{for_each_f64, Elem, Header, Num};
 use crate::io::error::{to_f32, IoError, Place};
 use crate::Points;
 
-/// Elements read per chunk when streaming point data (8 MiB of `f8`).
-const CHUNK_ELEMS: usize = 1 << 20;
+/// Elements one task reads and decodes (4 MiB of `f4`).
+const TASK_ELEMS: usize = 1 << 20;
 
-/// Elements one rayon task decodes.
-const TASK_ELEMS: usize = 1 << 15;
+/// Bytes read at an offset, from a file or from memory: what lets every task read its own
+/// part of the data.
+trait ReadAt: Sync {
+    /// Reads into `buf` from `offset`: the bytes read, 0 at the end.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
+
+    /// Fills `buf` from `offset`; an error when the bytes end first.
+    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset) {
+                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(got) => (buf, offset) = (&mut buf[got..], offset + got as u64),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ReadAt for std::fs::File {
+    #[cfg(unix)]
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, offset)
+    }
+
+    #[cfg(windows)]
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        std::os::windows::fs::FileExt::seek_read(self, buf, offset)
+    }
+}
+
+impl ReadAt for [u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let from = usize::try_from(offset).map_or(self.len(), |o| o.min(self.len()));
+        let got = buf.len().min(self.len() - from);
+        buf[..got].copy_from_slice(&self[from..from + got]);
+        Ok(got)
+    }
+}
+
+/// A [`ReadAt`] read from its start, for the header.
+struct Cursor<'a, R: ?Sized> {
+    source: &'a R,
+    at: u64,
+}
+
+impl<R: ReadAt + ?Sized> std::io::Read for Cursor<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let got = self.source.read_at(buf, self.at)?;
+        self.at += got as u64;
+        Ok(got)
+    }
+}
+
+/// The smaller of two first indices, either possibly absent.
+fn first_of(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
 
 /// Reads a 2-D (or 1-D, as n × 1) numeric array as row-major, finite `f32` points, and its
 /// element type. `accept` sees the element type and its dtype string (`<f4`, `|u1`, `|b1`, …)
 /// before any data is read; its `Err` is the reason the dtype is refused.
-fn read_points_from(
-    mut r: impl Read,
+fn read_points_from<R: ReadAt + ?Sized>(
+    source: &R,
     total: u64,
     path: &Path,
     accept: impl FnOnce(Num, &str) -> Result<(), &'static str>,
 ) -> Result<(Points, Num), IoError> {
-    let (h, _) = Header::read(&mut r, total, path)?;
+    let (h, data_at) = Header::read(&mut Cursor { source, at: 0 }, total, path)?;
     let dtype_error = |reason| IoError::Dtype {
         path: path.into(),
         dtype: h.dtype.clone(),
@@ -44,37 +104,39 @@ fn read_points_from(
     }
     let size = h.elem.size();
     let len = h.data_bytes(path)? / size;
-    // Values in storage order; Fortran order is transposed at the end.
+    // Values in storage order; Fortran order is transposed at the end. Each task reads its
+    // elements into a buffer its thread keeps and decodes them into place; the first value
+    // that is not finite as an `f32` is the error's.
     let mut stored = vec![0f32; len];
-    let mut buf = vec![0u8; CHUNK_ELEMS.min(len) * size];
-    let mut done = 0;
-    while done < len {
-        let m = CHUNK_ELEMS.min(len - done);
-        let chunk = &mut buf[..m * size];
-        r.read_exact(chunk).map_err(|e| IoError::read(path, e))?;
-        let first_bad = stored[done..done + m]
-            .par_chunks_mut(TASK_ELEMS)
-            .zip(chunk.par_chunks(TASK_ELEMS * size))
-            .enumerate()
-            .filter_map(|(t, (out, bytes))| {
-                decode(num, big, bytes, out).map(|k| t * TASK_ELEMS + k)
-            })
-            .min();
-        if let Some(k) = first_bad {
-            let mut v = 0.0;
-            for_each_f64(num, big, &chunk[k * size..(k + 1) * size], |_, x| {
-                v = x;
-                Ok::<(), IoError>(())
-            })?;
-            let (row, col) = h.cell(done + k);
-            let at = Place::Cell {
-                row: row + 1,
-                col: col + 1,
-                line: None,
-            };
-            return Err(to_f32(v, path, at, None).expect_err("decode flagged it"));
-        }
-        done += m;
+    let first_bad = stored
+        .par_chunks_mut(TASK_ELEMS)
+        .enumerate()
+        .map_init(Vec::new, |bytes: &mut Vec<u8>, (t, out)| {
+            bytes.resize(out.len() * size, 0);
+            let offset = data_at + (t * TASK_ELEMS * size) as u64;
+            source
+                .read_exact_at(bytes, offset)
+                .map_err(|e| IoError::read(path, e))?;
+            Ok(decode(num, big, bytes, out).map(|k| t * TASK_ELEMS + k))
+        })
+        .try_reduce(|| None, |a, b| Ok(first_of(a, b)))?;
+    if let Some(k) = first_bad {
+        let mut bytes = vec![0u8; size];
+        source
+            .read_exact_at(&mut bytes, data_at + (k * size) as u64)
+            .map_err(|e| IoError::read(path, e))?;
+        let mut v = 0.0;
+        for_each_f64(num, big, &bytes, |_, x| {
+            v = x;
+            Ok::<(), IoError>(())
+        })?;
+        let (row, col) = h.cell(k);
+        let at = Place::Cell {
+            row: row + 1,
+            col: col + 1,
+            line: None,
+        };
+        return Err(to_f32(v, path, at, None).expect_err("decode flagged it"));
     }
     let data = if h.fortran && h.cols > 1 {
         let mut data = vec![0f32; len];
@@ -122,7 +184,7 @@ pub(crate) fn read_points_npy_as(
 ) -> Result<(Points, Num), IoError> {
     let file = std::fs::File::open(path).map_err(|e| IoError::read(path, e))?;
     let total = file.metadata().map_err(|e| IoError::read(path, e))?.len();
-    read_points_from(file, total, path, accept)
+    read_points_from(&file, total, path, accept)
 }
 
 /// Reads points from the bytes of an `.npy` file; `name` stands for the path in errors.
@@ -193,8 +255,8 @@ mod tests {
             read_points(&p).unwrap(),
             Points::new(3, 1, vec![0.5, 1.5, 2.5])
         );
-        // Large enough to take several chunks, Fortran order.
-        let (n, d) = (CHUNK_ELEMS / 3 + 7, 5);
+        // Large enough to take several tasks, Fortran order.
+        let (n, d) = (TASK_ELEMS / 3 + 7, 5);
         let vals: Vec<f32> = (0..n * d).map(|k| k as f32).collect();
         let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
         let p = dir.path().join("big.npy");
@@ -310,20 +372,20 @@ mod tests {
             e.to_string(),
             "x.npy: non-finite value -inf at row 2, column 1 (1-based)"
         );
-        // Several chunks and tasks: the first bad value in storage order is named, not the
-        // first one a task happens to find.
-        let (n, d) = (CHUNK_ELEMS / 4 + 3, 5);
+        // Several tasks: the first bad value in storage order is named, not the first one a
+        // task happens to find.
+        let (n, d) = (3 * TASK_ELEMS / 5 + 3, 5);
         let mut vals = vec![1.0f32; n * d];
-        vals[CHUNK_ELEMS + 3 * TASK_ELEMS + 7] = f32::NAN;
-        vals[CHUNK_ELEMS + 5 * TASK_ELEMS] = f32::INFINITY;
-        vals[CHUNK_ELEMS + 3 * TASK_ELEMS + 2] = f32::NEG_INFINITY;
+        vals[TASK_ELEMS + 7] = f32::NAN;
+        vals[2 * TASK_ELEMS] = f32::INFINITY;
+        vals[TASK_ELEMS + 2] = f32::NEG_INFINITY;
         let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
         let e = read_points_npy_bytes(
             &npy_file("<f4", false, &format!("({n}, {d})"), &data),
             "x.npy",
         )
         .unwrap_err();
-        let k = CHUNK_ELEMS + 3 * TASK_ELEMS + 2;
+        let k = TASK_ELEMS + 2;
         assert_eq!(
             e.to_string(),
             format!(
