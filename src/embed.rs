@@ -84,6 +84,10 @@ pub struct Embedding {
     /// What placing new points into this map needs, when
     /// [`EmbedParams::keep_reference`] asked for it.
     pub reference: Option<Reference>,
+    /// The communicators of a run over several GPUs, aborted on side threads as the
+    /// optimisation ends (NCCL's teardown took 0.5 s on the first GPU of two), are waited
+    /// for when this is dropped: the caller's writing overlaps them.
+    _comms: crate::gpu::comm::EndedOnDrop,
 }
 
 /// The reference side of a map, for [`crate::transform`]: the points as the kNN saw them and
@@ -249,11 +253,10 @@ fn run_stages(
 
     // Quality measures, in the internal numbering; then Y back in input order.
     let t = seconds.start("quality");
-    let (quality, note) = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), kind)?;
+    let on = (kind, params.gpus.unwrap_or(1));
+    let (quality, note) = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), on)?;
     setup.notes.extend(note);
     drop(neighbors);
-    // A run over several GPUs aborts its communicators while the quality is measured.
-    crate::gpu::comm::wait_ended();
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);
     }
@@ -265,6 +268,7 @@ fn run_stages(
         dims,
         report,
         reference,
+        _comms: crate::gpu::comm::EndedOnDrop,
     })
 }
 
@@ -288,24 +292,28 @@ fn prepare(
 /// The quality measures of the embedding `y` (in the internal numbering `order`, when it
 /// is not the input's): 10-NN label accuracy with labels, 10-NN preservation with the
 /// input's neighbours; the embedding's neighbours searched on the GPU on a backend that has
-/// one, with a note when the search had to stay on the host.
+/// one (on the gpu backend on each of the run's `gpus`, an equal share of the points each),
+/// with a note when the search had to stay on the host.
 fn measure(
     y: &[f32],
     dims: usize,
     labels: Option<&Labels>,
     neighbors: Option<&Neighbors>,
     order: Option<&[u32]>,
-    backend: BackendKind,
+    (backend, gpus): (BackendKind, usize),
 ) -> Result<(Quality, Option<String>)> {
     let codes: Option<Vec<u32>> = labels.map(|l| match order {
         Some(order) => order.par_iter().map(|&i| l.codes[i as usize]).collect(),
         None => l.codes.clone(),
     });
-    let gpu = match backend {
-        BackendKind::Cpu => None,
-        _ => Some(crate::gpu::Gpu::get()?),
+    let gpus = match backend {
+        BackendKind::Cpu => Vec::new(),
+        BackendKind::Gpu => (0..gpus)
+            .map(crate::gpu::Gpu::device)
+            .collect::<Result<_>>()?,
+        _ => vec![crate::gpu::Gpu::get()?],
     };
-    let scores = quality::embedding_scores(y, dims, QUALITY_K, codes.as_deref(), neighbors, gpu)?;
+    let scores = quality::embedding_scores(y, dims, QUALITY_K, codes.as_deref(), neighbors, &gpus)?;
     let quality = Quality {
         knn_accuracy_10: scores.knn_accuracy,
         knn_preservation_10: scores.knn_preservation,

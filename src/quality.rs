@@ -34,15 +34,16 @@ pub fn embedding_neighbors(y: &[f32], dims: usize, k: usize) -> Vec<u32> {
 /// the k-NN label accuracy with `labels` ([`knn_accuracy`]) and the preservation of the
 /// input's neighbours `input` ([`knn_preservation`]), in the numbering of `y`.
 ///
-/// With `gpu` the neighbours are searched on it, with the same result; on the host when
-/// the device declines (too little free memory, k above 32), which the returned note says.
+/// With `gpus` (none for the host) the neighbours are searched on them, each GPU an equal
+/// share of the points, with the same result; on the host when a device declines (too
+/// little free memory, k above 32), which the returned note says.
 pub fn embedding_scores(
     y: &[f32],
     dims: usize,
     k: usize,
     labels: Option<&[u32]>,
     input: Option<&Neighbors>,
-    gpu: Option<&Gpu>,
+    gpus: &[&Gpu],
 ) -> Result<Scores> {
     let n = y.len() / dims.max(1);
     let mut scores = Scores::default();
@@ -61,13 +62,10 @@ pub fn embedding_scores(
         });
         [correct, kept]
     };
-    let on_device = match gpu {
-        Some(gpu) => match dims {
-            1 => gpu::sum_over_rows::<1, _>(gpu, y, k, score)?,
-            2 => gpu::sum_over_rows::<2, _>(gpu, y, k, score)?,
-            _ => gpu::sum_over_rows::<3, _>(gpu, y, k, score)?,
-        },
-        None => Err(gpu::Declined::NoDevice),
+    let on_device = match dims {
+        1 => gpu::sum_over_rows::<1, _>(gpus, y, k, score)?,
+        2 => gpu::sum_over_rows::<2, _>(gpus, y, k, score)?,
+        _ => gpu::sum_over_rows::<3, _>(gpus, y, k, score)?,
     };
     let [correct, kept] = match on_device {
         Ok(sums) => sums,
@@ -233,7 +231,7 @@ mod tests {
                 };
                 let table = embedding_neighbors(&y, dims, 10);
                 let scores =
-                    embedding_scores(&y, dims, 10, Some(&labels), Some(&input), None).unwrap();
+                    embedding_scores(&y, dims, 10, Some(&labels), Some(&input), &[]).unwrap();
                 assert_eq!(
                     scores.knn_accuracy,
                     Some(knn_accuracy(&table, 10, &labels)),
@@ -241,7 +239,7 @@ mod tests {
                 );
                 let want = knn_preservation(&input, &table, 10);
                 assert_eq!(scores.knn_preservation, Some(want), "{dims}-D, n {n}");
-                let none = embedding_scores(&y, dims, 10, None, None, None).unwrap();
+                let none = embedding_scores(&y, dims, 10, None, None, &[]).unwrap();
                 assert_eq!(none, Scores::default());
             }
         }

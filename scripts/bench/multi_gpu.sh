@@ -5,7 +5,7 @@
 #   scripts/bench/multi_gpu.sh [SECTION...]      # default: tests 10m
 #
 #   tests      the multi-GPU library tests (the split kNN sweep's, the G2G's pattern shares,
-#              P's blocks made on their GPUs,
+#              P's blocks made on their GPUs, the quality measure's shares of the points,
 #              the staged copies too) and the integration
 #              tests `multi_gpu::`, with SGTSNE_REQUIRE_GPUS=2 (a host with fewer GPUs fails
 #              them), about 1 minute
@@ -79,7 +79,8 @@ for section in "$@"; do
         mkdir -p "$(dirname "$program")" && ln -sf "$sgtsne" "$program"
       fi
       SGTSNE_REQUIRE_GPU=1 logged lib-multi "$bin_dir/sgtsne-lib-tests" backend::multi split_sweep \
-        sparse::hyb repulse::g2g gpu::memory affinity::gpu::tests::gpu_affinity_blocks || status=1
+        sparse::hyb repulse::g2g gpu::memory affinity::gpu::tests::gpu_affinity_blocks \
+        quality::gpu || status=1
       SGTSNE_REQUIRE_GPUS=2 logged int-multi "$bin_dir/sgtsne-int-tests" multi_gpu:: \
         --test-threads 1 --nocapture || status=1
       for t in lib-multi int-multi; do

@@ -29,7 +29,9 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let mut plan = plan(&args)?;
     let interrupts = install_interrupts(&args, plan.output.as_deref())?;
     let (pool, _) = super::worker_pool(args.threads)?;
-    let _ended = CommsEnded;
+    // However `run` returns, the NCCL communicators being made ahead or aborted on side
+    // threads end first: the process must not end under them.
+    let _ended = sgtsne::gpu::comm::EndedOnDrop;
     let _warm = warm_up_gpus(&plan.params);
 
     let t = Instant::now();
@@ -146,17 +148,6 @@ impl Drop for WarmUp {
         if let Some(thread) = self.0.take() {
             drop(thread.join());
         }
-    }
-}
-
-/// Waits, however [`run`] returns, for the NCCL communicators being made ahead or aborted
-/// on side threads ([`sgtsne::gpu::comm::wait_ended`]): the process must not end under
-/// them.
-struct CommsEnded;
-
-impl Drop for CommsEnded {
-    fn drop(&mut self) {
-        sgtsne::gpu::comm::wait_ended();
     }
 }
 

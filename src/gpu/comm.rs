@@ -71,6 +71,19 @@ pub fn wait_ended() {
     }
 }
 
+/// Calls [`wait_ended`] when dropped: held by what a run returns
+/// ([`crate::embed::Embedding`]), so that a run's communicators end while its caller writes
+/// the results, and before the caller can end the process with them; and by the command
+/// line for the communicators of a run that failed or never took them.
+#[derive(Debug, Default)]
+pub struct EndedOnDrop;
+
+impl Drop for EndedOnDrop {
+    fn drop(&mut self) {
+        wait_ended();
+    }
+}
+
 /// A communicator on its way to be aborted on another thread.
 struct Ending(Comm);
 

@@ -133,8 +133,8 @@ fn check(world: usize, n: usize, method: RepulsionMethod) -> Result<Partition> {
 /// downloaded from GPU 0 at the iterations it asks for. Returns the report and the seconds
 /// of the set-up (the blocks placed, every buffer made, the GPUs joined: the run's
 /// `layout` stage). The communicators are aborted on side threads as it returns: a caller
-/// that ends the process next waits for them first ([`comm::wait_ended`]; `embed` does
-/// while it measures the quality).
+/// that ends the process next waits for them first ([`comm::wait_ended`]; `embed`'s result
+/// does when dropped).
 #[allow(clippy::too_many_arguments)]
 pub fn optimize_multi(
     world: usize,
