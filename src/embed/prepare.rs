@@ -83,6 +83,8 @@ pub(crate) fn prepare_points(
         }
     };
     seconds.knn = t.elapsed().as_secs_f64();
+    // NCCL's set-up for a run over several GPUs, if no search let it start yet.
+    crate::gpu::comm::go_ahead();
     let t = seconds.start("affinities");
     let mut pca_init = None;
     let (p, nb) = match found {

@@ -5,12 +5,13 @@
 //! ([`Ranks::sum`], [`Ranks::all_gather`]). A run on one GPU has no communicator: its
 //! collectives are copies or nothing, and NCCL is never loaded.
 //!
-//! Making the communicators costs about 0.4 s (NCCL probes the topology), so the command
-//! line starts it on a side thread while the input loads ([`make_ahead`]); the run takes
-//! them when it gets there ([`take_ahead`]), or joins its own ([`Ranks::join`]) when none
-//! were made.
+//! Making the communicators costs 0.4–1 s (NCCL probes the topology), so the command line
+//! starts the GPUs on side threads while the input loads and the communicators once the
+//! run lets them, during the kNN's sweep ([`make_ahead`], [`go_ahead`]); the run takes them
+//! when it gets there ([`take_ahead`]), or joins its own ([`Ranks::join`]) when none were
+//! made.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtrMut};
@@ -58,11 +59,13 @@ impl Drop for Ranks {
 static ENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
 /// Waits until every communicator dropped so far is aborted, and those [`make_ahead`]
-/// made and no run took are made and aborted: before the process ends (a library that
-/// exits while a thread is inside NCCL may crash in its exit-time destructors).
+/// made and no run took are aborted (or, never let start, not made): before the process
+/// ends (a library that exits while a thread is inside NCCL may crash in its exit-time
+/// destructors).
 pub fn wait_ended() {
     let ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner).take();
     if let Some((_, making)) = ahead {
+        set_gate(Gate::Cancelled);
         drop(making.join());
     }
     let threads = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
@@ -103,17 +106,87 @@ type Ahead = (usize, JoinHandle<crate::Result<Vec<Ranks>>>);
 
 static AHEAD: Mutex<Option<Ahead>> = Mutex::new(None);
 
-/// Starts making, on a side thread, the communicators of a run over GPUs 0 … `world` − 1
-/// (their contexts too, when not up yet), for [`take_ahead`]; nothing for one GPU or
-/// without NCCL (the run then says why it cannot go on).
+/// Whether [`make_ahead`]'s thread may make the communicators, once their GPUs are up.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// Not yet: the run has not reached a stage that NCCL's set-up can overlap.
+    Closed,
+    /// Now ([`go_ahead`]).
+    Open,
+    /// Never: the process is ending without them ([`wait_ended`]).
+    Cancelled,
+}
+
+static GATE: (Mutex<Gate>, Condvar) = (Mutex::new(Gate::Closed), Condvar::new());
+
+/// Sets the gate of [`make_ahead`]'s thread to `to` (unless it is open already) and wakes
+/// the thread.
+fn set_gate(to: Gate) {
+    let (gate, changed) = &GATE;
+    let mut gate = gate.lock().unwrap_or_else(PoisonError::into_inner);
+    if *gate != Gate::Open {
+        *gate = to;
+    }
+    changed.notify_all();
+}
+
+/// Lets [`make_ahead`]'s thread make the communicators: the run calls it when its GPUs
+/// start a long stretch of work (the kNN's sweep), which NCCL's set-up then overlaps.
+/// Made as the GPUs start, the communicators took 0.7–1.1 s, in which the first GPU's own
+/// first steps and the driver calls of the run's set-up slowed by 0.3–0.5 s on two and
+/// four H200 (contention for the driver). [`take_ahead`] opens the gate itself when no
+/// stage did.
+pub fn go_ahead() {
+    set_gate(Gate::Open);
+}
+
+/// Starts, on a side thread, GPUs 0 … `world` − 1 (each on a thread of its own) and then,
+/// once the run lets it ([`go_ahead`]), the NCCL communicators of a run over them, for
+/// [`take_ahead`]; nothing for one GPU or without NCCL (the run then says why it cannot go
+/// on).
 pub fn make_ahead(world: usize) {
     if world < 2 || !nccl_present() {
         return;
     }
+    *GATE.0.lock().unwrap_or_else(PoisonError::into_inner) = Gate::Closed;
     let making = std::thread::spawn(move || {
-        let streams = (0..world)
-            .map(|ordinal| Ok(Gpu::device(ordinal)?.stream.clone()))
-            .collect::<crate::Result<Vec<_>>>()?;
+        // Each GPU starts on a thread of its own: one after another, each beyond the first
+        // took 0.2–0.3 s on an H200 host, so that the fourth was ready 0.75 s after the first.
+        let streams = std::thread::scope(|scope| {
+            let starting: Vec<_> = (0..world)
+                .map(|ordinal| {
+                    std::thread::Builder::new()
+                        .name(format!("sgtsne-gpu-{ordinal}"))
+                        .spawn_scoped(scope, move || Gpu::device(ordinal))
+                })
+                .collect();
+            // A GPU whose thread did not start is set up here.
+            starting
+                .into_iter()
+                .enumerate()
+                .map(|(ordinal, thread)| {
+                    let gpu = match thread {
+                        Ok(thread) => thread
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                        Err(_) => Gpu::device(ordinal),
+                    };
+                    Ok(gpu?.stream.clone())
+                })
+                .collect::<crate::Result<Vec<_>>>()
+        })?;
+        let (gate, changed) = &GATE;
+        let gate = changed
+            .wait_while(gate.lock().unwrap_or_else(PoisonError::into_inner), |g| {
+                *g == Gate::Closed
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+        if *gate == Gate::Cancelled {
+            return Err(crate::Error::GpuUnavailable {
+                reason: "the NCCL communicators made ahead were not needed".into(),
+            });
+        }
+        drop(gate);
         let comms = Comm::from_devices(streams).map_err(GpuError::from)?;
         Ok(comms
             .into_iter()
@@ -136,6 +209,7 @@ pub fn take_ahead(world: usize) -> Option<Vec<Ranks>> {
     match ahead.take() {
         Some((w, making)) if w == world => {
             drop(ahead);
+            go_ahead();
             making.join().ok()?.ok()
         }
         // Made for another number of GPUs: left for `wait_ended` to end.

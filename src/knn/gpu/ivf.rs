@@ -598,6 +598,10 @@ fn sweep_planned(
         })
         .collect::<Result<Vec<_>>>()?;
     let feed = PlanFeed::new();
+    // The GPUs' long sweep is where NCCL's set-up for the optimisation goes.
+    if gpus > 1 {
+        crate::gpu::comm::go_ahead();
+    }
     progress.begin("knn", queue.takes() as u64);
     let (queue, feed, cells) = (&queue, &feed, planner.cells());
     let own_answer = &mut *answer;
