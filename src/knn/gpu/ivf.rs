@@ -441,35 +441,59 @@ fn split_rows(gpu: &Gpu, sorted: &CudaSlice<f32>, shape: Shape) -> Result<Split,
 /// blocks the host plans at a time: one launch of the sweep ([`fused::BLOCKS_PER_LAUNCH`]),
 /// so that a take adds no launch (takes of 1024 blocks, two launches' tails where one
 /// launch had one, took the 10M mixture's sweep on one H200 from 13.6 to 14.0 s); at 10M
-/// points 39 takes, the last costing the other GPUs little waiting, the first planned in
-/// about 10 ms.
+/// points 39 takes, the first planned in about 10 ms.
 const TAKE: usize = fused::BLOCKS_PER_LAUNCH;
 
-/// The plan's blocks handed out `take` at a time, in order, to whichever GPU asks next.
+/// The plan's blocks handed out a take at a time, in order, to whichever GPU asks next:
+/// takes of `take` blocks, but over several GPUs the last `gpus` takes' worth shrinks
+/// (guided self-scheduling: each a 2·`gpus`-th of what is left, at least a quarter take),
+/// so that the GPUs end together. (A take of 2048 blocks is 0.35 s of the 10M mixture's
+/// sweep on one H200: with whole takes to the end, one GPU of two swept up to that long
+/// alone.)
 pub(super) struct BlockQueue {
     next: AtomicUsize,
-    blocks: usize,
-    take: usize,
+    /// The takes' first blocks, and the number of blocks.
+    bounds: Vec<usize>,
 }
 
 impl BlockQueue {
-    pub(super) fn new(blocks: usize, take: usize) -> Self {
+    pub(super) fn new(blocks: usize, take: usize, gpus: usize) -> Self {
+        let take = take.max(1);
+        let (tail, least) = match gpus {
+            0 | 1 => (0, take),
+            _ => (gpus * take, (take / 4).max(1)),
+        };
+        let mut bounds = vec![0];
+        let mut at = 0;
+        while at < blocks {
+            let left = blocks - at;
+            let size = match left > tail {
+                true => take,
+                false => left.div_ceil(2 * gpus).clamp(least, take),
+            };
+            at += size.min(left);
+            bounds.push(at);
+        }
         BlockQueue {
             next: AtomicUsize::new(0),
-            blocks,
-            take: take.max(1),
+            bounds,
         }
     }
 
-    /// The next blocks to sweep, or `None` once all are taken.
-    pub(super) fn take(&self) -> Option<Range<usize>> {
-        let b0 = self.next.fetch_add(self.take, Ordering::Relaxed);
-        (b0 < self.blocks).then(|| b0..(b0 + self.take).min(self.blocks))
+    /// The next take to sweep, its number and blocks, or `None` once all are taken.
+    pub(super) fn take(&self) -> Option<(usize, Range<usize>)> {
+        let t = self.next.fetch_add(1, Ordering::Relaxed);
+        (t < self.takes()).then(|| (t, self.blocks(t)))
     }
 
     /// How many takes there are in all.
     fn takes(&self) -> usize {
-        self.blocks.div_ceil(self.take)
+        self.bounds.len() - 1
+    }
+
+    /// The blocks of take `t`.
+    fn blocks(&self, t: usize) -> Range<usize> {
+        self.bounds[t]..self.bounds[t + 1]
     }
 }
 
@@ -565,8 +589,8 @@ impl Drop for EndFeed<'_> {
 
 /// The sweep of every query block over its probe cells on `gpus` GPUs, while this thread
 /// plans the blocks [`TAKE`] at a time ([`TakePlan::make`], on all cores) and feeds them to
-/// the GPUs' threads, which take blocks from one queue ([`BlockQueue`]) in the order they
-/// are planned; the planning (0.4–0.5 s at 10M points on 32 cores, all of it before the
+/// the GPUs' threads, which take blocks from one queue ([`BlockQueue`], its last takes
+/// smaller over several GPUs) in the order they are planned; the planning (0.4–0.5 s at 10M points on 32 cores, all of it before the
 /// sweep began) costs the sweep only its first take. GPU 0 sweeps into `answer`; with
 /// several GPUs it copies the sorted points to the others first, GPU to GPU, they sweep
 /// into answers of their own and GPU 0 copies their rows into `answer` at the end. A
@@ -587,7 +611,7 @@ fn sweep_planned(
     progress: &dyn Progress,
 ) -> Result<f64> {
     let blocks = planner.blocks();
-    let queue = BlockQueue::new(blocks, TAKE);
+    let queue = BlockQueue::new(blocks, TAKE, gpus);
     let rows = |b: &Range<usize>| (b.start * QUERIES).min(shape.n)..(b.end * QUERIES).min(shape.n);
     let copies = (1..gpus)
         .map(|r| -> Result<_> {
@@ -649,8 +673,7 @@ fn sweep_planned(
                 if feed.ended.load(Ordering::Acquire) {
                     break;
                 }
-                let take = t * TAKE..((t + 1) * TAKE).min(blocks);
-                let plan = TakePlan::make(planner, cells, take, shape.n);
+                let plan = TakePlan::make(planner, cells, queue.blocks(t), shape.n);
                 chunks += plan.chunks();
                 feed.push(plan);
             }
@@ -715,8 +738,8 @@ fn sweep_from_queue(
 ) -> Result<Vec<Range<usize>>> {
     let uploads = gpu.stream.fork()?;
     let (mut taken, mut queued) = (Vec::new(), None);
-    while let Some(blocks) = queue.take() {
-        let Some(host) = feed.wait(blocks.start / TAKE) else {
+    while let Some((t, blocks)) = queue.take() {
+        let Some(host) = feed.wait(t) else {
             return Err(Error::param(
                 "knn",
                 "the probe plan stopped before this GPU's blocks (another GPU failed)",

@@ -322,13 +322,23 @@ fn approx_settings() {
     }
 }
 
-/// The split sweep's queue hands every block out exactly once, in ranges of its take (the
-/// last shorter), however many GPUs' threads ask at once.
+/// The split sweep's queue hands every block out exactly once, in takes numbered in block
+/// order, however many GPUs' threads ask at once: takes of its size on one GPU (the last
+/// shorter); over several, whole takes until the last GPUs' worth, then smaller ones, never
+/// growing and none below a quarter take but the last.
 #[test]
 fn block_queue_hands_out_every_block_once() {
-    for (blocks, take, threads) in [(12, 5, 3), (1000, 7, 4), (3, 10, 2), (0, 4, 2)] {
-        let queue = BlockQueue::new(blocks, take);
-        let mut all: Vec<std::ops::Range<usize>> = std::thread::scope(|scope| {
+    let cases = [
+        (12, 5, 3),
+        (1000, 7, 4),
+        (3, 10, 2),
+        (0, 4, 2),
+        (5000, 64, 1),
+        (5000, 64, 2),
+    ];
+    for (blocks, take, threads) in cases {
+        let queue = BlockQueue::new(blocks, take, threads);
+        let mut all: Vec<(usize, std::ops::Range<usize>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|_| {
                     scope.spawn(|| {
@@ -345,20 +355,29 @@ fn block_queue_hands_out_every_block_once() {
                 .flat_map(|h| h.join().unwrap())
                 .collect()
         });
-        all.sort_by_key(|r| r.start);
-        assert_eq!(
-            all.len(),
-            blocks.div_ceil(take),
-            "{blocks} blocks by {take}"
-        );
+        all.sort_by_key(|(_, r)| r.start);
+        let sizes: Vec<usize> = all.iter().map(|(_, r)| r.len()).collect();
+        let case = format!("{blocks} blocks by {take} on {threads}: {sizes:?}");
+        if threads == 1 {
+            assert_eq!(all.len(), blocks.div_ceil(take), "{case}");
+        }
         let mut next = 0;
-        for r in &all {
-            assert_eq!(r.start, next);
-            assert!(r.end > r.start && r.end - r.start <= take);
+        for (t, (number, r)) in all.iter().enumerate() {
+            assert_eq!((*number, r.start), (t, next), "{case}");
+            assert!(r.end > r.start && r.len() <= take, "{case}");
             next = r.end;
         }
-        assert_eq!(next, blocks);
+        assert_eq!(next, blocks, "{case}");
         assert!(queue.take().is_none(), "nothing left after the end");
+        let (whole, tail) = sizes.split_at(sizes.iter().take_while(|&&s| s == take).count());
+        assert!(tail.windows(2).all(|w| w[1] <= w[0]), "{case}");
+        let least = if threads == 1 { 1 } else { (take / 4).max(1) };
+        let before_last = &tail[..tail.len().saturating_sub(1)];
+        assert!(before_last.iter().all(|&s| s >= least), "{case}");
+        if threads > 1 && blocks > 2 * threads * take {
+            assert!(whole.len() >= blocks / take - threads, "{case}");
+            assert!(tail.len() > threads, "{case}");
+        }
     }
 }
 
