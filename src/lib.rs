@@ -49,6 +49,7 @@ pub mod report;
 pub mod repulse;
 pub mod sparse;
 pub mod sweep;
+pub mod trace;
 pub mod transform;
 
 pub use csr_points::CsrPoints;

@@ -14,8 +14,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    sgtsne::trace::begin();
     let args = cli::args::Cli::parse();
-    match cli::run(args) {
+    let ended = cli::run(args);
+    sgtsne::trace::event(|| "end".into());
+    match ended {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         // Ctrl-C during the optimisation (`embed --on-interrupt discard`): status 130 as

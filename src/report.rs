@@ -125,6 +125,7 @@ impl StageSeconds {
     /// Marks the start of `stage` (named as the fields are) and returns its clock.
     pub fn start(&mut self, stage: &'static str) -> std::time::Instant {
         self.stage = stage;
+        crate::trace::event(|| format!("stage {stage}"));
         std::time::Instant::now()
     }
 }

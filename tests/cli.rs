@@ -515,3 +515,60 @@ fn gen_deformed_images_bad_inputs() {
     assert!(stderr(&run).contains("--image-labels"), "{}", stderr(&run));
     assert!(!out.exists());
 }
+
+/// `SGTSNE_TRACE=1` writes the run's timeline to standard error: from `start` to `end`, the
+/// input's load, each stage in the pipeline's order and the outputs' writing; without it,
+/// nothing of the kind.
+#[test]
+fn trace_shows_the_run_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.npy");
+    let args = [
+        "embed",
+        "--demo",
+        "--backend",
+        "cpu",
+        "--threads",
+        "2",
+        "--iters",
+        "60",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let traced = sgtsne_env(&args, &[("SGTSNE_TRACE", "1")]);
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    // "trace   1.2345 s  THREAD  EVENT …"
+    let events: Vec<(f64, String)> = stderr(&traced)
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.strip_prefix("trace")?.split_whitespace().collect();
+            let time = words.first()?.parse().ok()?;
+            (words.get(1) == Some(&"s") && words.len() > 3).then(|| (time, words[3..].join(" ")))
+        })
+        .collect();
+    let names: Vec<&str> = events.iter().map(|(_, e)| e.as_str()).collect();
+    assert_eq!(names.first(), Some(&"start"), "{names:?}");
+    assert_eq!(names.last(), Some(&"end"), "{names:?}");
+    assert!(events.iter().all(|(t, _)| t.is_finite() && *t >= 0.0));
+    let at = |event: &str| {
+        names
+            .iter()
+            .position(|e| *e == event)
+            .unwrap_or_else(|| panic!("no `{event}` in {names:?}"))
+    };
+    let order = [
+        "load",
+        "stage setup",
+        "stage knn",
+        "stage affinities",
+        "stage optimise",
+        "stage quality",
+        "write",
+        "written",
+    ];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{names:?}");
+    let quiet = sgtsne_env(&args, &[("SGTSNE_TRACE", "0")]);
+    assert!(quiet.status.success(), "{}", stderr(&quiet));
+    assert!(!stderr(&quiet).contains("trace "), "{}", stderr(&quiet));
+}

@@ -35,6 +35,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let _warm = warm_up_gpus(&plan.params);
 
     let t = Instant::now();
+    sgtsne::trace::event(|| "load".into());
     let (input, name, labels) = load(&args)?;
     if let Some(spec) = &args.knn_from {
         let lists = io::read_neighbors(spec, input.n())?;
@@ -81,6 +82,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     }
 
     let t = Instant::now();
+    sgtsne::trace::event(|| "write".into());
     write_outputs(
         &args,
         &plan,
@@ -95,6 +97,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     report.seconds.write = t.elapsed().as_secs_f64();
     report.seconds.total = start.elapsed().as_secs_f64();
     report.peak_rss_bytes = sgtsne::report::peak_rss_bytes();
+    sgtsne::trace::event(|| "written".into());
     if let Some(path) = &args.report {
         io::write_atomic(path, |w| {
             serde_json::to_writer_pretty(&mut *w, report).map_err(std::io::Error::other)?;

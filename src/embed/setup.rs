@@ -86,6 +86,7 @@ pub(super) fn set_up(
     );
     let backend = backend?;
     screened?;
+    crate::trace::event(|| format!("backend {:?}, input screened", backend.kind));
     let mut params = params.clone();
     params.grid = Some(
         params

@@ -63,6 +63,7 @@ static ENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 /// ends (a library that exits while a thread is inside NCCL may crash in its exit-time
 /// destructors).
 pub fn wait_ended() {
+    crate::trace::event(|| "NCCL: waiting for the end".into());
     let ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner).take();
     if let Some((_, making)) = ahead {
         set_gate(Gate::Cancelled);
@@ -72,6 +73,7 @@ pub fn wait_ended() {
     for thread in threads {
         let _ = thread.join();
     }
+    crate::trace::event(|| "NCCL: ended".into());
 }
 
 /// Calls [`wait_ended`] when dropped: held by what a run returns
@@ -93,7 +95,9 @@ struct Ending(Comm);
 impl Ending {
     /// Aborts the communicator (cudarc's `Comm` aborts when dropped).
     fn abort(self) {
+        crate::trace::event(|| "NCCL: abort".into());
         drop(self.0);
+        crate::trace::event(|| "NCCL: aborted".into());
     }
 }
 
@@ -187,7 +191,9 @@ pub fn make_ahead(world: usize) {
             });
         }
         drop(gate);
+        crate::trace::event(|| format!("NCCL: {world} communicators"));
         let comms = Comm::from_devices(streams).map_err(GpuError::from)?;
+        crate::trace::event(|| "NCCL: communicators made".into());
         Ok(comms
             .into_iter()
             .enumerate()
@@ -210,7 +216,10 @@ pub fn take_ahead(world: usize) -> Option<Vec<Ranks>> {
         Some((w, making)) if w == world => {
             drop(ahead);
             go_ahead();
-            making.join().ok()?.ok()
+            crate::trace::event(|| "NCCL: taking the communicators".into());
+            let made = making.join().ok()?.ok();
+            crate::trace::event(|| "NCCL: taken".into());
+            made
         }
         // Made for another number of GPUs: left for `wait_ended` to end.
         other => {

@@ -115,6 +115,7 @@ impl Gpu {
             reason: format!("GPU {ordinal} is beyond the {MAX_DEVICES} a process can use"),
         })?;
         slot.get_or_init(|| {
+            crate::trace::event(|| format!("GPU {ordinal}: set-up"));
             let device = probe_device(ordinal)?;
             let stream = device.context.default_stream();
             let arch = arch_name(device.compute_capability);
@@ -123,6 +124,7 @@ impl Gpu {
                 .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(|e| e.to_string())? as usize;
             let withheld = withhold(&stream, ordinal)?;
+            crate::trace::event(|| format!("GPU {ordinal}: ready"));
             Ok(Gpu {
                 device,
                 stream,

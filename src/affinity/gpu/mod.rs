@@ -202,6 +202,7 @@ pub(crate) fn affinities_cut(
     drop(distances);
     let counted = count(gpu, indices, cond, n, k)?;
     let offsets = fill::offsets(gpu, &counted)?;
+    crate::trace::event(|| "affinities: counted".into());
     let stats = AffinityStats {
         nnz: counted.nnz,
         p_log_p: counted.p_log_p,
@@ -218,12 +219,16 @@ pub(crate) fn affinities_cut(
     if cut == Cut::Whole || blocks.len() == 1 {
         let whole = fill::fill_rows(gpu, &counted, &offsets, 0..n)?;
         drop((counted, offsets));
+        crate::trace::event(|| "affinities: filled".into());
         if let [(_, to)] = blocks {
             return Ok((vec![whole.moved_to(to)?], stats));
         }
         let rows: Vec<Range<usize>> = blocks.iter().map(|(rows, _)| rows.clone()).collect();
         for ((_, to), shape) in blocks.iter().zip(whole.block_shapes(&rows)?) {
-            p.push(whole.row_block(&shape)?.moved_to(to)?);
+            let block = whole.row_block(&shape)?;
+            crate::trace::event(|| format!("affinities: rows {:?} cut", shape.rows));
+            p.push(block.moved_to(to)?);
+            crate::trace::event(|| format!("affinities: rows {:?} in place", shape.rows));
         }
         return Ok((p, stats));
     }
