@@ -281,6 +281,10 @@ fn prepare(
     seconds: &mut StageSeconds,
     progress: &dyn Progress,
 ) -> Result<Prepared> {
+    if matches!(input, Input::Graph(_) | Input::Affinities(_)) {
+        // No kNN sweep to overlap: NCCL's set-up for a run over several GPUs starts now.
+        crate::gpu::comm::go_ahead();
+    }
     match input {
         Input::Points(points) => prepare_points(points, params, backend, seconds, progress),
         Input::Sparse(rows) => sparse::prepare_sparse(&rows, params, backend, seconds, progress),

@@ -135,11 +135,12 @@ fn set_gate(to: Gate) {
 }
 
 /// Lets [`make_ahead`]'s thread make the communicators: the run calls it when its GPUs
-/// start a long stretch of work (the kNN's sweep), which NCCL's set-up then overlaps.
-/// Made as the GPUs start, the communicators took 0.7–1.1 s, in which the first GPU's own
-/// first steps and the driver calls of the run's set-up slowed by 0.3–0.5 s on two and
-/// four H200 (contention for the driver). [`take_ahead`] opens the gate itself when no
-/// stage did.
+/// start a long stretch of work, which NCCL's set-up then overlaps (the approximate kNN's
+/// sweep; the end of any other search; the start of the preparation of a graph or of
+/// affinities given). Made as the GPUs start, the communicators took 0.7–1.1 s, in which
+/// the first GPU's own first steps and the driver calls of the run's set-up slowed by
+/// 0.3–0.5 s on two and four H200 (contention for the driver). [`take_ahead`] opens the
+/// gate itself when no stage did.
 pub fn go_ahead() {
     set_gate(Gate::Open);
 }
