@@ -17,8 +17,8 @@ use crate::gpu::memory::{alloc_uninit, ensure_fits};
 use crate::gpu::{Gpu, GpuError};
 use crate::Result;
 
-/// Queries per launch: their rows (k each) are the launch's device buffer, and two blocks of
-/// rows on the host (one scored while the next comes down).
+/// Queries per launch: their rows (k each) are the launch's device buffer and the host's
+/// block of rows, scored while the device searches the next launch's.
 const QUERIES: usize = 1 << 20;
 
 /// Why the search is not on the device: the caller measures on the host instead.
@@ -97,7 +97,6 @@ where
     let share = Share {
         search: &search,
         layout: &layout,
-        n,
         k,
         batch,
         score: &score,
@@ -120,7 +119,6 @@ where
 struct Share<'a, const D: usize, S> {
     search: &'a Search<D>,
     layout: &'a Layout,
-    n: usize,
     k: usize,
     batch: usize,
     score: &'a S,
@@ -134,7 +132,7 @@ where
     /// `gpu` a batch per launch; each batch's rows are scored on the host's cores while the
     /// device searches the next.
     fn sum(&self, gpu: &Gpu, positions: Range<usize>) -> Result<[u64; 2]> {
-        let (layout, n, k) = (self.layout, self.n, self.k);
+        let (layout, n, k) = (self.layout, self.search.order.len(), self.k);
         gpu.device.context.bind_to_thread()?;
         let s = &gpu.stream;
         let sorted = s.clone_htod(&layout.sorted)?;
@@ -166,7 +164,7 @@ where
             }
             .launch(gpu, s, gpu.config(count))
         };
-        let mut host = [vec![0u32; self.batch * k], vec![0u32; self.batch * k]];
+        let mut host = vec![0u32; self.batch * k];
         let mut sums = [0u64; 2];
         let batches: Vec<usize> = positions.clone().step_by(self.batch).collect();
         if let Some(&s0) = batches.first() {
@@ -174,13 +172,12 @@ where
         }
         for (b, &s0) in batches.iter().enumerate() {
             let count = self.batch.min(positions.end - s0);
-            let block = &mut host[b % 2][..count * k];
+            let block = &mut host[..count * k];
             // Waits for this batch's search; the next is queued before its rows are scored.
             s.memcpy_dtoh(&rows.slice(..count * k), block)?;
             if let Some(&next) = batches.get(b + 1) {
                 launch(next, &mut rows)?;
             }
-            let block = &host[b % 2][..count * k];
             let scored = block
                 .par_chunks(k)
                 .enumerate()
