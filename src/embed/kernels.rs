@@ -27,7 +27,8 @@ pub(super) fn precompile(
         BackendKind::Cpu => None,
         kind => {
             let d = input.d().map(|d| params.pca.map_or(d, |m| m.min(d)));
-            Some(start(d, matches!(input, Input::Sparse(_)), kind, params)?)
+            let sparse = matches!(input, Input::Sparse(_));
+            Some(start(d, sparse, kind, params, Others::Started)?)
         }
     })
 }
@@ -49,7 +50,18 @@ pub fn compile_ahead(params: &EmbedParams, d: Option<usize>) -> Result<Option<Pr
     if guessed.knn == KnnMethod::Auto {
         guessed.knn = KnnMethod::Approx;
     }
-    Ok(Some(start(d, false, kind, &guessed)?))
+    Ok(Some(start(d, false, kind, &guessed, Others::Wait)?))
+}
+
+/// What [`plan_grids`] does with the GPUs beyond the first that are still starting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Others {
+    /// Waits for them (the command line's warm-up thread, beside the input's load).
+    Wait,
+    /// Leaves them out (the run itself, which would otherwise stall its first stages on
+    /// them: the others start after GPU 0, 0.4–0.6 s after it on four H100s; the warm-up
+    /// thread, or their first FFT, plans them).
+    Started,
 }
 
 /// Starts compiling the kernels of points of dimension `d` (`sparse` or dense) on the
@@ -59,11 +71,14 @@ fn start(
     sparse: bool,
     backend: BackendKind,
     params: &EmbedParams,
+    others: Others,
 ) -> Result<Precompile> {
     let variants = device_kernels(d, sparse, backend, params);
     let gpu = Gpu::get()?;
-    plan_grids(params)?;
-    Ok(gpu.precompile(&variants, rayon::current_num_threads()))
+    // The compilation first: it goes on on threads of its own while the FFTs are planned.
+    let compiling = gpu.precompile(&variants, rayon::current_num_threads());
+    plan_grids(params, others)?;
+    Ok(compiling)
 }
 
 /// Extent (embedding units per axis) up to which the adaptive grid's FFTs are planned
@@ -74,8 +89,9 @@ const PLANNED_EXTENT: f64 = 400.0;
 /// Plans, on a side thread per GPU, the FFTs of every size class an adaptive FFT grid
 /// passes through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s `plan_ahead`), for each GPU's
 /// share of the parity patterns (all of them on one GPU), so that a fresh machine's cuFFT
-/// planning overlaps the kNN instead of the first iterations.
-fn plan_grids(params: &EmbedParams) -> Result<()> {
+/// planning overlaps the kNN instead of the first iterations; the GPUs beyond the first
+/// still starting as `others` says.
+fn plan_grids(params: &EmbedParams, others: Others) -> Result<()> {
     let grid = params.grid.map(|g| g.for_kernel(params.kernel));
     let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
         return Ok(());
@@ -83,7 +99,13 @@ fn plan_grids(params: &EmbedParams) -> Result<()> {
     let largest = (PLANNED_EXTENT / h).ceil() as usize + crate::repulse::grid::MARGIN_NODES;
     let (dims, world) = (params.dims, params.gpus.unwrap_or(1).max(1));
     for rank in 0..world {
-        let gpu = Gpu::device(rank)?;
+        let gpu = match (rank, others) {
+            (0, _) | (_, Others::Wait) => Gpu::device(rank)?,
+            (_, Others::Started) => match Gpu::started(rank) {
+                Some(gpu) => gpu,
+                None => continue,
+            },
+        };
         let patterns = pattern_share(dims, rank, world).len();
         match params.precision {
             Precision::F32 => plan_ahead::<f32>(gpu, dims, largest, patterns),

@@ -157,12 +157,21 @@ pub fn make_ahead(world: usize) {
     let making = std::thread::spawn(move || {
         // Each GPU starts on a thread of its own: one after another, each beyond the first
         // took 0.2–0.3 s on an H200 host, so that the fourth was ready 0.75 s after the first.
+        // The others wait for GPU 0's start (`Gpu::device` waits for a start under way),
+        // which the run needs first, for the k-means and the cells; they are needed at the
+        // sweep, after those.
         let streams = std::thread::scope(|scope| {
             let starting: Vec<_> = (0..world)
                 .map(|ordinal| {
                     std::thread::Builder::new()
                         .name(format!("sgtsne-gpu-{ordinal}"))
-                        .spawn_scoped(scope, move || Gpu::device(ordinal))
+                        .spawn_scoped(scope, move || {
+                            if ordinal > 0 {
+                                // Its failure is the run's to report, on its own use of GPU 0.
+                                drop(Gpu::device(0));
+                            }
+                            Gpu::device(ordinal)
+                        })
                 })
                 .collect();
             // A GPU whose thread did not start is set up here.

@@ -108,6 +108,12 @@ impl Gpu {
         Self::device(0)
     }
 
+    /// GPU `ordinal` if its set-up has ended well, without waiting for one under way or
+    /// starting one.
+    pub fn started(ordinal: usize) -> Option<&'static Gpu> {
+        GPUS.get(ordinal)?.get()?.as_ref().ok()
+    }
+
     /// GPU `ordinal` of those the process sees, set up on first use as [`Gpu::get`] sets up
     /// device 0.
     pub fn device(ordinal: usize) -> Result<&'static Gpu> {
