@@ -145,7 +145,8 @@ pub fn go_ahead() {
     set_gate(Gate::Open);
 }
 
-/// Starts, on a side thread, GPUs 0 … `world` − 1 (each on a thread of its own) and then,
+/// Starts, on a side thread, GPUs 0 … `world` − 1 (each on a thread of its own, the
+/// others once GPU 0 is ready) and then,
 /// once the run lets it ([`go_ahead`]), the NCCL communicators of a run over them, for
 /// [`take_ahead`]; nothing for one GPU or without NCCL (the run then says why it cannot go
 /// on).
