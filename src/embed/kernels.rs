@@ -90,7 +90,7 @@ const PLANNED_EXTENT: f64 = 400.0;
 /// passes through up to [`PLANNED_EXTENT`] (`repulse::g2g`'s `plan_ahead`), for each GPU's
 /// share of the parity patterns (all of them on one GPU), so that a fresh machine's cuFFT
 /// planning overlaps the kNN instead of the first iterations; the GPUs beyond the first
-/// still starting as `others` says.
+/// that are still starting waited for or left out as `others` says.
 fn plan_grids(params: &EmbedParams, others: Others) -> Result<()> {
     let grid = params.grid.map(|g| g.for_kernel(params.kernel));
     let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
