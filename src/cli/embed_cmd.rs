@@ -122,8 +122,8 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 /// [`sgtsne::gpu::comm::make_ahead`]) and the compilation of its kernels and FFT plans
 /// ([`sgtsne::embed::compile_ahead`], the points' dimension taken as `--pca`'s) on side
 /// threads, so that the driver, the contexts and NVRTC work while the input loads; a
-/// failure is left for the run's own use of the device to report. The compilation's guard comes back through the returned
-/// [`WarmUp`], which the run keeps to its end.
+/// failure is left for the run's own use of the device to report. The compilation's guard
+/// comes back through the returned [`WarmUp`], which the run keeps to its end.
 fn warm_up_gpus(params: &EmbedParams) -> WarmUp {
     if params.backend == sgtsne::backend::BackendKind::Cpu {
         return WarmUp(None);

@@ -156,13 +156,12 @@ pub fn make_ahead(world: usize) {
     }
     *GATE.0.lock().unwrap_or_else(PoisonError::into_inner) = Gate::Closed;
     let making = std::thread::spawn(move || {
-        // Each GPU starts on a thread of its own: one after another, each beyond the first
-        // took 0.2–0.3 s on an H200 host, so that the fourth was ready 0.75 s after the first.
-        // GPU 0, which the run needs first (the k-means, the cells), starts alone, and the
-        // others after it (`Gpu::device` waits for a start under way): started together,
-        // the driver made their contexts at once and GPU 0 was ready with the last, 1.0–1.6 s
-        // into a four-GPU run on 4×H100 against 0.75–0.80 s alone; the others are needed
-        // at the sweep, after the cells.
+        // GPU 0, which the run needs first (the k-means, the cells), starts alone; then the
+        // others together, each on a thread of its own (`Gpu::device` waits for a start
+        // under way). One after another, each beyond the first took 0.2–0.3 s on an H200
+        // host; all together, the driver made the contexts at once and GPU 0 was ready
+        // with the last, 1.0–1.6 s into a four-GPU run on 4×H100 against 0.75–0.80 s alone.
+        // The others are needed at the sweep, after the cells.
         let streams = std::thread::scope(|scope| {
             let starting: Vec<_> = (0..world)
                 .map(|ordinal| {

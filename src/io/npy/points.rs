@@ -70,14 +70,6 @@ impl<R: ReadAt + ?Sized> std::io::Read for Cursor<'_, R> {
     }
 }
 
-/// The smaller of two first indices, either possibly absent.
-fn first_of(a: Option<usize>, b: Option<usize>) -> Option<usize> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 /// Reads a 2-D (or 1-D, as n × 1) numeric array as row-major, finite `f32` points, and its
 /// element type. `accept` sees the element type and its dtype string (`<f4`, `|u1`, `|b1`, …)
 /// before any data is read; its `Err` is the reason the dtype is refused.
@@ -120,7 +112,7 @@ fn read_points_from<R: ReadAt + ?Sized>(
                 .map_err(|e| IoError::read(path, e))?;
             Ok(decode(num, big, bytes, out).map(|k| t * TASK_ELEMS + k))
         })
-        .try_reduce(|| None, |a, b| Ok(first_of(a, b)))?;
+        .try_reduce(|| None, |a, b| Ok(a.into_iter().chain(b).min()))?;
     if let Some(k) = first_bad {
         let mut bytes = vec![0u8; size];
         source

@@ -590,8 +590,9 @@ impl Drop for EndFeed<'_> {
 /// The sweep of every query block over its probe cells on `gpus` GPUs, while this thread
 /// plans the blocks [`TAKE`] at a time ([`TakePlan::make`], on all cores) and feeds them to
 /// the GPUs' threads, which take blocks from one queue ([`BlockQueue`], its last takes
-/// smaller over several GPUs) in the order they are planned; the planning (0.4–0.5 s at 10M points on 32 cores, all of it before the
-/// sweep began) costs the sweep only its first take. GPU 0 sweeps into `answer`; with
+/// smaller over several GPUs) in the order they are planned; the planning (0.4–0.5 s at
+/// 10M points on 32 cores, all of it before the sweep began) costs the sweep only its first
+/// take. GPU 0 sweeps into `answer`; with
 /// several GPUs it copies the sorted points to the others first, GPU to GPU, they sweep
 /// into answers of their own and GPU 0 copies their rows into `answer` at the end. A
 /// block's lists are the same whichever GPU sweeps it. The sweep is most of the search at
