@@ -101,7 +101,10 @@ pub(super) fn run(
     let whole = lead.as_mut().and_then(|l| l.whole.take());
     let result = set_up(shared, rank, ranks, whole).and_then(|state| {
         let setup = start.elapsed().as_secs_f64();
-        Ok((iterate(shared, state, lead)?, setup))
+        crate::trace::event(|| format!("optimise: GPU {rank} set up"));
+        let report = iterate(shared, state, lead)?;
+        crate::trace::event(|| format!("optimise: GPU {rank} done"));
+        Ok((report, setup))
     });
     if result.is_err() {
         shared.watch.fail_by(rank);

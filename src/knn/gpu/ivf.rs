@@ -192,6 +192,7 @@ pub fn approx_device(
     }
     drop(sample_dev);
     seconds.kmeans = clock.lap()?;
+    crate::trace::event(|| "knn: k-means done".into());
     let centroids = host::order_cells(&centroids, d);
     let x = htod_staged(gpu, &points.data)?;
     let labels = assign(gpu, &x, n, d, &centroids)?;
@@ -199,6 +200,7 @@ pub fn approx_device(
         assign: clock.lap()?,
         ..CellSteps::default()
     };
+    crate::trace::event(|| "knn: points assigned".into());
     // The host sorts and orders the cells while the device finds the recall sample's
     // exact neighbours among the points as they came (a sweep of all of them, 0.5 s at
     // 10M points, off the path); in a first run, whose sweep kernel is still compiling,
@@ -228,6 +230,7 @@ pub fn approx_device(
     let beside = beside?;
     sample.place(&cells);
     steps.order = order_seconds;
+    crate::trace::event(|| "knn: cells ordered".into());
     // The wait for the sample beyond the order is the recall's.
     seconds.recall = (clock.lap()? - order_seconds).max(0.0);
 
@@ -242,6 +245,7 @@ pub fn approx_device(
     drop(x);
     steps.upload = clock.lap()?;
     seconds.cells = steps.assign + steps.order + steps.plan + steps.upload;
+    crate::trace::event(|| "knn: sweep begins".into());
     seconds.cell_steps = steps;
 
     let mut answer = Answer::poisoned(gpu, shape)?;
@@ -250,6 +254,7 @@ pub fn approx_device(
     let candidates = sweep_planned(gpu, gpus, inputs, &planner, shape, &mut answer, progress)?;
     drop(planner);
     seconds.sweep = clock.lap()?;
+    crate::trace::event(|| "knn: swept".into());
 
     sample.candidates = match beside {
         Some(candidates) => candidates,
@@ -284,6 +289,7 @@ pub fn approx_device(
         progress,
     )?;
     seconds.refine = clock.lap()?;
+    crate::trace::event(|| format!("knn: {rounds} refinement rounds done"));
     let recall = if rounds > 0 {
         sample.recall(gpu, points, &cells, &indices, shape)?
     } else {
@@ -760,6 +766,13 @@ fn sweep_from_queue(
         last.synchronize()?;
         progress.advance(1);
     }
+    crate::trace::event(|| {
+        format!(
+            "knn: GPU {} swept {} takes",
+            gpu.device.context.ordinal(),
+            taken.len()
+        )
+    });
     Ok(taken)
 }
 
