@@ -214,6 +214,7 @@ fn run_stages(
     // The device's kernels compile in the background from here on, while the points are
     // reduced and searched; the guard lives until the run ends (see `Precompile`).
     let _precompile = kernels::precompile(&input, params, kind)?;
+    crate::trace::event(|| "kernels: compiling, FFTs planned".into());
 
     // Stages 2–4: prepare, kNN, affinities.
     let mut prepared = prepare(input, params, kind, seconds, progress)?;

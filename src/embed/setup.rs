@@ -112,7 +112,9 @@ pub(super) fn set_up(
             .near_field
             .unwrap_or_else(|| params.near_field_default(backend.kind.on_device())),
     );
+    crate::trace::event(|| "setup: GPUs planned".into());
     let (memory, watch) = memory::plan(input, &params, backend.kind)?;
+    crate::trace::event(|| "setup: memory planned".into());
     if let Some(l) = labels {
         if l.codes.len() != n {
             return Err(Error::Data(format!(

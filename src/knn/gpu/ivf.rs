@@ -24,7 +24,7 @@
 //! only group the points, and probing by the key is what finds each query's largest inner
 //! products.
 
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaSlice, LaunchConfig};
 use rand::{rngs::StdRng, SeedableRng};
 use rayon::prelude::*;
 
@@ -746,24 +746,36 @@ fn sweep_from_queue(
     let uploads = gpu.stream.fork()?;
     let (mut taken, mut queued) = (Vec::new(), None);
     while let Some((t, blocks)) = queue.take() {
+        let asked = Instant::now();
         let Some(host) = feed.wait(t) else {
             return Err(Error::param(
                 "knn",
                 "the probe plan stopped before this GPU's blocks (another GPU failed)",
             ));
         };
+        let planned = Instant::now();
+        let began = gpu.stream.record_event(None)?;
         let plan = Plan::upload_on(&uploads, &host.qrows, &host.runs, &host.run_off)?;
         gpu.stream.join(&uploads)?;
         sweep_in_batches(gpu, sorted, split, &plan.at(host.first), shape, answer)?;
         let done = gpu.stream.record_event(None)?;
-        if let Some(before) = queued.replace(done) {
+        let waits = [planned - asked, planned.elapsed()];
+        let take = TakeTimes {
+            t,
+            blocks: blocks.len(),
+            waits,
+            began,
+        };
+        if let Some((before, times)) = queued.replace((done, take)) {
             before.synchronize()?;
+            times.trace(gpu, &before);
             progress.advance(1);
         }
         taken.push(blocks);
     }
-    if let Some(last) = queued {
+    if let Some((last, times)) = queued {
         last.synchronize()?;
+        times.trace(gpu, &last);
         progress.advance(1);
     }
     crate::trace::event(|| {
@@ -774,6 +786,35 @@ fn sweep_from_queue(
         )
     });
     Ok(taken)
+}
+
+/// A take's times for the trace ([`crate::trace`]): the wait for its plan and the time to
+/// queue it on the host, its start on the device.
+struct TakeTimes {
+    t: usize,
+    blocks: usize,
+    /// The host's wait for the plan, then its time to queue the take.
+    waits: [std::time::Duration; 2],
+    began: CudaEvent,
+}
+
+impl TakeTimes {
+    /// Traces the take, done at `done` on `gpu`.
+    fn trace(&self, gpu: &Gpu, done: &CudaEvent) {
+        crate::trace::event(|| {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            let on_device = self.began.elapsed_ms(done).unwrap_or(f32::NAN);
+            format!(
+                "knn: GPU {} take {} ({} blocks): plan waited {:.1} ms, queued in {:.1} ms, \
+                 {on_device:.1} ms on the device",
+                gpu.device.context.ordinal(),
+                self.t,
+                self.blocks,
+                ms(self.waits[0]),
+                ms(self.waits[1])
+            )
+        });
+    }
 }
 
 /// Queues the sweep of the blocks of `plan` (a take's, [`Plan::at`] its first block) and
