@@ -24,6 +24,7 @@
 //! only group the points, and probing by the key is what finds each query's largest inner
 //! products.
 
+use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 use cudarc::driver::{CudaEvent, CudaSlice, LaunchConfig};
 use rand::{rngs::StdRng, SeedableRng};
 use rayon::prelude::*;
@@ -754,11 +755,11 @@ fn sweep_from_queue(
             ));
         };
         let planned = Instant::now();
-        let began = gpu.stream.record_event(None)?;
+        let began = gpu.stream.record_event(Some(CU_EVENT_DEFAULT))?;
         let plan = Plan::upload_on(&uploads, &host.qrows, &host.runs, &host.run_off)?;
         gpu.stream.join(&uploads)?;
         sweep_in_batches(gpu, sorted, split, &plan.at(host.first), shape, answer)?;
-        let done = gpu.stream.record_event(None)?;
+        let done = gpu.stream.record_event(Some(CU_EVENT_DEFAULT))?;
         let waits = [planned - asked, planned.elapsed()];
         let take = TakeTimes {
             t,
