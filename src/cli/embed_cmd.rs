@@ -29,10 +29,11 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let mut plan = plan(&args)?;
     let interrupts = install_interrupts(&args, plan.output.as_deref())?;
     let (pool, _) = super::worker_pool(args.threads)?;
-    // However `run` returns, the NCCL communicators being made ahead or aborted on side
-    // threads end first: the process must not end under them.
-    let _ended = sgtsne::gpu::comm::EndedOnDrop;
     let _warm = warm_up_gpus(&plan.params);
+    // However `run` returns, the NCCL communicators being made ahead or aborted on side
+    // threads end first: the process must not end under them. (Dropped before `_warm`,
+    // whose thread may wait for the GPUs beyond the first until this lets them go.)
+    let _ended = sgtsne::gpu::comm::EndedOnDrop;
 
     let t = Instant::now();
     sgtsne::trace::event(|| "load".into());

@@ -100,7 +100,11 @@ fn plan_grids(params: &EmbedParams, others: Others) -> Result<()> {
     let (dims, world) = (params.dims, params.gpus.unwrap_or(1).max(1));
     for rank in 0..world {
         let gpu = match (rank, others) {
-            (0, _) | (_, Others::Wait) => Gpu::device(rank)?,
+            (0, _) => Gpu::device(rank)?,
+            // Not before the run lets them start (`comm::start_others`): started here,
+            // they would stall the run's driver calls from its set-up on.
+            (_, Others::Wait) if !crate::gpu::comm::others_may_start() => continue,
+            (_, Others::Wait) => Gpu::device(rank)?,
             (_, Others::Started) => match Gpu::started(rank) {
                 Some(gpu) => gpu,
                 None => continue,

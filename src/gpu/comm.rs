@@ -67,6 +67,7 @@ pub fn wait_ended() {
     let ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner).take();
     if let Some((_, making)) = ahead {
         set_gate(Gate::Cancelled);
+        start_others();
         drop(making.join());
     }
     let threads = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
@@ -123,6 +124,42 @@ enum Gate {
 
 static GATE: (Mutex<Gate>, Condvar) = (Mutex::new(Gate::Closed), Condvar::new());
 
+/// Whether [`make_ahead`] holds back the GPUs beyond the first (until [`start_others`]).
+static OTHERS: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+/// Holds back (`true`) or lets start the GPUs beyond the first, and wakes those waiting.
+fn hold_others(held: bool) {
+    let (gate, changed) = &OTHERS;
+    *gate.lock().unwrap_or_else(PoisonError::into_inner) = held;
+    changed.notify_all();
+}
+
+/// Lets [`make_ahead`]'s threads start the GPUs beyond the first. The run calls it when
+/// it starts a stretch of host work that calls no driver: the approximate kNN's order of
+/// the cells. A context's creation blocks every other thread's driver calls in the process
+/// while it lasts, 0.26 s for the second GPU and 0.4–0.75 s for the three others of four
+/// H100s, which the run's set-up and k-means waited through when the others started as
+/// soon as GPU 0 was ready. [`go_ahead`] lets them start too.
+pub fn start_others() {
+    hold_others(false);
+}
+
+/// Waits while [`make_ahead`] holds back the GPUs beyond the first; whether they may start
+/// (not when the process is ending without them). Returns at once when nothing holds
+/// them.
+pub fn others_may_start() -> bool {
+    let (gate, changed) = &OTHERS;
+    drop(
+        changed
+            .wait_while(
+                gate.lock().unwrap_or_else(PoisonError::into_inner),
+                |held| *held,
+            )
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    *GATE.0.lock().unwrap_or_else(PoisonError::into_inner) != Gate::Cancelled
+}
+
 /// Sets the gate of [`make_ahead`]'s thread to `to` (unless it is open already) and wakes
 /// the thread.
 fn set_gate(to: Gate) {
@@ -143,10 +180,11 @@ fn set_gate(to: Gate) {
 /// gate itself when no stage did.
 pub fn go_ahead() {
     set_gate(Gate::Open);
+    start_others();
 }
 
 /// Starts, on a side thread, GPUs 0 … `world` − 1 (each on a thread of its own, the
-/// others once GPU 0 is ready) and then,
+/// others once GPU 0 is ready and the run lets them, [`start_others`]) and then,
 /// once the run lets it ([`go_ahead`]), the NCCL communicators of a run over them, for
 /// [`take_ahead`]; nothing for one GPU or without NCCL (the run then says why it cannot go
 /// on).
@@ -155,13 +193,15 @@ pub fn make_ahead(world: usize) {
         return;
     }
     *GATE.0.lock().unwrap_or_else(PoisonError::into_inner) = Gate::Closed;
+    hold_others(true);
     let making = std::thread::spawn(move || {
         // GPU 0, which the run needs first (the k-means, the cells), starts alone; then the
         // others together, each on a thread of its own (`Gpu::device` waits for a start
         // under way). One after another, each beyond the first took 0.2–0.3 s on an H200
         // host; all together, the driver made the contexts at once and GPU 0 was ready
         // with the last, 1.0–1.6 s into a four-GPU run on 4×H100 against 0.75–0.80 s alone.
-        // The others are needed at the sweep, after the cells.
+        // The others are needed at the sweep, after the cells, and start when the run
+        // lets them (`start_others`).
         let streams = std::thread::scope(|scope| {
             let starting: Vec<_> = (0..world)
                 .map(|ordinal| {
@@ -171,6 +211,13 @@ pub fn make_ahead(world: usize) {
                             if ordinal > 0 {
                                 // Its failure is the run's to report, on its own use of GPU 0.
                                 drop(Gpu::device(0));
+                                if !others_may_start() {
+                                    return Err(crate::Error::GpuUnavailable {
+                                        reason: format!(
+                                            "the run ended before it needed GPU {ordinal}"
+                                        ),
+                                    });
+                                }
                             }
                             Gpu::device(ordinal)
                         })

@@ -192,20 +192,33 @@ pub fn copy_peer<T: DeviceRepr>(
     from: &Gpu,
     src: &cudarc::driver::CudaView<'_, T>,
 ) -> Result<(), GpuError> {
+    let ready = from.stream.record_event(None)?;
+    copy_peer_after(to, dst, (from, &ready), src)
+}
+
+/// [`copy_peer`] once `from`'s stream reaches `ready` (recorded there after the last write
+/// of `src`), whatever `from`'s thread queues meanwhile: for a GPU that joins another's
+/// work under way.
+pub fn copy_peer_after<T: DeviceRepr>(
+    to: &Gpu,
+    dst: &mut cudarc::driver::CudaViewMut<'_, T>,
+    (from, ready): (&Gpu, &cudarc::driver::CudaEvent),
+    src: &cudarc::driver::CudaView<'_, T>,
+) -> Result<(), GpuError> {
     use cudarc::driver::{sys, DevicePtr, DevicePtrMut};
     assert_eq!(dst.len(), src.len(), "peer copy of unequal lengths");
     if src.is_empty() {
         return Ok(());
     }
-    from.stream.synchronize()?;
+    to.stream.wait(ready)?;
     enable_peer_access(to, from)?;
     let bytes = src.len() * std::mem::size_of::<T>();
     {
-        let (src_ptr, _read) = src.device_ptr(&from.stream);
+        let (src_ptr, _read) = src.device_ptr(&to.stream);
         let (dst_ptr, _write) = dst.device_ptr_mut(&to.stream);
         // SAFETY: both pointers cover `bytes` bytes of live allocations (equal lengths,
-        // asserted) in their own contexts; the source's writers are done (its stream was
-        // synchronised above) and the copy is ordered on `to`'s stream, which is
+        // asserted) in their own contexts; the source's writers are done when the copy
+        // starts (it is ordered after `ready` on `to`'s stream), and `to`'s stream is
         // synchronised below, before either view can be dropped.
         unsafe {
             sys::cuMemcpyPeerAsync(

@@ -39,7 +39,7 @@ use super::refine::refine;
 use super::{check_params, fill_lists, key_rows, Answer, KeyRows, Shape, SLACK};
 use crate::gpu::kernels::ivf::{IvfAssign, IvfGather, IvfRows, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
-use crate::gpu::memory::{alloc_uninit, copy_peer, htod_staged};
+use crate::gpu::memory::{alloc_uninit, copy_peer, copy_peer_after, htod_staged};
 use crate::gpu::{Gpu, GpuError};
 use crate::knn::ivf::{self as host, Cells, IvfParams, ProbePlanner};
 use crate::knn::Key;
@@ -202,6 +202,9 @@ pub fn approx_device(
         ..CellSteps::default()
     };
     crate::trace::event(|| "knn: points assigned".into());
+    // The host's order of the cells calls no driver (only the recall sample's search
+    // beside it does): the other GPUs of a run over several start meanwhile, for the sweep.
+    crate::gpu::comm::start_others();
     // The host sorts and orders the cells while the device finds the recall sample's
     // exact neighbours among the points as they came (a sweep of all of them, 0.5 s at
     // 10M points, off the path); in a first run, whose sweep kernel is still compiling,
@@ -600,7 +603,8 @@ impl Drop for EndFeed<'_> {
 /// smaller over several GPUs) in the order they are planned; the planning (0.4–0.5 s at
 /// 10M points on 32 cores, all of it before the sweep began) costs the sweep only its first
 /// take. GPU 0 sweeps into `answer`; with
-/// several GPUs it copies the sorted points to the others first, GPU to GPU, they sweep
+/// several GPUs each other one joins when it is ready, copying the sorted points from GPU 0,
+/// GPU to GPU; they sweep
 /// into answers of their own and GPU 0 copies their rows into `answer` at the end. A
 /// block's lists are the same whichever GPU sweeps it. The sweep is most of the search at
 /// scale (13.6 s of 15.2 s at 10M points on one H200); the cells and the recall sample
@@ -621,21 +625,15 @@ fn sweep_planned(
     let blocks = planner.blocks();
     let queue = BlockQueue::new(blocks, TAKE, gpus);
     let rows = |b: &Range<usize>| (b.start * QUERIES).min(shape.n)..(b.end * QUERIES).min(shape.n);
-    let copies = (1..gpus)
-        .map(|r| -> Result<_> {
-            let to = Gpu::device(r)?;
-            let mut copy = alloc_uninit::<f32>(to, sorted.len())?;
-            copy_peer(to, &mut copy.slice_mut(..), gpu, &sorted.slice(..))?;
-            Ok((to, copy))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    // The sorted points as they are now, for the other GPUs to copy whenever they join.
+    let ready = gpu.stream.record_event(None)?;
     let feed = PlanFeed::new();
     // The GPUs' long sweep is where NCCL's set-up for the optimisation goes.
     if gpus > 1 {
         crate::gpu::comm::go_ahead();
     }
     progress.begin("knn", queue.takes() as u64);
-    let (queue, feed, cells) = (&queue, &feed, planner.cells());
+    let (queue, feed, cells, ready) = (&queue, &feed, planner.cells(), &ready);
     let own_answer = &mut *answer;
     let result = std::thread::scope(|scope| {
         let own = scope.spawn(move || -> Result<()> {
@@ -648,13 +646,24 @@ fn sweep_planned(
             }
             swept.map(drop)
         });
-        let others: Vec<_> = copies
-            .into_iter()
-            .map(|(other, sorted)| {
+        // Each other GPU joins once it has started (a run over several starts them beside
+        // the cells' order) and copied the sorted points, GPU to GPU.
+        let others: Vec<_> = (1..gpus)
+            .map(|r| {
                 scope.spawn(
                     move || -> Result<(&'static Gpu, Answer, Vec<Range<usize>>)> {
                         let run = || -> Result<_> {
+                            let other = Gpu::device(r)?;
                             other.device.context.bind_to_thread()?;
+                            let mut copy = alloc_uninit::<f32>(other, sorted.len())?;
+                            let from = (gpu, ready);
+                            copy_peer_after(
+                                other,
+                                &mut copy.slice_mut(..),
+                                from,
+                                &sorted.slice(..),
+                            )?;
+                            let sorted = copy;
                             let split = split_rows(other, &sorted, shape)?;
                             let mut part = Answer::poisoned(other, shape)?;
                             let inputs = (&sorted, &split);
