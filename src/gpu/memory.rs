@@ -214,7 +214,8 @@ pub fn copy_peer_after<T: DeviceRepr>(
     enable_peer_access(to, from)?;
     let bytes = src.len() * std::mem::size_of::<T>();
     {
-        let (src_ptr, _read) = src.device_ptr(&to.stream);
+        // Each view's bookkeeping event is recorded on a stream of its own context.
+        let (src_ptr, _read) = src.device_ptr(&from.stream);
         let (dst_ptr, _write) = dst.device_ptr_mut(&to.stream);
         // SAFETY: both pointers cover `bytes` bytes of live allocations (equal lengths,
         // asserted) in their own contexts; the source's writers are done when the copy

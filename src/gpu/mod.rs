@@ -43,7 +43,7 @@ pub mod sum;
 pub use context::Gpu;
 pub use error::GpuError;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::CudaContext;
 
@@ -75,8 +75,16 @@ pub fn device_count() -> Result<usize, String> {
     Ok(count as usize)
 }
 
-/// The CUDA libraries every backend touches, each probed before cudarc may load it.
+/// The CUDA libraries every backend touches, each probed before cudarc may load it; once
+/// per process (each probe opens and closes the library, cuFFT's and cuBLAS's hundreds of
+/// MB: 0.13–0.16 s of a two-GPU run's set-up on an H100 host went to probing them again).
 fn libraries_present() -> Result<(), String> {
+    static PRESENT: OnceLock<Result<(), String>> = OnceLock::new();
+    PRESENT.get_or_init(probe_libraries).clone()
+}
+
+/// [`libraries_present`]'s probe.
+fn probe_libraries() -> Result<(), String> {
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
     let libraries = [
         ("CUDA driver (libcuda)", unsafe {
