@@ -56,11 +56,12 @@ pub fn compile_ahead(params: &EmbedParams, d: Option<usize>) -> Result<Option<Pr
 /// What [`plan_grids`] does with the GPUs beyond the first that are still starting.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Others {
-    /// Waits for them (the command line's warm-up thread, beside the input's load).
+    /// Waits for them (the command line's warm-up thread, from the input's load on; the
+    /// others start when the run lets them, `comm::start_others`).
     Wait,
     /// Leaves them out (the run itself, which would otherwise stall its first stages on
-    /// them: the others start after GPU 0, 0.4–0.6 s after it on four H100s; the warm-up
-    /// thread, or their first FFT, plans them).
+    /// them: the others start while the kNN orders its cells; the warm-up thread, or their
+    /// first FFT, plans them).
     Started,
 }
 
