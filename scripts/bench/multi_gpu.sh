@@ -24,6 +24,10 @@
 #   peers      peer-copy bandwidth GPU 0 → 1 with the devices' memory pools open to each
 #              other (as the copies leave them) and closed: the ignored library test
 #              gpu::memory::tests::peer_copy_bandwidth, 1 and 4 GiB (seconds)
+#   nccl       10M × 50 mixture on all GPUs, traced, once with NCCL's defaults and once per
+#              setting of NCCL_VARIANTS (default "NCCL_CUMEM_ENABLE=0 NCCL_CUMEM_ENABLE=1"),
+#              NCCL's set-up log (NCCL_DEBUG=INFO, INIT and ALLOC) kept: what its set-up
+#              beside the kNN sweep stalls (sweep_takes.py's summary); about 1 minute a run
 #   50m        50M × 50 mixture on all GPUs, once, with each GPU's memory sampled every
 #              second (nvidia-smi, $OUT/…/50m-smi.csv): the issue's largest run
 #
@@ -136,6 +140,26 @@ for line in open(sys.argv[1]):
     peak[gpu] = max(peak.get(gpu, 0), used)
 print("peak memory per GPU (MiB):", ", ".join(f"{g}: {m}" for g, m in sorted(peak.items())))
 PY
+      ;;
+    nccl)
+      # What NCCL's set-up beside the kNN sweep costs it: the 10M mixture on all GPUs,
+      # traced, with NCCL's defaults and then with each setting of NCCL_VARIANTS, NCCL's
+      # own log of its set-up (INIT, ALLOC) beside each run's trace; the sweep's takes
+      # summed (sweep_takes.py: each GPU's seconds busy, the longest stall of the host).
+      mixture 10000000
+      warm_up
+      n=0
+      for variant in "" ${NCCL_VARIANTS:-NCCL_CUMEM_ENABLE=0 NCCL_CUMEM_ENABLE=1}; do
+        n=$((n + 1))
+        say "nccl-$n: ${variant:-defaults}"
+        (
+          export SGTSNE_TRACE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ALLOC
+          export NCCL_DEBUG_FILE=$work/nccl-$n.%h.%p.log
+          [ -z "$variant" ] || export "${variant?}"
+          embed "nccl-$n" "${input[@]}" --knn approx --backend gpu --gpus "$gpus"
+        ) || status=1
+      done
+      python3 "$bench_dir/sweep_takes.py" "$work"/nccl-*.err | tee -a "$summary"
       ;;
     *) say "unknown section $section"; status=1 ;;
   esac
