@@ -768,25 +768,21 @@ fn sweep_from_queue(
         let plan = Plan::upload_on(&uploads, &host.qrows, &host.runs, &host.run_off)?;
         gpu.stream.join(&uploads)?;
         sweep_in_batches(gpu, sorted, split, &plan.at(host.first), shape, answer)?;
-        let done = gpu.stream.record_event(Some(CU_EVENT_DEFAULT))?;
-        let waits = [planned - asked, planned.elapsed()];
-        let take = TakeTimes {
+        let take = QueuedTake {
             t,
             blocks: blocks.len(),
-            waits,
+            plan_wait: planned - asked,
+            queueing: planned.elapsed(),
             began,
+            done: gpu.stream.record_event(Some(CU_EVENT_DEFAULT))?,
         };
-        if let Some((before, times)) = queued.replace((done, take)) {
-            before.synchronize()?;
-            times.trace(gpu, &before);
-            progress.advance(1);
+        if let Some(before) = queued.replace(take) {
+            before.finish(gpu, progress)?;
         }
         taken.push(blocks);
     }
-    if let Some((last, times)) = queued {
-        last.synchronize()?;
-        times.trace(gpu, &last);
-        progress.advance(1);
+    if let Some(last) = queued {
+        last.finish(gpu, progress)?;
     }
     crate::trace::event(|| {
         format!(
@@ -798,32 +794,37 @@ fn sweep_from_queue(
     Ok(taken)
 }
 
-/// A take's times for the trace ([`crate::trace`]): the wait for its plan and the time to
-/// queue it on the host, its start on the device.
-struct TakeTimes {
+/// A take queued on the device, with its times for the trace ([`crate::trace`]).
+struct QueuedTake {
     t: usize,
     blocks: usize,
-    /// The host's wait for the plan, then its time to queue the take.
-    waits: [std::time::Duration; 2],
+    /// The host's wait for the take's plan, then its time to queue the take.
+    plan_wait: std::time::Duration,
+    queueing: std::time::Duration,
+    /// Recorded before and after the take on the GPU's stream.
     began: CudaEvent,
+    done: CudaEvent,
 }
 
-impl TakeTimes {
-    /// Traces the take, done at `done` on `gpu`.
-    fn trace(&self, gpu: &Gpu, done: &CudaEvent) {
+impl QueuedTake {
+    /// Waits for the take on `gpu`, traces it and counts it in `progress`.
+    fn finish(self, gpu: &Gpu, progress: &dyn Progress) -> Result<(), GpuError> {
+        self.done.synchronize()?;
         crate::trace::event(|| {
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-            let on_device = self.began.elapsed_ms(done).unwrap_or(f32::NAN);
+            let on_device = self.began.elapsed_ms(&self.done).unwrap_or(f32::NAN);
             format!(
                 "knn: GPU {} take {} ({} blocks): plan waited {:.1} ms, queued in {:.1} ms, \
                  {on_device:.1} ms on the device",
                 gpu.device.context.ordinal(),
                 self.t,
                 self.blocks,
-                ms(self.waits[0]),
-                ms(self.waits[1])
+                ms(self.plan_wait),
+                ms(self.queueing)
             )
         });
+        progress.advance(1);
+        Ok(())
     }
 }
 
