@@ -57,7 +57,7 @@ pub fn compile_ahead(params: &EmbedParams, d: Option<usize>) -> Result<Option<Pr
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Others {
     /// Waits for them (the command line's warm-up thread, from the input's load on; the
-    /// others start when the run lets them, `comm::start_others`).
+    /// others start when the run lets them, `comm::go_ahead`).
     Wait,
     /// Leaves them out (the run itself, which would otherwise stall its first stages on
     /// them: the others start while the kNN orders its cells; the warm-up thread, or their
@@ -102,7 +102,7 @@ fn plan_grids(params: &EmbedParams, others: Others) -> Result<()> {
     for rank in 0..world {
         let gpu = match (rank, others) {
             (0, _) => Gpu::device(rank)?,
-            // Not before the run lets them start (`comm::start_others`): started here,
+            // Not before the run lets them start (`comm::go_ahead`): started here,
             // they would stall the run's driver calls from its set-up on.
             (_, Others::Wait) if !crate::gpu::comm::others_may_start() => continue,
             (_, Others::Wait) => Gpu::device(rank)?,

@@ -5,11 +5,12 @@
 //! ([`Ranks::sum`], [`Ranks::all_gather`]). A run on one GPU has no communicator: its
 //! collectives are copies or nothing, and NCCL is never loaded.
 //!
-//! Making the communicators costs 0.4–1 s (NCCL probes the topology), so the command line
-//! starts the GPUs on side threads while the input loads and the communicators once the
-//! run lets them, during the kNN's sweep ([`make_ahead`], [`go_ahead`]); the run takes them
-//! when it gets there ([`take_ahead`]), or joins its own ([`Ranks::join`]) when none were
-//! made.
+//! Making the communicators costs 0.5–1 s on idle GPUs (NCCL loads its kernels into each
+//! GPU's context, then probes the topology and connects the GPUs), so the command line
+//! starts the GPUs on side threads while the input loads, loads NCCL's kernels on GPU 0
+//! then, and makes the communicators once the run lets them, before the kNN's sweep
+//! ([`make_ahead`], [`go_ahead`]); the run takes them when it gets there ([`take_ahead`]),
+//! or joins its own ([`Ranks::join`]) when none were made.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -59,7 +60,8 @@ impl Drop for Ranks {
 static ENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
 /// Waits until every communicator dropped so far is aborted, and those [`make_ahead`]
-/// made and no run took are aborted (or, never let start, not made): before the process
+/// made (to load NCCL's kernels, or for a run that did not take them) are aborted (or,
+/// never let start, not made): before the process
 /// ends (a library that exits while a thread is inside NCCL may crash in its exit-time
 /// destructors).
 pub fn wait_ended() {
@@ -70,6 +72,10 @@ pub fn wait_ended() {
         start_others();
         drop(making.join());
     }
+    // Their drop hands them to threads of `ENDING`.
+    drop(std::mem::take(
+        &mut *LOADERS.lock().unwrap_or_else(PoisonError::into_inner),
+    ));
     let threads = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
     for thread in threads {
         let _ = thread.join();
@@ -134,13 +140,9 @@ fn hold_others(held: bool) {
     changed.notify_all();
 }
 
-/// Lets [`make_ahead`]'s threads start the GPUs beyond the first. The run calls it when
-/// it starts a stretch of host work that calls no driver: the approximate kNN's order of
-/// the cells. A context's creation blocks every other thread's driver calls in the process
-/// while it lasts, 0.26 s for the second GPU and 0.4–0.75 s for the three others of four
-/// H100s, which the run's set-up and k-means waited through when the others started as
-/// soon as GPU 0 was ready. [`go_ahead`] lets them start too.
-pub fn start_others() {
+/// Lets [`make_ahead`]'s threads start the GPUs beyond the first ([`go_ahead`]; and
+/// [`wait_ended`], so that they end).
+fn start_others() {
     hold_others(false);
 }
 
@@ -171,23 +173,27 @@ fn set_gate(to: Gate) {
     changed.notify_all();
 }
 
-/// Lets [`make_ahead`]'s thread make the communicators: the run calls it when its GPUs
-/// start a long stretch of work, which NCCL's set-up then overlaps (the approximate kNN's
-/// sweep; the end of any other search; the start of the preparation of a graph or of
-/// affinities given). Made as the GPUs start, the communicators took 0.7–1.1 s, in which
-/// the first GPU's own first steps and the driver calls of the run's set-up slowed by
-/// 0.3–0.5 s on two and four H200 (contention for the driver). [`take_ahead`] opens the
-/// gate itself when no stage did.
+/// Lets [`make_ahead`]'s threads start the GPUs beyond the first and then make the
+/// communicators. The run calls it when it starts a stretch of work that NCCL's set-up can
+/// overlap: the approximate kNN's order of the cells on the host, with the other GPUs idle
+/// until the sweep; the end of any other search; the start of the preparation of a graph or
+/// of affinities given. Not before: a context's creation blocks every other thread's driver
+/// calls in the process while it lasts (0.26 s for the second GPU, 0.4–0.75 s for the three
+/// others of four H100s), which the run's set-up and k-means waited through when the others
+/// started as soon as GPU 0 was ready; and made as the GPUs started, the communicators
+/// slowed the first GPU's own first steps by 0.3–0.5 s on two and four H200. Not later:
+/// beside the kNN's sweep NCCL's set-up took 4.4 s on two H100 (3.7 s on four H200),
+/// waiting on the GPUs' queued work, and stalled the host's queueing of the sweep's takes
+/// by up to 0.6 s at a time. [`take_ahead`] opens the gate itself when no stage did.
 pub fn go_ahead() {
     set_gate(Gate::Open);
     start_others();
 }
 
 /// Starts, on a side thread, GPUs 0 … `world` − 1 (each on a thread of its own, the
-/// others once GPU 0 is ready and the run lets them, [`start_others`]) and then,
-/// once the run lets it ([`go_ahead`]), the NCCL communicators of a run over them, for
-/// [`take_ahead`]; nothing for one GPU or without NCCL (the run then says why it cannot go
-/// on).
+/// others once GPU 0 is ready and the run lets them, [`go_ahead`]) and then the NCCL
+/// communicators of a run over them, for [`take_ahead`]; nothing for one GPU or without
+/// NCCL (the run then says why it cannot go on).
 pub fn make_ahead(world: usize) {
     if world < 2 || !nccl_present() {
         return;
@@ -201,7 +207,7 @@ pub fn make_ahead(world: usize) {
         // host; all together, the driver made the contexts at once and GPU 0 was ready
         // with the last, 1.0–1.6 s into a four-GPU run on 4×H100 against 0.75–0.80 s alone.
         // The others are needed at the sweep, after the cells, and start when the run
-        // lets them (`start_others`).
+        // lets them (`go_ahead`).
         let streams = std::thread::scope(|scope| {
             let starting: Vec<_> = (0..world)
                 .map(|ordinal| {
@@ -218,8 +224,11 @@ pub fn make_ahead(world: usize) {
                                         ),
                                     });
                                 }
+                                return Gpu::device(ordinal);
                             }
-                            Gpu::device(ordinal)
+                            let gpu = Gpu::device(0)?;
+                            load_kernels(gpu);
+                            Ok(gpu)
                         })
                 })
                 .collect();
@@ -265,6 +274,35 @@ pub fn make_ahead(world: usize) {
     });
     *AHEAD.lock().unwrap_or_else(PoisonError::into_inner) = Some((world, making));
 }
+
+/// Loads NCCL's kernels into `gpu`'s context, by making a communicator of that one GPU,
+/// for [`make_ahead`] while GPU 0 is still nearly idle (the input loading, the run's
+/// set-up). NCCL's set-up looks up every one of its kernels on each GPU, and with CUDA's
+/// lazy loading that loads them: 0.5–0.6 s on an idle H100, 2.0–2.7 s beside the kNN's
+/// sweep on GPU 0, which it then stalled, its loads waiting on the sweep's kernels (NCCL's
+/// "Init timings", "kernels"; with `CUDA_MODULE_LOADING=EAGER` 0.00 s). Loaded once per
+/// context, they cost the run's own set-up nothing later on GPU 0; the other GPUs load
+/// theirs idle, before the sweep. The communicator ends with the run's ([`wait_ended`]):
+/// ended at once, its abort waited 2.5–3 s on the sweep's kernels beside it. A failure
+/// here is the run's to report, at its own set-up.
+fn load_kernels(gpu: &Gpu) {
+    crate::trace::event(|| "NCCL: loading its kernels on GPU 0".into());
+    if let Ok(comms) = Comm::from_devices(vec![gpu.stream.clone()]) {
+        let loaders = comms.into_iter().map(|comm| Ranks {
+            rank: 0,
+            world: 1,
+            comm: Some(comm),
+        });
+        LOADERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(loaders);
+    }
+    crate::trace::event(|| "NCCL: kernels loaded on GPU 0".into());
+}
+
+/// The communicators of [`load_kernels`], until [`wait_ended`].
+static LOADERS: Mutex<Vec<Ranks>> = Mutex::new(Vec::new());
 
 /// The communicators [`make_ahead`] made for `world` GPUs, once they are ready, rank by
 /// rank; none when it was not asked for that many or failed (the run then joins its own,

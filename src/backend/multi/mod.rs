@@ -49,7 +49,7 @@
 //!   repeats bit for bit for a given number of GPUs (NCCL sums in a fixed order), not
 //!   across numbers.
 //! - **Communicators.** Made while the input loads when the command line names `--gpus N`
-//!   ([`comm::make_ahead`]: NCCL's set-up, 0.4 s on two H200, then costs the run nothing),
+//!   ([`comm::make_ahead`]: NCCL's set-up, 0.5–1 s on idle GPUs, overlaps the run's),
 //!   else joined by every rank's thread once its buffers are made.
 //! - **Failures.** Every buffer is made before the first collective, so a GPU short of
 //!   memory fails alone, with its own message. After that no host wait blocks: the ranks

@@ -203,8 +203,9 @@ pub fn approx_device(
     };
     crate::trace::event(|| "knn: points assigned".into());
     // The host's order of the cells calls no driver (only the recall sample's search
-    // beside it does): the other GPUs of a run over several start meanwhile, for the sweep.
-    crate::gpu::comm::start_others();
+    // beside it does): the other GPUs of a run over several start meanwhile, for the sweep,
+    // and then NCCL's set-up for the optimisation.
+    crate::gpu::comm::go_ahead();
     // The host sorts and orders the cells while the device finds the recall sample's
     // exact neighbours among the points as they came (a sweep of all of them, 0.5 s at
     // 10M points, off the path); in a first run, whose sweep kernel is still compiling,
@@ -628,10 +629,6 @@ fn sweep_planned(
     // The sorted points as they are now, for the other GPUs to copy whenever they join.
     let ready = gpu.stream.record_event(None)?;
     let feed = PlanFeed::new();
-    // The GPUs' long sweep is where NCCL's set-up for the optimisation goes.
-    if gpus > 1 {
-        crate::gpu::comm::go_ahead();
-    }
     progress.begin("knn", queue.takes() as u64);
     let (queue, feed, cells, ready) = (&queue, &feed, planner.cells(), &ready);
     let own_answer = &mut *answer;
