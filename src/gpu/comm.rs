@@ -37,9 +37,15 @@ unsafe impl Send for Ranks {}
 /// two-GPU run on the first rank (a few ms on the second), and the run's last stages need
 /// not wait for it; [`wait_ended`] does, before the process ends. A run that failed
 /// still ends the collectives in flight this way (see [`crate::backend::multi`]), a moment
-/// later.
+/// later. A run's communicator ends those that loaded NCCL's kernels ([`load_kernels`])
+/// with it: ended only before the process ends, one added 0.8 s to a run's wall time.
 impl Drop for Ranks {
     fn drop(&mut self) {
+        if self.world > 1 {
+            let loaders =
+                std::mem::take(&mut *LOADERS.lock().unwrap_or_else(PoisonError::into_inner));
+            drop(loaders);
+        }
         if let Some(comm) = self.comm.take() {
             let ending = Ending(comm);
             // Should no thread start, the closure, and the communicator, drop here.
@@ -73,9 +79,8 @@ pub fn wait_ended() {
         drop(making.join());
     }
     // Their drop hands them to threads of `ENDING`.
-    drop(std::mem::take(
-        &mut *LOADERS.lock().unwrap_or_else(PoisonError::into_inner),
-    ));
+    let loaders = std::mem::take(&mut *LOADERS.lock().unwrap_or_else(PoisonError::into_inner));
+    drop(loaders);
     let threads = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
     for thread in threads {
         let _ = thread.join();
@@ -282,9 +287,9 @@ pub fn make_ahead(world: usize) {
 /// sweep on GPU 0, which it then stalled, its loads waiting on the sweep's kernels (NCCL's
 /// "Init timings", "kernels"; with `CUDA_MODULE_LOADING=EAGER` 0.00 s). Loaded once per
 /// context, they cost the run's own set-up nothing later on GPU 0; the other GPUs load
-/// theirs idle, before the sweep. The communicator ends with the run's ([`wait_ended`]):
-/// ended at once, its abort waited 2.5–3 s on the sweep's kernels beside it. A failure
-/// here is the run's to report, at its own set-up.
+/// theirs idle, before the sweep. The communicator ends with the run's ([`Ranks`]' drop,
+/// else [`wait_ended`]): ended at once, its abort waited 2.5–3 s on the sweep's kernels
+/// beside it. A failure here is the run's to report, at its own set-up.
 fn load_kernels(gpu: &Gpu) {
     crate::trace::event(|| "NCCL: loading its kernels on GPU 0".into());
     if let Ok(comms) = Comm::from_devices(vec![gpu.stream.clone()]) {
