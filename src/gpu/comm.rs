@@ -229,9 +229,7 @@ pub fn make_ahead(world: usize) {
                                         ),
                                     });
                                 }
-                                let gpu = Gpu::device(ordinal)?;
-                                open_to_first(gpu);
-                                return Ok(gpu);
+                                return Gpu::device(ordinal);
                             }
                             let gpu = Gpu::device(0)?;
                             load_kernels(gpu);
@@ -280,18 +278,6 @@ pub fn make_ahead(world: usize) {
             .collect())
     });
     *AHEAD.lock().unwrap_or_else(PoisonError::into_inner) = Some((world, making));
-}
-
-/// Opens `gpu` and GPU 0 to each other's memory ([`super::memory::enable_peer_access`])
-/// as `gpu` starts, for [`make_ahead`], while GPU 0 is not yet sweeping; a failure here
-/// is the run's to report, at its first peer copy.
-fn open_to_first(gpu: &Gpu) {
-    let ordinal = gpu.device.context.ordinal();
-    if let Ok(first) = Gpu::device(0) {
-        crate::trace::event(|| format!("GPU {ordinal}: opening GPU 0's memory"));
-        let _ = super::memory::enable_peer_access(gpu, first);
-        crate::trace::event(|| format!("GPU {ordinal}: GPU 0's memory open"));
-    }
 }
 
 /// Loads NCCL's kernels into `gpu`'s context, by making a communicator of that one GPU,

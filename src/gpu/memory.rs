@@ -242,11 +242,8 @@ pub fn copy_peer_after<T: DeviceRepr>(
 /// host, slower but correct. Once per pair of devices in a process: the contexts' peer
 /// access, and each device's access to the other's default memory pool, which every
 /// buffer here comes from (cudarc allocates stream-ordered) and which the contexts' peer
-/// access does not open. Opening them maps what each holds into the other, and waited
-/// for the work queued on them: at the kNN's sweep on two H100, GPU 1 joined 1.3–1.4 s
-/// after GPU 0 in about half the runs (two of GPU 0's takes); a run over several GPUs
-/// opens them as each GPU starts ([`super::comm::make_ahead`]).
-pub fn enable_peer_access(to: &Gpu, from: &Gpu) -> Result<(), GpuError> {
+/// access does not open.
+fn enable_peer_access(to: &Gpu, from: &Gpu) -> Result<(), GpuError> {
     use std::collections::HashSet;
     use std::sync::Mutex;
     static OPENED: Mutex<Option<HashSet<(usize, usize)>>> = Mutex::new(None);
