@@ -37,7 +37,7 @@ unsafe impl Send for Ranks {}
 /// two-GPU run on the first rank (a few ms on the second), and the run's last stages need
 /// not wait for it; [`wait_ended`] does, before the process ends. A run that failed
 /// still ends the collectives in flight this way (see [`crate::backend::multi`]), a moment
-/// later. A run's communicator ends those that loaded NCCL's kernels ([`load_kernels`])
+/// later. A run's communicator ends those that loaded NCCL's kernels ([`make_ahead`])
 /// with it: ended only before the process ends, one added 0.8 s to a run's wall time.
 impl Drop for Ranks {
     fn drop(&mut self) {
