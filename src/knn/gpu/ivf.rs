@@ -668,8 +668,9 @@ fn sweep_planned(
                             let split = split_rows(other, &sorted, shape)?;
                             let mut part = Answer::poisoned(other, shape)?;
                             // The host's steps of the join, against the device's end of the
-                            // GPU's first take (GPU 1 joined 0.8–1.5 s after GPU 0 in about
-                            // half the two-GPU runs at 10M points).
+                            // GPU's first take (at 10M points on 2×H100 GPU 1 began 0.7–1.7 s
+                            // after GPU 0 in 14 of 23 runs, as GPU 0's takes queued by then
+                            // ended).
                             crate::trace::event(|| format!("knn: GPU {r} joins the sweep"));
                             let inputs = (&sorted, &split);
                             let taken = sweep_from_queue(
