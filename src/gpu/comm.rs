@@ -43,9 +43,7 @@ unsafe impl Send for Ranks {}
 impl Drop for Ranks {
     fn drop(&mut self) {
         if self.world > 1 {
-            let loaders =
-                std::mem::take(&mut *LOADERS.lock().unwrap_or_else(PoisonError::into_inner));
-            drop(loaders);
+            end_loaders();
         }
         if let Some(comm) = self.comm.take() {
             let ending = Ending(comm);
@@ -75,12 +73,9 @@ pub fn wait_ended() {
     let ahead = AHEAD.lock().unwrap_or_else(PoisonError::into_inner).take();
     if let Some((_, making)) = ahead {
         set_gate(Gate::Cancelled);
-        start_others();
         drop(making.join());
     }
-    // Their drop hands them to threads of `ENDING`.
-    let loaders = std::mem::take(&mut *LOADERS.lock().unwrap_or_else(PoisonError::into_inner));
-    drop(loaders);
+    end_loaders();
     let threads = std::mem::take(&mut *ENDING.lock().unwrap_or_else(PoisonError::into_inner));
     for thread in threads {
         let _ = thread.join();
@@ -122,9 +117,12 @@ type Ahead = (usize, JoinHandle<crate::Result<Vec<Ranks>>>);
 
 static AHEAD: Mutex<Option<Ahead>> = Mutex::new(None);
 
-/// Whether [`make_ahead`]'s thread may make the communicators, once their GPUs are up.
+/// Whether [`make_ahead`]'s threads may start the GPUs beyond the first and then make the
+/// communicators.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Gate {
+    /// Nothing is held: no [`make_ahead`].
+    Unused,
     /// Not yet: the run has not reached a stage that NCCL's set-up can overlap.
     Closed,
     /// Now ([`go_ahead`]).
@@ -133,38 +131,24 @@ enum Gate {
     Cancelled,
 }
 
-static GATE: (Mutex<Gate>, Condvar) = (Mutex::new(Gate::Closed), Condvar::new());
+static GATE: (Mutex<Gate>, Condvar) = (Mutex::new(Gate::Unused), Condvar::new());
 
-/// Whether [`make_ahead`] holds back the GPUs beyond the first (until [`start_others`]).
-static OTHERS: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
-
-/// Holds back (`true`) or lets start the GPUs beyond the first, and wakes those waiting.
-fn hold_others(held: bool) {
-    let (gate, changed) = &OTHERS;
-    *gate.lock().unwrap_or_else(PoisonError::into_inner) = held;
-    changed.notify_all();
-}
-
-/// Lets [`make_ahead`]'s threads start the GPUs beyond the first ([`go_ahead`]; and
-/// [`wait_ended`], so that they end).
-fn start_others() {
-    hold_others(false);
+/// Waits while the gate is closed; the gate then. [`make_ahead`]'s thread and the GPUs
+/// beyond the first wait for it.
+fn gate_opened() -> Gate {
+    let (gate, changed) = &GATE;
+    *changed
+        .wait_while(gate.lock().unwrap_or_else(PoisonError::into_inner), |g| {
+            *g == Gate::Closed
+        })
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Waits while [`make_ahead`] holds back the GPUs beyond the first; whether they may start
 /// (not when the process is ending without them). Returns at once when nothing holds
 /// them.
 pub fn others_may_start() -> bool {
-    let (gate, changed) = &OTHERS;
-    drop(
-        changed
-            .wait_while(
-                gate.lock().unwrap_or_else(PoisonError::into_inner),
-                |held| *held,
-            )
-            .unwrap_or_else(PoisonError::into_inner),
-    );
-    *GATE.0.lock().unwrap_or_else(PoisonError::into_inner) != Gate::Cancelled
+    gate_opened() != Gate::Cancelled
 }
 
 /// Sets the gate of [`make_ahead`]'s thread to `to` (unless it is open already) and wakes
@@ -192,7 +176,6 @@ fn set_gate(to: Gate) {
 /// by up to 0.6 s at a time. [`take_ahead`] opens the gate itself when no stage did.
 pub fn go_ahead() {
     set_gate(Gate::Open);
-    start_others();
 }
 
 /// Starts, on a side thread, GPUs 0 … `world` − 1 (each on a thread of its own, the
@@ -204,7 +187,6 @@ pub fn make_ahead(world: usize) {
         return;
     }
     *GATE.0.lock().unwrap_or_else(PoisonError::into_inner) = Gate::Closed;
-    hold_others(true);
     let making = std::thread::spawn(move || {
         // GPU 0, which the run needs first (the k-means, the cells), starts alone; then the
         // others together, each on a thread of its own (`Gpu::device` waits for a start
@@ -252,18 +234,11 @@ pub fn make_ahead(world: usize) {
                 })
                 .collect::<crate::Result<Vec<_>>>()
         })?;
-        let (gate, changed) = &GATE;
-        let gate = changed
-            .wait_while(gate.lock().unwrap_or_else(PoisonError::into_inner), |g| {
-                *g == Gate::Closed
-            })
-            .unwrap_or_else(PoisonError::into_inner);
-        if *gate == Gate::Cancelled {
+        if gate_opened() == Gate::Cancelled {
             return Err(crate::Error::GpuUnavailable {
                 reason: "the NCCL communicators made ahead were not needed".into(),
             });
         }
-        drop(gate);
         crate::trace::event(|| format!("NCCL: {world} communicators"));
         let comms = Comm::from_devices(streams).map_err(GpuError::from)?;
         crate::trace::event(|| "NCCL: communicators made".into());
@@ -309,6 +284,13 @@ fn load_kernels(gpu: &Gpu) {
 /// The communicators of [`load_kernels`], until a run's own end ([`Ranks`]' drop) or
 /// [`wait_ended`].
 static LOADERS: Mutex<Vec<Ranks>> = Mutex::new(Vec::new());
+
+/// Ends the communicators of [`load_kernels`]: their drop hands them to threads of
+/// `ENDING` (taken out of the lock first).
+fn end_loaders() {
+    let loaders = std::mem::take(&mut *LOADERS.lock().unwrap_or_else(PoisonError::into_inner));
+    drop(loaders);
+}
 
 /// The communicators [`make_ahead`] made for `world` GPUs, once they are ready, rank by
 /// rank; none when it was not asked for that many or failed (the run then joins its own,

@@ -601,19 +601,18 @@ impl Drop for EndFeed<'_> {
 /// The sweep of every query block over its probe cells on `gpus` GPUs, while this thread
 /// plans the blocks [`TAKE`] at a time ([`TakePlan::make`], on all cores) and feeds them to
 /// the GPUs' threads, which take blocks from one queue ([`BlockQueue`], its last takes
-/// smaller over several GPUs) in the order they are planned; the planning (0.4–0.5 s at
-/// 10M points on 32 cores, all of it before the sweep began) costs the sweep only its first
-/// take. GPU 0 sweeps into `answer`; with
-/// several GPUs each other one joins when it is ready, copying the sorted points from GPU 0,
-/// GPU to GPU; they sweep
-/// into answers of their own and GPU 0 copies their rows into `answer` at the end. A
-/// block's lists are the same whichever GPU sweeps it. The sweep is most of the search at
-/// scale (13.6 s of 15.2 s at 10M points on one H200); the cells and the recall sample
-/// stay on GPU 0, and the refinement splits its rows apart ([`super::refine`]).
-/// (Contiguous runs of equal chunk counts, one per GPU, split the 10M mixture's sweep
-/// 1.71× on two GPUs: the blocks of its large clusters cost more per chunk. Through the
-/// host, the points' uploads and the answers' round trip took 2.8 s of the four-GPU
-/// sweep's 6.3 s at 10M points.) Returns the references swept per query, on average.
+/// smaller over several GPUs) in the order they are planned; the planning (0.4–0.5 s at 10M
+/// points on 32 cores, all of it before the sweep began) costs the sweep only its first
+/// take. GPU 0 sweeps into `answer`; with several GPUs each other one joins when it is
+/// ready, copying the sorted points from GPU 0, GPU to GPU; they sweep into answers of
+/// their own and GPU 0 copies their rows into `answer` at the end. A block's lists are the
+/// same whichever GPU sweeps it. The sweep is most of the search at scale (13.6 s of 15.2 s
+/// at 10M points on one H200); the cells and the recall sample stay on GPU 0, and the
+/// refinement splits its rows apart ([`super::refine`]). (Contiguous runs of equal chunk
+/// counts, one per GPU, split the 10M mixture's sweep 1.71× on two GPUs: the blocks of its
+/// large clusters cost more per chunk. Through the host, the points' uploads and the
+/// answers' round trip took 2.8 s of the four-GPU sweep's 6.3 s at 10M points.) Returns the
+/// references swept per query, on average.
 fn sweep_planned(
     gpu: &Gpu,
     gpus: usize,
