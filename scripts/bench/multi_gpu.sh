@@ -14,7 +14,7 @@
 #   1m3        1.3M × 50 mixture: 1 GPU, then 2 … all GPUs, once each (about 1 minute)
 #   10m        10M × 50 mixture (40 clusters): 1 GPU ×RUNS, then 2 … all GPUs ×RUNS each
 #              (RUNS=2 by default: about 5 minutes on 2 GPUs); `--knn approx`, KL and timings
-#              per run, medians from 2 runs
+#              per run, medians from 2 runs; COUNTS="1 4" runs those GPU counts only
 #   10m1       10M × 50 mixture: 1 GPU, then all GPUs, once each (about 1.5 minutes on 4)
 #   load       10M × 50 mixture read by numpy and by `sgtsne info` (twice each), then
 #              embedded on 1 GPU and on all, once each: the load stage alone against the
@@ -49,7 +49,7 @@ warm_up() {
   warmed=1
   local g saved=("${input[@]}")
   mixture 200000
-  for g in $(seq 1 "$gpus"); do
+  for g in ${COUNTS:-$(seq 1 "$gpus")}; do
     embed "warm-up-g$g" "${input[@]}" --knn approx --backend gpu --gpus "$g" || true
   done
   input=("${saved[@]}")
@@ -60,7 +60,7 @@ scaling() {
   local name=$1 runs=$2 g r names
   shift 2
   warm_up
-  for g in $(seq 1 "$gpus"); do
+  for g in ${COUNTS:-$(seq 1 "$gpus")}; do
     names=()
     for r in $(seq 1 "$runs"); do
       embed "$name-g$g-$r" "$@" --backend gpu --gpus "$g" && names+=("$name-g$g-$r")
