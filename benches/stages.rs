@@ -11,6 +11,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use sgtsne::attract::Attract;
 use sgtsne::gen::{gaussian_mixture, MixtureParams};
+use sgtsne::kernel::Kernel;
 use sgtsne::repulse::fftnd::Planners;
 use sgtsne::repulse::g2g::{channels, Convolver};
 use sgtsne::repulse::g2s::gather;
@@ -117,20 +118,14 @@ fn stages(c: &mut Criterion, n: usize, label: &str) {
     g.bench_function(BenchmarkId::new("s2g-early", early_grid.p), |b| {
         b.iter(|| scatter.run::<2>(&early, &early_grid, &mut early_charges))
     });
-    let mut conv = Convolver::new(
-        &mut Planners::default(),
-        grid.p,
-        2,
-        grid.h,
-        sgtsne::kernel::Kernel::CAUCHY,
-    );
+    let mut conv = Convolver::new(&mut Planners::default(), grid.p, 2, grid.h, Kernel::CAUCHY);
     let mut potentials = vec![0.0f32; nch * grid.len()];
     g.bench_function(BenchmarkId::new("g2g", grid.p), |b| {
         b.iter(|| conv.convolve(&charges, &mut potentials))
     });
     let mut values = vec![0.0f32; nch * n];
     g.bench_function(BenchmarkId::new("g2s", grid.p), |b| {
-        b.iter(|| gather::<f32, 2>(&y, &grid, &potentials, &mut values))
+        b.iter(|| gather::<f32, 2>(&y, &grid, Kernel::CAUCHY, &potentials, &mut values))
     });
     g.finish();
 }

@@ -3,6 +3,8 @@
 // point's own interpolated self-interaction sum_{a,b} L_a L_b G1(h|a-b|) over its stencil,
 // computed from per-axis autocorrelations c_d of the weights as src/repulse/g2s/cpu.rs does
 // (subtracting w~_ii instead of 1 removes the interpolation error of the self term from Z).
+// G1 is the grid's kernel, (1 + d^2/dof)^-dof as G2G convolved with (dof 1: the Cauchy
+// 1/(1 + d^2), computed as such).
 //
 // In 3-D the points are taken in S2G's cell order (`order`, src/repulse/s2g/gpu.rs): the
 // lanes of a warp then mostly share a stencil, so their reads of 64 nodes x 5 channels
@@ -10,14 +12,15 @@
 // reads 12 or 64 values, and index order's coalesced reads of y and writes of out win
 // (2-D 0.127 s in index order against 0.145 s in cell order, 1-D 0.020 against 0.098 s).
 //
-// Argument contract (declared in src/gpu/kernels/g2s.rs): y n*D floats; order a permutation of [0, n); phi
+// Argument contract (declared in src/gpu/kernels/g2s.rs): dof the kernel's degrees of
+// freedom (> 0); y n*D floats; order a permutation of [0, n); phi
 // C*len reals channel-major with C = 2 + D channels (psi, phi_0, phi_1..phi_D); out n*C
 // reals point-major; z an exact sum (common.cuh: EXACT_WORDS words, zeroed before the launch),
 // so that Z does not depend on the order points are taken in; blockDim.x a multiple of 32.
 // Uses repulse.cuh (prepended with common.cuh by src/gpu/kernels/mod.rs: NVRTC sees one source).
 
 template <int D>
-__device__ void gather(int n, GridGeom g, const float* __restrict__ y,
+__device__ void gather(int n, GridGeom g, double dof, const float* __restrict__ y,
                        const int* __restrict__ order, const real* __restrict__ phi,
                        real* __restrict__ out, unsigned long long* z) {
     const int C = 2 + D;
@@ -41,7 +44,9 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y,
 #pragma unroll
         for (int ch = 1; ch < C; ++ch) out[i * C + ch] = acc[ch];
         const real self_w = interpolated_self<D>(w, [&](float d2) {
-            return (real)1 / ((real)1 + (real)g.h * (real)g.h * (real)d2);
+            const real u = (real)g.h * (real)g.h * (real)d2;
+            if (dof == 1.0) return (real)1 / ((real)1 + u);
+            return (real)pow((double)1 + (double)u / dof, -dof);
         });
         acc[0] -= self_w;
         out[i * C] = acc[0];
@@ -50,15 +55,15 @@ __device__ void gather(int n, GridGeom g, const float* __restrict__ y,
     exact_block_add(local_z, z);
 }
 
-extern "C" __global__ void g2s_gather_1d(int n, GridGeom g, const float* y, const int* order,
+extern "C" __global__ void g2s_gather_1d(int n, GridGeom g, double dof, const float* y, const int* order,
                                           const real* phi, real* out, unsigned long long* z) {
-    gather<1>(n, g, y, order, phi, out, z);
+    gather<1>(n, g, dof, y, order, phi, out, z);
 }
-extern "C" __global__ void g2s_gather_2d(int n, GridGeom g, const float* y, const int* order,
+extern "C" __global__ void g2s_gather_2d(int n, GridGeom g, double dof, const float* y, const int* order,
                                           const real* phi, real* out, unsigned long long* z) {
-    gather<2>(n, g, y, order, phi, out, z);
+    gather<2>(n, g, dof, y, order, phi, out, z);
 }
-extern "C" __global__ void g2s_gather_3d(int n, GridGeom g, const float* y, const int* order,
+extern "C" __global__ void g2s_gather_3d(int n, GridGeom g, double dof, const float* y, const int* order,
                                           const real* phi, real* out, unsigned long long* z) {
-    gather<3>(n, g, y, order, phi, out, z);
+    gather<3>(n, g, dof, y, order, phi, out, z);
 }

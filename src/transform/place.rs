@@ -453,7 +453,7 @@ impl Problem<'_> {
         progress.begin("transform", params.iters as u64);
         for _ in 0..params.iters {
             self.fields.clamp_into(y, &mut at);
-            gather::<f64, D>(&at, grid, &self.fields.values, &mut vals);
+            gather::<f64, D>(&at, grid, self.kernel, &self.fields.values, &mut vals);
             use rayon::prelude::*;
             y.par_chunks_exact_mut(D)
                 .zip(velocity.par_chunks_exact_mut(D))
@@ -520,9 +520,9 @@ mod tests {
                 let at: Vec<f32> = (0..m * dims).map(|_| rng.random::<f32>() * 20.0).collect();
                 let mut vals = vec![0f64; m * (dims + 2)];
                 match dims {
-                    1 => gather::<f64, 1>(&at, &f.grid, &f.values, &mut vals),
-                    2 => gather::<f64, 2>(&at, &f.grid, &f.values, &mut vals),
-                    _ => gather::<f64, 3>(&at, &f.grid, &f.values, &mut vals),
+                    1 => gather::<f64, 1>(&at, &f.grid, kernel, &f.values, &mut vals),
+                    2 => gather::<f64, 2>(&at, &f.grid, kernel, &f.values, &mut vals),
+                    _ => gather::<f64, 3>(&at, &f.grid, kernel, &f.values, &mut vals),
                 };
                 let (mut err, mut norm) = (0.0, 0.0);
                 for (x, v) in at.chunks_exact(dims).zip(vals.chunks_exact(dims + 2)) {

@@ -13,13 +13,14 @@ kernels! {
 
     /// Every point (in 3-D taken in the cell order `order`, a permutation of 0..n) gathers
     /// its 2 + dims potentials from the channel-major grids `phi` (`len` nodes each) into
-    /// `out` (point-major); Σ ψ minus the self terms added to `z` (zeroed). Blocks of a
-    /// multiple of 32 threads.
+    /// `out` (point-major); Σ ψ minus the self terms (of the kernel of `dof` degrees of
+    /// freedom, as G2G's) added to `z` (zeroed). Blocks of a multiple of 32 threads.
     pub struct G2sGather<T> = "g2s_gather_{dims}d" {
         dims: host,
         len: host,
         n: usize as i32,
         geom: GridGeom,
+        dof: f64,
         y: in f32 [n * dims],
         order: in i32 [n],
         phi: in T [(2 + dims) * len],

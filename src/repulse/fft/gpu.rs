@@ -174,6 +174,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         let pot = self.pot.as_mut().expect("potentials just made");
         let replan = prepare.elapsed().as_secs_f64();
         let geom = GridGeom::of(grid);
+        let kernel = self.convolver.kernel.kernel;
         let events = &self.slots[slot].events;
 
         events[0].record(s)?;
@@ -191,7 +192,16 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         events[2].record(s)?;
         // Step 3: G2S (and Z).
         let sorted = self.scatter.sorted();
-        gather_device(gpu, s, (y, n, dims), geom, sorted, phi, pot, &mut self.z)?;
+        gather_device(
+            gpu,
+            s,
+            (y, n, dims),
+            (geom, kernel),
+            sorted,
+            phi,
+            pot,
+            &mut self.z,
+        )?;
         events[3].record(s)?;
         // Step 3b: the near field's short-range sums (one GPU: S2G sorted all the points).
         if let Some(near) = self.convolver.kernel.near(grid.h) {

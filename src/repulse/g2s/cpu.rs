@@ -13,6 +13,7 @@
 
 use rayon::prelude::*;
 
+use crate::kernel::Kernel;
 use crate::repulse::fftnd::Real;
 use crate::repulse::grid::Grid;
 use crate::repulse::s2g::{locate, stencil_row, stencil_rows, strides};
@@ -28,10 +29,12 @@ pub const MAX_CHANNELS: usize = 6;
 /// `potentials` to `values` (row-major `n × channels`), interpolated: the grid's nodes with
 /// their channels interleaved (`D + 1` for the optimiser's `φ₀, φ₁ … φ_D`; up to
 /// [`MAX_CHANNELS`] for other fields, as [`crate::transform`]'s). Returns `Σ_i w̃_ii`, the
-/// interpolated self terms to take out of `Z`.
+/// interpolated self terms to take out of `Z`, of the grid's kernel `G₁` (`kernel`'s, as
+/// G2G convolved with: with another kernel's, a point alone would not have `Z = 0`).
 pub fn gather<T: Real, const D: usize>(
     y: &[f32],
     grid: &Grid,
+    kernel: Kernel,
     potentials: &[T],
     values: &mut [T],
 ) -> f64 {
@@ -39,12 +42,12 @@ pub fn gather<T: Real, const D: usize>(
     assert_eq!(potentials.len(), grid.len() * nch, "potential grid size");
     assert_eq!(values.len(), y.len() / D * nch, "values size");
     match nch {
-        1 => gather_c::<T, D, 1>(y, grid, potentials, values),
-        2 => gather_c::<T, D, 2>(y, grid, potentials, values),
-        3 => gather_c::<T, D, 3>(y, grid, potentials, values),
-        4 => gather_c::<T, D, 4>(y, grid, potentials, values),
-        5 => gather_c::<T, D, 5>(y, grid, potentials, values),
-        6 => gather_c::<T, D, 6>(y, grid, potentials, values),
+        1 => gather_c::<T, D, 1>(y, grid, kernel, potentials, values),
+        2 => gather_c::<T, D, 2>(y, grid, kernel, potentials, values),
+        3 => gather_c::<T, D, 3>(y, grid, kernel, potentials, values),
+        4 => gather_c::<T, D, 4>(y, grid, kernel, potentials, values),
+        5 => gather_c::<T, D, 5>(y, grid, kernel, potentials, values),
+        6 => gather_c::<T, D, 6>(y, grid, kernel, potentials, values),
         _ => panic!("a potential grid of {nch} channels: at most {MAX_CHANNELS}"),
     }
 }
@@ -57,12 +60,13 @@ pub fn gather<T: Real, const D: usize>(
 fn gather_c<T: Real, const D: usize, const C: usize>(
     y: &[f32],
     grid: &Grid,
+    kernel: Kernel,
     potentials: &[T],
     values: &mut [T],
 ) -> f64 {
     let strides = strides::<D>(grid.p);
     let inv_h = 1.0 / grid.h;
-    let kernel = self_kernel::<D>(grid.h);
+    let kernel = self_kernel::<D>(grid.h, kernel);
     let own = values
         .par_chunks_mut(CHUNK * C)
         .zip(y.par_chunks(CHUNK * D))
@@ -92,9 +96,10 @@ fn gather_c<T: Real, const D: usize, const C: usize>(
     crate::ordered::sum_in_order(own)
 }
 
-/// `G₁(h·|δ|)` for the `4^D` offsets `δ ∈ {0..3}^D` (base-4 digit `a` is `|δ_a|`).
-fn self_kernel<const D: usize>(h: f64) -> Vec<f64> {
-    self_kernel_of::<D>(h, |d2| 1.0 / (1.0 + d2))
+/// `kernel`'s `G₁(h·|δ|)` for the `4^D` offsets `δ ∈ {0..3}^D` (base-4 digit `a` is
+/// `|δ_a|`).
+fn self_kernel<const D: usize>(h: f64, kernel: Kernel) -> Vec<f64> {
+    self_kernel_of::<D>(h, |d2| kernel.g1(d2))
 }
 
 /// `g(h²·|δ|²)` for the `4^D` offsets `δ ∈ {0..3}^D`, the table [`self_weight`] takes.
@@ -157,8 +162,8 @@ mod tests {
             }
         }
         let mut vals = vec![0.0f64; 3 * nch];
-        let own_sum = gather::<f64, 2>(&y, &grid, &pot, &mut vals);
-        let kernel = self_kernel::<2>(grid.h);
+        let own_sum = gather::<f64, 2>(&y, &grid, Kernel::CAUCHY, &pot, &mut vals);
+        let kernel = self_kernel::<2>(grid.h, Kernel::CAUCHY);
         let mut want_own = 0.0;
         for (i, row) in y.chunks(2).enumerate() {
             let w = std::array::from_fn(|a| {
@@ -182,7 +187,7 @@ mod tests {
     fn self_weight_tends_to_one() {
         for (h, tol) in [(0.5, 0.2), (0.05, 1e-4)] {
             let w = [lagrange4(0.37), lagrange4(0.8), lagrange4(0.05)];
-            let own = self_weight::<f64, 3>(&w, &self_kernel::<3>(h));
+            let own = self_weight::<f64, 3>(&w, &self_kernel::<3>(h, Kernel::CAUCHY));
             assert!((own - 1.0).abs() < tol && own != 1.0, "h={h}: {own}");
         }
     }

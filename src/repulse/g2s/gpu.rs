@@ -10,16 +10,18 @@ use crate::gpu::kernels::g2s::G2sGather;
 use crate::gpu::kernels::repulse::GridGeom;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
+use crate::kernel::Kernel;
 
 /// The potentials of the n points `y` (`order`: the points sorted by cell, which the 3-D
 /// kernel walks) from the grids `phi` of `geom` into `pot` (n × (2 + dims), point-major),
-/// Σ ψ − Σ w̃_ii into the exact sum `z` ([`crate::gpu::sum`]), which it zeroes first.
+/// Σ ψ − Σ w̃_ii into the exact sum `z` ([`crate::gpu::sum`]), which it zeroes first; the
+/// self terms `w̃_ii` of `kernel`'s G₁, as G2G's.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gather_device<T: DeviceReal>(
     gpu: &Gpu,
     s: &Arc<CudaStream>,
     (y, n, dims): (&CudaSlice<f32>, usize, usize),
-    geom: GridGeom,
+    (geom, kernel): (GridGeom, Kernel),
     order: &CudaSlice<i32>,
     phi: &CudaSlice<T>,
     pot: &mut CudaSlice<T>,
@@ -31,6 +33,7 @@ pub(crate) fn gather_device<T: DeviceReal>(
         len: (geom.p as usize).pow(dims as u32),
         n,
         geom,
+        dof: kernel.dof,
         y,
         order,
         phi,
