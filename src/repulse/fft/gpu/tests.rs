@@ -202,29 +202,16 @@ crate::gpu::gpu_test! {
     /// interpolated self term of the grid's kernel, as the CPU does. (In f32 each point's ψ
     /// is about 1, so Z is good to a few of its ulps, 1e-6 beside the CPU test's 1e-3.)
     fn gpu_far_pair_z_is_the_pair_alone(gpu) {
-        for dof in [0.5, 1.0, 2.0] {
-            let kernel = crate::kernel::Kernel::new(dof).unwrap();
-            for dims in 1..=3 {
-                let y: Vec<f32> = [[0.3f32, -1.7, 2.2], [12.05, 9.5, -8.45]]
-                    .iter()
-                    .flat_map(|p| p[..dims].to_vec())
-                    .collect();
-                let mut force = vec![0.0f32; y.len()];
-                let want = ExactRepulsion::with_kernel(kernel)
-                    .repulse(&y, dims, &mut force)
-                    .unwrap()
-                    .z;
-                let got = FftRepulsionGpu::new(gpu, GridSpec::Auto { h: 1.0 })
-                    .unwrap()
-                    .with_kernel(kernel)
-                    .repulse(&y, dims, &mut force)
-                    .unwrap()
-                    .z;
-                assert!(
-                    (got - want).abs() < 1e-3 * want + 1e-6,
-                    "dof {dof}, {dims}-D: Z {got:e} against {want:e}"
-                );
-            }
+        for (kernel, dims, y, want) in crate::repulse::fft::cpu::tests::far_pairs() {
+            let mut force = vec![0.0f32; y.len()];
+            let got = FftRepulsionGpu::new(gpu, GridSpec::Auto { h: 1.0 })
+                .unwrap()
+                .with_kernel(kernel)
+                .repulse(&y, dims, &mut force)
+                .unwrap()
+                .z;
+            let at = format!("dof {}, {dims}-D", kernel.dof);
+            assert!((got - want).abs() < 1e-3 * want + 1e-6, "{at}: Z {got:e} against {want:e}");
         }
     }
 }
