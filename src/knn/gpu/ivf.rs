@@ -544,10 +544,11 @@ impl TakePlan {
 
 /// The other GPUs already up when the sweep begins, until each has its copy of the
 /// sorted points and its answer ([`Arrival`]): GPU 0 queues its first take only then. A
-/// GPU that joined after GPU 0 had queued its first two takes waited for them to end
-/// (2×H100, 10M mixture: GPU 1 began 0.7–1.7 s after GPU 0 in 14 of 23 runs, 23–46 ms
-/// after GPU 0's second take ended, its sweep 6.0 s busy against GPU 0's 7.4); joined
-/// first, it costs GPU 0 the others' set-up, tens of ms.
+/// GPU that joined after GPU 0 had queued takes had its copy only once they ended, though
+/// the copy waits on an event recorded before them (10M mixture: GPU 1 began 0.7–1.7 s
+/// after GPU 0 in 14 of 23 runs on 2×H100, busy 6.0 s of the sweep against GPU 0's 7.4;
+/// on 2×H200 0.7 s after in 3 of 4). Joined first, the GPUs were busy 6.81–6.89 s of a
+/// 6.94–7.01 s sweep against 7.06–7.31 (2×H200), GPU 0 waiting 66–101 ms for them.
 struct Joining {
     left: Mutex<usize>,
     arrived: Condvar,
@@ -719,9 +720,7 @@ fn sweep_planned(
                             let split = split_rows(other, &sorted, shape)?;
                             let mut part = Answer::poisoned(other, shape)?;
                             // The host's steps of the join, against the device's end of the
-                            // GPU's first take (at 10M points on 2×H100 GPU 1 began 0.7–1.7 s
-                            // after GPU 0 in 14 of 23 runs, as GPU 0's takes queued by then
-                            // ended).
+                            // GPU's first take (see `Joining` for what they waited on).
                             crate::trace::event(|| format!("knn: GPU {r} joins the sweep"));
                             drop(arrival);
                             let inputs = (&sorted, &split);

@@ -29,8 +29,9 @@ pub const MAX_CHANNELS: usize = 6;
 /// `potentials` to `values` (row-major `n × channels`), interpolated: the grid's nodes with
 /// their channels interleaved (`D + 1` for the optimiser's `φ₀, φ₁ … φ_D`; up to
 /// [`MAX_CHANNELS`] for other fields, as [`crate::transform`]'s). Returns `Σ_i w̃_ii`, the
-/// interpolated self terms to take out of `Z`, of the grid's kernel `G₁` (`kernel`'s, as
-/// G2G convolved with: with another kernel's, a point alone would not have `Z = 0`).
+/// interpolated self terms to take out of `Z`, of the grid's kernel `G₁` (`kernel`'s, which
+/// G2G convolved with: another kernel's would leave in `Z` each point's difference of the
+/// two).
 pub fn gather<T: Real, const D: usize>(
     y: &[f32],
     grid: &Grid,
