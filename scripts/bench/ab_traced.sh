@@ -41,22 +41,20 @@ mixture 10000000
 
 # summary RUN: one line from RUN's report, trace and time, then NCCL's timings.
 summary_of() {
-  python3 - "$1" << 'PY'
+  python3 - "$1" "$bench_dir" << 'PY'
 import json, re, sys
 f = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from sweep_takes import takes_of
 r = json.load(open(f + ".json"))
 s, k = r["seconds"], r["knn"]["ivf"]["seconds"]
-busy, stall, marks = {}, [], {}
+_, busy, stall, _ = takes_of(f + ".err")
+marks = {}
 names = {"NCCL: loading its kernels on GPU 0": "kernels from",
          "NCCL: kernels loaded on GPU 0": "kernels loaded",
          "knn: points assigned": "assigned", "knn: sweep begins": "sweep",
          "knn: swept": "swept", "NCCL: communicators made": "made"}
 for line in open(f + ".err"):
-    m = re.search(r"GPU (\d+) take \d+ \(\d+ blocks\): plan waited [\d.]+ ms, "
-                  r"queued in ([\d.]+) ms, ([\d.]+) ms on the device", line)
-    if m:
-        busy[m[1]] = busy.get(m[1], 0.0) + float(m[3]) / 1e3
-        stall.append(float(m[2]))
     m = re.match(r"trace\s+([\d.]+) s\s+\S+\s+(.*)$", line)
     if m and m[2].strip() in names:
         marks[names[m[2].strip()]] = float(m[1])

@@ -19,7 +19,9 @@ TAKE = re.compile(
 POINT = re.compile(r"trace +([\d.]+) s .*knn: (sweep begins|swept)$")
 
 
-def summary(path):
+def takes_of(path):
+    """The run's takes: per GPU their count and seconds on the device, every take's time
+    to queue (ms), and the sweep's wall seconds (NaN without its trace points)."""
     busy, takes, queued, points = {}, {}, [], {}
     for line in open(path, errors="replace"):
         m = TAKE.search(line)
@@ -33,9 +35,14 @@ def summary(path):
         m = POINT.search(line.rstrip())
         if m:
             points[m[2]] = float(m[1])
+    wall = points.get("swept", float("nan")) - points.get("sweep begins", float("nan"))
+    return takes, busy, queued, wall
+
+
+def summary(path):
+    takes, busy, queued, wall = takes_of(path)
     if not takes:
         return None
-    wall = points.get("swept", float("nan")) - points.get("sweep begins", float("nan"))
     gpus = ", ".join(
         f"GPU {g}: {takes[g]} takes, {busy.get(g, float('nan')):.2f} s busy" for g in sorted(takes)
     )
