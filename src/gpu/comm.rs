@@ -267,18 +267,21 @@ pub fn make_ahead(world: usize) {
 /// beside it. A failure here is the run's to report, at its own set-up.
 fn load_kernels(gpu: &Gpu) {
     crate::trace::event(|| "NCCL: loading its kernels on GPU 0".into());
-    if let Ok(comms) = Comm::from_devices(vec![gpu.stream.clone()]) {
-        let loaders = comms.into_iter().map(|comm| Ranks {
-            rank: 0,
-            world: 1,
-            comm: Some(comm),
-        });
-        LOADERS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(loaders);
+    match Comm::from_devices(vec![gpu.stream.clone()]) {
+        Ok(comms) => {
+            let loaders = comms.into_iter().map(|comm| Ranks {
+                rank: 0,
+                world: 1,
+                comm: Some(comm),
+            });
+            LOADERS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(loaders);
+            crate::trace::event(|| "NCCL: kernels loaded on GPU 0".into());
+        }
+        Err(e) => crate::trace::event(|| format!("NCCL: kernels not loaded on GPU 0: {e:?}")),
     }
-    crate::trace::event(|| "NCCL: kernels loaded on GPU 0".into());
 }
 
 /// The communicators of [`load_kernels`], until a run's own end ([`Ranks`]' drop) or
