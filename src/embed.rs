@@ -257,7 +257,9 @@ fn run_stages(
     let on = (kind, params.gpus.unwrap_or(1));
     let (quality, note) = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), on)?;
     setup.notes.extend(note);
+    crate::trace::event(|| "quality: measured".into());
     drop(neighbors);
+    crate::trace::event(|| "quality: the input's neighbours dropped".into());
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);
     }

@@ -86,6 +86,7 @@ where
     }
     let search = Search::<D>::new(y, n);
     let layout = search.layout();
+    crate::trace::event(|| "quality: grids built".into());
     let world = gpus.len();
     let batch = queries.min(n.div_ceil(world)).max(1);
     let bytes = 4 * (layout.sorted.len() + n + layout.starts.len() + batch * k);
@@ -105,7 +106,10 @@ where
     rayon::scope(|sc| {
         for (rank, (gpu, sum)) in gpus.iter().zip(&mut sums).enumerate() {
             let share = &share;
-            sc.spawn(move |_| *sum = share.sum(gpu, n * rank / world..n * (rank + 1) / world));
+            sc.spawn(move |_| {
+                *sum = share.sum(gpu, n * rank / world..n * (rank + 1) / world);
+                crate::trace::event(|| format!("quality: GPU {rank}'s share scored"));
+            });
         }
     });
     let total = sums
@@ -143,6 +147,7 @@ where
         let geom = s.clone_htod(&layout.geom)?;
         let cells = s.clone_htod(&layout.cells)?;
         let mut rows = alloc_uninit::<u32>(gpu, self.batch * k)?;
+        crate::trace::event(|| "quality: grids uploaded".into());
         let launch = |s0: usize, rows: &mut CudaSlice<u32>| {
             let count = self.batch.min(positions.end - s0);
             QualityKnn {
