@@ -365,15 +365,20 @@ def tiles(cols, vals, n, rows, width):
             start, packed, cp.concatenate(tvals), warp_off.astype(cp.int64))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def setting(doc):
+    """The command line's --n (10M by default), the device (announced), its SMs and a
+    seeded generator."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--n", type=int, default=10_000_000)
-    args = ap.parse_args()
-    n = args.n
+    n = ap.parse_args().n
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     print(f"device: {cp.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, {sms} SMs")
-    rng = cp.random.default_rng(1)
+    return n, dev, sms, cp.random.default_rng(1)
+
+
+def main():
+    n, dev, sms, rng = setting(__doc__)
     nc, cols, vals = clustered_p(n, rng)
     y = (rng.standard_normal((n, 2), dtype=cp.float32) * 30).astype(cp.float32)
     force = cp.zeros((n, 2), dtype=cp.float32)

@@ -32,11 +32,12 @@ forces (tile pairs and the rest together) are checked against ``ell``'s.
 Run on the GPU machine: ``python3 scripts/bench/attract_pairs.py`` (``--n`` for another size;
 about 40 GB of device memory at 10M).
 """
-import argparse
 import time
 
 import cupy as cp
 import numpy as np
+
+from attract_floors import bench, setting
 
 CLUSTER = 250_000
 HALF = 79
@@ -168,20 +169,6 @@ extern "C" __global__ void __launch_bounds__(THREADS) pairs_row(int n, const int
 """
 
 
-def bench(launch, reps=7):
-    launch()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record()
-        launch()
-        b.record()
-        b.synchronize()
-        times.append(cp.cuda.get_elapsed_time(a, b))
-    return float(np.median(times))
-
-
 def half_p(n, rng):
     """HALF partners a point, i < j kept as (i, j); weights at random."""
     clusters = -(-n // CLUSTER)
@@ -267,14 +254,7 @@ def tile_pairs(n, lo, hi, v, T, least, by_row=False):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=10_000_000)
-    args = ap.parse_args()
-    n = args.n
-    dev = cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
-    print(f"device: {cp.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, {sms} SMs")
-    rng = cp.random.default_rng(1)
+    n, dev, sms, rng = setting(__doc__)
     t0 = time.time()
     lo, hi, v = half_p(n, rng)
     y = (rng.standard_normal((n, 2), dtype=cp.float32) * 30).astype(cp.float32)
