@@ -17,7 +17,8 @@ partners, 78 % in its own cluster, the rest in one of the four clusters around i
 CUDA events (median of 7 after a warm-up):
 
 - ``ell``: both halves of P in ELL (each row's entries padded to the longest row with the
-  row itself, weight 0), one thread a row, P read evict-first, as ``kernels/attract_hyb.cu``;
+  row itself, weight 0), one thread a row, P read evict-first, as ``kernels/attract_hyb.cu``
+  (``attract_floors.py``'s kernel);
 - ``the rest``: the pairs of the sparse tile pairs alone, both halves in ELL, the same kernel;
 - ``pairs tile``: one block per tile pair of at least m entries (F zeroed first);
 - ``pairs row``: one block per tile row I, walking its tile pairs J >= I with F_I kept in
@@ -37,7 +38,7 @@ import time
 import cupy as cp
 import numpy as np
 
-from attract_floors import bench, setting
+from attract_floors import bench, module, setting
 
 CLUSTER = 250_000
 HALF = 79
@@ -47,24 +48,6 @@ SOURCE = r"""
 __device__ inline float2 term(float2 a, float2 b, float p) {
   float dx = a.x - b.x, dy = a.y - b.y, w = 1.f / (1.f + dx * dx + dy * dy);
   return make_float2(p * w * dx, p * w * dy);
-}
-
-// Both halves of P in ELL, slot-major: the engine's form.
-extern "C" __global__ void __launch_bounds__(256, 8) ell(int n, int K, const int* __restrict__ cols,
-    const float* __restrict__ vals, const float2* __restrict__ y, float2* __restrict__ force) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    float2 yi = y[i], acc = make_float2(0.f, 0.f);
-#pragma unroll 4
-    for (int s = 0; s < K; ++s) {
-      long long e = (long long)s * n + i;
-      float p = __ldcs(vals + e);
-      float2 t = term(yi, __ldg(y + __ldcs(cols + e)), p);
-      acc.x += t.x;
-      acc.y += t.y;
-    }
-    force[i] = acc;
-  }
 }
 
 // Tile `t`'s coordinates into ys and its sums zeroed; returns its number of points.
@@ -263,8 +246,8 @@ def main():
     dev.synchronize()
     print(f"P: {n} points, {len(v)} pairs ({2 * len(v) / n:.1f} entries a row, ELL width {K}); "
           f"built in {time.time() - t0:.1f} s")
-    base = cp.RawModule(code=SOURCE, options=("-DTILE=2048", "-DUNROLL=4", "-DTHREADS=512", "-DNO_J=0"))
-    f = base.get_function("ell")
+    # attract_floors.py's ELL kernel, P read evict-first (its `R` and `C` unused by it).
+    f = module(8192, 8192, extra=("-DLOADP=__ldcs",)).get_function("ell")
     grid = (min(-(-n // 256), sms * 32),)
     ms = bench(lambda: f(grid, (256,), (np.int32(n), np.int32(K), ell_cols, ell_vals, y, force)))
     want = force.copy()

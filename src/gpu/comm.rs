@@ -280,7 +280,10 @@ fn load_kernels(gpu: &Gpu) {
                 .extend(loaders);
             crate::trace::event(|| "NCCL: kernels loaded on GPU 0".into());
         }
-        Err(e) => crate::trace::event(|| format!("NCCL: kernels not loaded on GPU 0: {e:?}")),
+        Err(e) => {
+            let e = GpuError::from(e);
+            crate::trace::event(|| format!("NCCL: kernels not loaded on GPU 0: {e}"))
+        }
     }
 }
 
