@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::{
-    AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, InitArg, NearFieldArg,
+    AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, InitArg, NearFieldArg, NoneOr,
     OnInterruptArg, PerplexityArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
 
@@ -167,6 +167,16 @@ pub struct EmbedArgs {
     /// Learning rate: `auto` = max(n / early exaggeration, 50), or a number.
     #[arg(long, default_value = "auto", allow_negative_numbers = true)]
     pub learning_rate: AutoOr<f32>,
+    /// The longest step a point may take in one iteration, in embedding units, or `none`
+    /// (openTSNE's max_step_norm): keeps a rare point from flying off the bulk, which
+    /// would stretch the repulsion's grid (more nodes, or a coarser grid at its cap).
+    #[arg(
+        long,
+        default_value = "5",
+        value_name = "S|none",
+        allow_negative_numbers = true
+    )]
+    pub max_step_norm: NoneOr<f32>,
     #[command(flatten)]
     pub search: SearchArgs,
     /// Neighbours computed elsewhere, used instead of a search: an .npz with n × k arrays

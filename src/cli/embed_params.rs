@@ -135,6 +135,10 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
             momentum_early: a.early_momentum,
             momentum_late: a.momentum,
+            max_step_norm: match a.max_step_norm {
+                NoneOr::None => None,
+                NoneOr::Value(s) => Some(s),
+            },
             deterministic: a.deterministic,
             ..defaults.optim
         },

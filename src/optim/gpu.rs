@@ -75,6 +75,7 @@ impl OptimizerGpu {
             momentum: phase.momentum,
             eta: params.learning_rate,
             min_gain: params.min_gain,
+            max_step: params.max_step_norm.unwrap_or(f32::INFINITY),
             attr,
             rep,
             y: &mut *y,
@@ -126,7 +127,14 @@ mod tests {
                     for t in 0..n * dims {
                         grad[t] = phase.exaggeration * attr[t] - rep[t];
                     }
-                    schedule::step(&mut y, &grad, &mut update, &mut gains, phase, &params);
+                    schedule::step(
+                        &mut y,
+                        &grad,
+                        (&mut update, &mut gains),
+                        dims,
+                        phase,
+                        &params,
+                    );
                     schedule::recentre(&mut y, dims);
                     let a = gpu.stream.clone_htod(&attr).unwrap();
                     let r = gpu.stream.clone_htod(&rep).unwrap();

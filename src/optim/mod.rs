@@ -158,7 +158,7 @@ pub fn optimize_observed(
             progress.status(&format!("KL {kl:.4}"));
         }
         let t = std::time::Instant::now();
-        schedule::step(y, &grad, &mut update, &mut gains, phase, params);
+        schedule::step(y, &grad, (&mut update, &mut gains), dims, phase, params);
         schedule::recentre(y, dims);
         report.update_seconds += t.elapsed().as_secs_f64();
         progress.advance(1);

@@ -31,6 +31,15 @@ pub struct OptimParams {
     pub momentum_late: f32,
     /// Floor of the per-coordinate gains (default 0.01).
     pub min_gain: f32,
+    /// The longest step a point may take in one iteration, in embedding units (default 5,
+    /// openTSNE's `max_step_norm`; `None`: no limit). A point whose update is longer moves
+    /// that far along it, and the momentum keeps the shortened update. Without it a rare
+    /// point, pushed hard while its few neighbours pull weakly, can leave the bulk in a
+    /// few steps: the repulsion's grid covers every point, so one stray point at three
+    /// times the bulk's radius gave a 10M-point run four times the grid nodes, and one
+    /// farther off a grid at its cap, coarser for every point (KL +0.44 %;
+    /// `benches/RESULTS.md`, 2026-11-28).
+    pub max_step_norm: Option<f32>,
     /// Report KL every this many iterations (default 50; 0 = only at the end).
     pub kl_every: usize,
     /// Sum the device's forces in fixed point (`--deterministic`): the attraction and the
@@ -52,6 +61,7 @@ impl Default for OptimParams {
             momentum_early: 0.5,
             momentum_late: 0.8,
             min_gain: 0.01,
+            max_step_norm: Some(5.0),
             kl_every: 50,
             deterministic: false,
         }
@@ -118,6 +128,9 @@ impl OptimParams {
         positive("exaggeration", self.exaggeration)?;
         positive("learning-rate", self.learning_rate)?;
         positive("min-gain", self.min_gain)?;
+        if let Some(m) = self.max_step_norm {
+            positive("max-step-norm", m)?;
+        }
         for (name, m) in [
             ("early-momentum", self.momentum_early),
             ("momentum", self.momentum_late),
@@ -132,20 +145,22 @@ impl OptimParams {
 
 /// One step of gradient descent with momentum and gains (Jacobs 1988, as in
 /// van der Maaten's and openTSNE's implementations): a gain grows by 0.2 while the
-/// gradient keeps pointing against the running update and shrinks by 0.8 otherwise.
+/// gradient keeps pointing against the running update and shrinks by 0.8 otherwise; each
+/// point's update is then shortened to [`OptimParams::max_step_norm`] where longer.
 pub fn step(
     y: &mut [f32],
     grad: &[f32],
-    update: &mut [f32],
-    gains: &mut [f32],
+    (update, gains): (&mut [f32], &mut [f32]),
+    dims: usize,
     phase: Phase,
     params: &OptimParams,
 ) {
     let eta = params.learning_rate;
-    y.par_chunks_mut(4096)
-        .zip(grad.par_chunks(4096))
-        .zip(update.par_chunks_mut(4096))
-        .zip(gains.par_chunks_mut(4096))
+    let chunk = dims * 1024;
+    y.par_chunks_mut(chunk)
+        .zip(grad.par_chunks(chunk))
+        .zip(update.par_chunks_mut(chunk))
+        .zip(gains.par_chunks_mut(chunk))
         .for_each(|(((y, g), u), gain)| {
             for t in 0..y.len() {
                 // The last update went against this gradient: the descent goes on.
@@ -157,9 +172,26 @@ pub fn step(
                 }
                 .max(params.min_gain);
                 u[t] = phase.momentum * u[t] - eta * gain[t] * g[t];
-                y[t] += u[t];
+            }
+            if let Some(limit) = params.max_step_norm {
+                for point in u.chunks_mut(dims) {
+                    clip_step(point, limit);
+                }
+            }
+            for (y, u) in y.iter_mut().zip(u.iter()) {
+                *y += u;
             }
         });
+}
+
+/// Shortens one point's update to `limit` if longer (the device's `clip_step` in
+/// `kernels/optim.cu` does the same).
+fn clip_step(u: &mut [f32], limit: f32) {
+    let norm = u.iter().map(|v| v * v).sum::<f32>().sqrt();
+    if norm > limit {
+        let scale = limit / norm;
+        u.iter_mut().for_each(|v| *v *= scale);
+    }
 }
 
 /// Subtracts the mean of each coordinate (the KL is translation invariant; keeping Y
@@ -224,8 +256,8 @@ mod tests {
         step(
             &mut y,
             &[-1.0, 1.0],
-            &mut update,
-            &mut gains,
+            (&mut update, &mut gains),
+            1,
             phase,
             &params,
         );
@@ -233,6 +265,78 @@ mod tests {
         assert!((gains[1] - 0.01).abs() < 1e-7);
         assert!((update[0] - (0.5 + 1.2)).abs() < 1e-6);
         assert!((y[0] - update[0]).abs() < 1e-7);
+    }
+
+    #[test]
+    fn a_long_step_is_shortened_along_its_direction() {
+        // Every gradient positive against a zero update: every gain becomes 1.2, so with
+        // η = 1 / 1.2 the update is −g.
+        let params = OptimParams {
+            learning_rate: 1.0 / 1.2,
+            max_step_norm: Some(5.0),
+            ..Default::default()
+        };
+        let phase = params.phase(0);
+        // Point 0 would move (−30, −40), 50 long: it moves (−3, −4) and keeps that as its
+        // update (the momentum's memory); point 1 would move (−1, −2): unchanged.
+        let mut y = vec![10.0f32, 10.0, -1.0, -1.0];
+        let mut update = vec![0f32; 4];
+        let mut gains = vec![1f32; 4];
+        let grad = [30.0f32, 40.0, 1.0, 2.0];
+        step(&mut y, &grad, (&mut update, &mut gains), 2, phase, &params);
+        let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(a, b)| (a - b).abs() < 1e-5);
+        assert!(close(&update, &[-3.0, -4.0, -1.0, -2.0]), "{update:?}");
+        assert!(close(&y, &[7.0, 6.0, -2.0, -3.0]), "{y:?}");
+        // Without the limit the long step is taken whole.
+        let free = OptimParams {
+            max_step_norm: None,
+            ..params
+        };
+        let mut y = vec![10.0f32, 10.0, -1.0, -1.0];
+        let (mut update, mut gains) = (vec![0f32; 4], vec![1f32; 4]);
+        step(&mut y, &grad, (&mut update, &mut gains), 2, phase, &free);
+        assert!(close(&y, &[-20.0, -30.0, -2.0, -3.0]), "{y:?}");
+    }
+
+    #[test]
+    fn the_step_limit_holds_for_every_point_in_three_dimensions() {
+        // Many points across the parallel chunks (3 floats a point: a chunk boundary
+        // must not split one), gradients of every size: no point moves farther than the
+        // limit, and those whose update is shorter move exactly as without it.
+        let n = 5000;
+        let grad: Vec<f32> = (0..n * 3)
+            .map(|t| ((t * 7919) % 2001) as f32 - 1000.0)
+            .collect();
+        let run = |max_step_norm| {
+            let params = OptimParams {
+                learning_rate: 0.01,
+                max_step_norm,
+                ..Default::default()
+            };
+            let mut y = vec![0f32; n * 3];
+            let (mut update, mut gains) = (vec![0f32; n * 3], vec![1f32; n * 3]);
+            step(
+                &mut y,
+                &grad,
+                (&mut update, &mut gains),
+                3,
+                params.phase(0),
+                &params,
+            );
+            y
+        };
+        let (limited, free) = (run(Some(5.0)), run(None));
+        let norm = |p: &[f32]| p.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let mut shortened = 0;
+        for (l, f) in limited.chunks(3).zip(free.chunks(3)) {
+            assert!(norm(l) <= 5.0 * (1.0 + 1e-6), "{l:?}");
+            if norm(f) > 5.0 {
+                shortened += 1;
+            } else {
+                assert_eq!(l, f);
+            }
+        }
+        assert!(shortened > 100 && shortened < n - 100, "{shortened}");
     }
 
     #[test]
@@ -287,6 +391,13 @@ mod tests {
                     ..d
                 },
                 "momentum",
+            ),
+            (
+                OptimParams {
+                    max_step_norm: Some(0.0),
+                    ..d
+                },
+                "max-step-norm",
             ),
         ];
         for (p, name) in cases {

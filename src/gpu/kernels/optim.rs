@@ -10,8 +10,10 @@ kernels! {
     file: Optim;
 
     /// One step from g = `alpha` · `attr` − `rep`: gains (delta-bar-delta, floor
-    /// `min_gain`), momentum `momentum`, learning rate `eta`, y += update; the column sums
-    /// of the new y added to `sums` (zeroed; exact sums, `crate::gpu::sum`). Blocks of a multiple of 32 threads.
+    /// `min_gain`), momentum `momentum`, learning rate `eta`, each point's update shortened
+    /// to `max_step` where longer (infinite: no limit), y += update; the column sums of the
+    /// new y added to `sums` (zeroed; exact sums, `crate::gpu::sum`). Blocks of a multiple
+    /// of 32 threads.
     pub struct OptimStep = "optim_step_{dims}d" {
         dims: host,
         n: usize as i32,
@@ -19,6 +21,7 @@ kernels! {
         momentum: f32,
         eta: f32,
         min_gain: f32,
+        max_step: f32,
         attr: in f32 [n * dims],
         rep: in f32 [n * dims],
         y: out f32 [n * dims],
