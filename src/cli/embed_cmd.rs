@@ -29,11 +29,11 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let mut plan = plan(&args)?;
     let interrupts = install_interrupts(&args, plan.output.as_deref())?;
     let (pool, _) = super::worker_pool(args.threads)?;
-    let _warm = warm_up_gpus(&plan.params);
+    let warm = warm_up_gpus(&plan.params);
     // However `run` returns, the NCCL communicators being made ahead or aborted on side
-    // threads end first: the process must not end under them. (Dropped before `_warm`,
+    // threads end first: the process must not end under them. (Dropped before `warm`,
     // whose thread may wait for the GPUs beyond the first until this lets them go.)
-    let _ended = sgtsne::gpu::comm::EndedOnDrop;
+    let ended = sgtsne::gpu::comm::EndedOnDrop;
 
     let t = Instant::now();
     sgtsne::trace::event(|| "load".into());
@@ -81,6 +81,15 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         let fit = pool.install(|| Clusters::fit(&y, clusters_on, k, params.seed, labels.as_ref()));
         clusters = Some(fit?);
     }
+    // The GPU work is over: the communicators' end and the side thread waited for, every
+    // GPU's context ends beside the writing instead of one after another at the exit.
+    drop(ended);
+    drop(warm);
+    sgtsne::gpu::comm::wait_ended();
+    // SAFETY: nothing uses a GPU from here: the run has returned, its side threads (the
+    // warm-up, NCCL's set-up and teardown) have ended, `result` holds host data only, and
+    // the writing and the summary run on the host.
+    let _contexts = unsafe { sgtsne::gpu::end::end_contexts() };
 
     let t = Instant::now();
     sgtsne::trace::event(|| "write".into());

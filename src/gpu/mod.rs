@@ -30,6 +30,7 @@ pub mod centre;
 pub mod comm;
 pub mod compile;
 pub mod context;
+pub mod end;
 pub mod error;
 pub mod fft;
 pub mod kernels;

@@ -1,0 +1,62 @@
+//! The end of a process's GPU work: every GPU's context destroyed at once, on a thread of
+//! its own, while the command line writes its outputs.
+//!
+//! Left to the process's exit, the driver tears the contexts down one after the other:
+//! the 10M-point runs ended 0.26–0.29 s after their last trace point on one H100 and
+//! 0.60–0.72 s on four (`benches/RESULTS.md`, 2026-11-27), each GPU adding its share to
+//! a run's wall time after its outputs were written. `cuDevicePrimaryCtxReset` destroys a
+//! device's primary context and everything in it (buffers, modules, streams, FFT plans),
+//! so the teardown can run beside the writing of the outputs instead, all GPUs together.
+
+use std::thread::JoinHandle;
+
+use cudarc::driver::sys;
+
+use super::context::MAX_DEVICES;
+use super::Gpu;
+
+/// The threads of [`end_contexts`]; dropping it waits for them (a process must not exit
+/// while a thread is inside the driver).
+#[must_use = "dropping it at once waits for the contexts' end"]
+pub struct ContextsEnding(Vec<JoinHandle<()>>);
+
+impl Drop for ContextsEnding {
+    fn drop(&mut self) {
+        for thread in self.0.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Starts destroying the primary context of every GPU this process has set up, each on
+/// its own thread. A GPU whose thread cannot start keeps its context, which the process's
+/// exit then ends as before.
+///
+/// # Safety
+///
+/// Nothing may use a GPU of this process from this call on: every [`Gpu`] it set up, and
+/// every buffer, stream, module, FFT plan or communicator made on one, refers to a context
+/// that no longer exists (the driver then answers with an error, or worse, for memory
+/// already handed back). Threads that used a GPU must have ended, or be done with it;
+/// `Drop`s of GPU objects must not run after it (the [`Gpu`]s themselves, being statics,
+/// never drop). Only for the command line's end: a library caller may embed again.
+pub unsafe fn end_contexts() -> ContextsEnding {
+    let threads = (0..MAX_DEVICES)
+        .filter_map(Gpu::started)
+        .filter_map(|gpu| {
+            let ordinal = gpu.device.context.ordinal();
+            let device = gpu.device.context.cu_device();
+            std::thread::Builder::new()
+                .name(format!("sgtsne-end-{ordinal}"))
+                .spawn(move || {
+                    crate::trace::event(|| format!("GPU {ordinal}: context ending"));
+                    // SAFETY: the caller's promise: nothing uses the device any more. An
+                    // error leaves the context to the process's exit.
+                    let _ = unsafe { sys::cuDevicePrimaryCtxReset_v2(device) };
+                    crate::trace::event(|| format!("GPU {ordinal}: context ended"));
+                })
+                .ok()
+        })
+        .collect();
+    ContextsEnding(threads)
+}
