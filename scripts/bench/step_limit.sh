@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# GPU machine: `--max-step-norm` (the longest step a point takes in one iteration, default
+# 5) against `none` on MNIST 70k and 1.3M deformed digits, `embed --backend gpu`, the two
+# settings interleaved RUNS times (3 by default) after a warm-up; each run's summary line
+# (KL, 10-NN accuracy and preservation, G2G seconds, grid and its changes) and
+# scripts/bench/spread.py's line (the embedding's spread). The 10M mixture's runs are
+# `scripts/bench/kl_spread.sh` with and without EMBED_ARGS="--max-step-norm none".
+#
+#   RUNS=3 scripts/bench/step_limit.sh [mnist] [digits]      # default: both
+#
+# Needs .bench/bin and .bench/images (scripts/bench/stage_images.sh) for the digits, and
+# .bench/data for MNIST. About 2 minutes. Writes $OUT/step-limit.txt and $OUT/step-limit.tgz.
+set -uo pipefail
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_begin step-limit
+sections=("$@")
+[ ${#sections[@]} -gt 0 ] || sections=(mnist digits)
+both() {
+  local name=$1 r s
+  shift
+  "$sgtsne" embed "$@" --backend gpu -o "$work/warm.npy" --quiet 2> /dev/null
+  for r in $(seq 1 "${RUNS:-3}"); do
+    for s in 5 none; do
+      embed "$name-$s-$r" "$@" --backend gpu --max-step-norm "$s" &&
+        python3 "$bench_dir/spread.py" "$work/$name-$s-$r.npy" "$work/$name-$s-$r.json" |
+        tee -a "$summary"
+    done
+  done
+}
+for section in "${sections[@]}"; do
+  case $section in
+    mnist) mnist_input; both mnist "${mnist[@]}" ;;
+    digits) digits 1300000; both digits1m3 "${input[@]}" ;;
+    *) say "unknown section $section (mnist, digits)"; exit 2 ;;
+  esac
+done
+bench_end
