@@ -1,10 +1,11 @@
 //! The end of a process's GPU work: every GPU's context destroyed at once, on a thread of
 //! its own, while the command line writes its outputs.
 //!
-//! Left to the process's exit, the driver tears the contexts down one after the other:
-//! the 10M-point runs ended 0.26–0.29 s after their last trace point on one H100 and
-//! 0.60–0.72 s on four (`benches/RESULTS.md`, 2026-11-27), each GPU adding its share to
-//! a run's wall time after its outputs were written. `cuDevicePrimaryCtxReset` destroys a
+//! Left to the process's exit, the driver tears the contexts down one after the other: on
+//! a 4×H100 host the 10M-point runs ended 0.26–0.29 s after their report's total on one GPU
+//! and 0.62–0.73 s on four (`benches/RESULTS.md`, 2026-11-27), each GPU adding its share
+//! to a run's wall time after its outputs were written; ended here, 0.16–0.20 and
+//! 0.23–0.27 s after the last trace point (2026-11-28). `cuDevicePrimaryCtxReset` destroys a
 //! device's primary context and everything in it (buffers, modules, streams, FFT plans),
 //! so the teardown can run beside the writing of the outputs instead, all GPUs together.
 
