@@ -166,8 +166,23 @@ fn short_iters_shorten_the_early_phase() {
         .contains("shortened to 40"));
 }
 
-/// Negative, zero, NaN or out-of-range factors and momenta fail before any work, naming
-/// the flag, and write nothing.
+/// The step limit reaches the optimiser: 5 by default, another number, or none (`null`
+/// in the report).
+#[test]
+fn the_step_limit_is_set_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (extra, want) in [
+        (&[][..], serde_json::json!(5.0)),
+        (&["--max-step-norm", "2.5"][..], serde_json::json!(2.5)),
+        (&["--max-step-norm", "none"][..], serde_json::Value::Null),
+    ] {
+        let (_, optim) = short_run(dir.path(), extra);
+        assert_eq!(optim["max_step_norm"], want, "{extra:?}");
+    }
+}
+
+/// Negative, zero, NaN or out-of-range factors, momenta and step limits fail before any
+/// work, naming the flag, and write nothing.
 #[test]
 fn bad_exaggeration_and_momentum_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -193,6 +208,8 @@ fn bad_exaggeration_and_momentum_are_refused() {
         ("--momentum", "1", "must be in [0, 1), got 1"),
         ("--early-momentum", "-0.5", "must be in [0, 1), got -0.5"),
         ("--momentum", "NaN", "must be in [0, 1), got NaN"),
+        ("--max-step-norm", "0", "must be positive and finite, got 0"),
+        ("--max-step-norm", "-5", "must be positive and finite, got -5"),
     ] {
         let name = format!("`{}`", flag.trim_start_matches('-'));
         fails_cleanly_with(
