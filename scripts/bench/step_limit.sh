@@ -6,8 +6,9 @@
 # scripts/bench/spread.py's line (the embedding's spread). The 10M mixture's runs are
 # `scripts/bench/kl_spread.sh` with and without EMBED_ARGS="--max-step-norm none".
 #
-#   RUNS=3 scripts/bench/step_limit.sh [mnist] [digits] [digits10m]   # default: the first two
-#
+#   RUNS=3 scripts/bench/step_limit.sh [mnist] [digits] [digits3d] [digits10m]
+#                                                      # default: mnist digits
+#   digits3d   1.3M deformed digits in 3-D (about 15 s a run)
 #   digits10m  10M deformed digits (`--knn approx`; about 1 minute a run)
 #
 # Needs .bench/bin and .bench/images (scripts/bench/stage_images.sh) for the digits, and
@@ -37,8 +38,12 @@ for section in "${sections[@]}"; do
   case $section in
     mnist) both mnist "${mnist[@]}" ;;
     digits) digits 1300000; both digits1m3 "${input[@]}" ;;
+    digits3d)
+      "$sgtsne" embed "${mnist[@]}" --backend gpu --dims 3 -o "$work/warm.npy" --quiet 2> /dev/null
+      digits 1300000
+      both digits1m3-3d "${input[@]}" --dims 3 ;;
     digits10m) digits 10000000; both digits10m "${input[@]}" --knn approx ;;
-    *) say "unknown section $section (mnist, digits, digits10m)"; exit 2 ;;
+    *) say "unknown section $section (mnist, digits, digits3d, digits10m)"; exit 2 ;;
   esac
 done
 bench_end
