@@ -209,7 +209,11 @@ fn bad_exaggeration_and_momentum_are_refused() {
         ("--early-momentum", "-0.5", "must be in [0, 1), got -0.5"),
         ("--momentum", "NaN", "must be in [0, 1), got NaN"),
         ("--max-step-norm", "0", "must be positive and finite, got 0"),
-        ("--max-step-norm", "-5", "must be positive and finite, got -5"),
+        (
+            "--max-step-norm",
+            "-5",
+            "must be positive and finite, got -5",
+        ),
     ] {
         let name = format!("`{}`", flag.trim_start_matches('-'));
         fails_cleanly_with(

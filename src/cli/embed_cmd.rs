@@ -81,15 +81,18 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         let fit = pool.install(|| Clusters::fit(&y, clusters_on, k, params.seed, labels.as_ref()));
         clusters = Some(fit?);
     }
-    // The GPU work is over: the communicators' end and the side thread waited for, every
-    // GPU's context ends beside the writing instead of one after another at the exit.
-    drop(ended);
-    drop(warm);
-    sgtsne::gpu::comm::wait_ended();
-    // SAFETY: nothing uses a GPU from here: the run has returned, its side threads (the
-    // warm-up, NCCL's set-up and teardown) have ended, `result` holds host data only, and
-    // the writing and the summary run on the host.
-    let _contexts = unsafe { sgtsne::gpu::end::end_contexts() };
+    // The GPU work is over: beside the writing, NCCL's teardown and the warm-up thread are
+    // waited for, then every GPU's context ends (at once, instead of one after another at
+    // the process's exit).
+    // SAFETY: nothing uses a GPU once the closure has returned: the run has, its side
+    // threads (the warm-up, NCCL's set-up and teardown) have ended, `result` holds host
+    // data only, and the writing and the summary run on the host.
+    let _contexts = unsafe {
+        sgtsne::gpu::end::end_contexts(move || {
+            drop(ended);
+            drop(warm);
+        })
+    };
 
     let t = Instant::now();
     sgtsne::trace::event(|| "write".into());
