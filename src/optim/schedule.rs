@@ -37,8 +37,10 @@ pub struct OptimParams {
     /// point, pushed hard while its few neighbours pull weakly, can leave the bulk in a
     /// few steps: the repulsion's grid covers every point, so one stray point at three
     /// times the bulk's radius gave a 10M-point run four times the grid nodes, and one
-    /// farther off a grid at its cap, coarser for every point (KL +0.44 %;
-    /// `benches/RESULTS.md`, 2026-11-28).
+    /// farther off a grid at its cap, coarser for every point (KL +0.44 %). With the limit
+    /// the 10M mixture's G2G took 0.07 s a run against 1.3–1.75 s, its KL 8.5188–8.5197
+    /// against 8.5199–8.5286; MNIST and deformed digits did not change (`benches/RESULTS.md`,
+    /// 2026-11-28).
     pub max_step_norm: Option<f32>,
     /// Report KL every this many iterations (default 50; 0 = only at the end).
     pub kl_every: usize,
@@ -184,8 +186,8 @@ pub fn step(
         });
 }
 
-/// Shortens one point's update to `limit` if longer (the device's `clip_step` in
-/// `kernels/optim.cu` does the same).
+/// Shortens one point's update to `limit` if longer (as the device's `step` in
+/// `kernels/optim.cu` does).
 fn clip_step(u: &mut [f32], limit: f32) {
     let norm = u.iter().map(|v| v * v).sum::<f32>().sqrt();
     if norm > limit {
