@@ -195,6 +195,13 @@ __device__ inline void student_t(double d2, double dof, double* g1, double* g2) 
     *g2 = *g1 * edge;
 }
 
+// G1 alone (student_t's).
+__device__ inline double student_g1(double d2, double dof) {
+    double g1, g2;
+    student_t(d2, dof, &g1, &g2);
+    return g1;
+}
+
 // Grid-stride loop over [0, n).
 #define GRID_STRIDE(i, n) \
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (long long)(n); \

@@ -3,8 +3,8 @@
 // point's own interpolated self-interaction sum_{a,b} L_a L_b G1(h|a-b|) over its stencil,
 // computed from per-axis autocorrelations c_d of the weights as src/repulse/g2s/cpu.rs does
 // (subtracting w~_ii instead of 1 removes the interpolation error of the self term from Z).
-// G1 is the grid's kernel, (1 + d^2/dof)^-dof as G2G convolved with (dof 1: the Cauchy
-// 1/(1 + d^2), computed as such).
+// G1 is the grid's kernel, (1 + d^2/dof)^-dof as G2G convolved with (common.cuh's
+// student_g1; dof 1: the Cauchy 1/(1 + d^2), computed in the grid's precision as before).
 //
 // In 3-D the points are taken in S2G's cell order (`order`, src/repulse/s2g/gpu.rs): the
 // lanes of a warp then mostly share a stencil, so their reads of 64 nodes x 5 channels
@@ -46,7 +46,7 @@ __device__ void gather(int n, GridGeom g, double dof, const float* __restrict__ 
         const real self_w = interpolated_self<D>(w, [&](float d2) {
             const real u = (real)g.h * (real)g.h * (real)d2;
             if (dof == 1.0) return (real)1 / ((real)1 + u);
-            return (real)pow((double)1 + (double)u / dof, -dof);
+            return (real)student_g1((double)u, dof);
         });
         acc[0] -= self_w;
         out[i * C] = acc[0];

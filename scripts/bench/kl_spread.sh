@@ -21,7 +21,6 @@ mixture 200000
 mixture 10000000
 for r in $(seq 1 "${RUNS:-4}"); do
   embed "10m-g$gpus-$r" "${input[@]}" --backend gpu --knn approx --gpus "$gpus" "${extra[@]}" &&
-    python3 "$bench_dir/spread.py" "$work/10m-g$gpus-$r.npy" "$work/10m-g$gpus-$r.json" |
-    tee -a "$summary"
+    spread "10m-g$gpus-$r"
 done
 bench_end

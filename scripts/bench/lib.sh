@@ -95,6 +95,11 @@ embed() {
   python3 "$bench_dir/summarize.py" line "$work" "$name" | tee -a "$summary"
 }
 
+# spread NAME: scripts/bench/spread.py's line for `embed NAME`'s embedding and report.
+spread() {
+  python3 "$bench_dir/spread.py" "$work/$1.npy" "$work/$1.json" | tee -a "$summary"
+}
+
 medians() {
   python3 "$bench_dir/summarize.py" medians "$work" "$@" | tee -a "$summary"
 }

@@ -28,9 +28,7 @@ both() {
   shift
   for r in $(seq 1 "${RUNS:-3}"); do
     for s in 5 none; do
-      embed "$name-$s-$r" "$@" --backend gpu --max-step-norm "$s" &&
-        python3 "$bench_dir/spread.py" "$work/$name-$s-$r.npy" "$work/$name-$s-$r.json" |
-        tee -a "$summary"
+      embed "$name-$s-$r" "$@" --backend gpu --max-step-norm "$s" && spread "$name-$s-$r"
     done
   done
 }
