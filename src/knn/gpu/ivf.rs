@@ -14,8 +14,8 @@
 //! for as many query blocks at a time as the free memory holds; never n × n nor n × lists.
 //!
 //! Every run measures its recall: the exact kNN of [`RECALL_SAMPLE`] rows drawn at random
-//! (a sweep of all references for them, on the device while the host orders the cells),
-//! against the approximate rows ([`crate::knn::ivf::sample_recall`]).
+//! (a sweep of all references for them, on the device while the host orders the cells, or
+//! over several GPUs on the last one as it joins the sweep), against the approximate rows ([`crate::knn::ivf::sample_recall`]).
 //!
 //! Everything but the cells ranks by the search's [`Key`], as the CPU twin
 //! ([`crate::knn::ivf_cpu`]) does: the cells probed (nearest to each query block by the key,
@@ -93,7 +93,8 @@ pub struct ApproxSeconds {
     /// The refinement rounds.
     pub refine: f64,
     /// What the recall sample adds: the wait for its exact neighbours beyond the cells'
-    /// order (which they run beside) and both recalls.
+    /// order (which they run beside; over several GPUs they are searched in the sweep) and
+    /// both recalls.
     pub recall: f64,
 }
 
@@ -203,18 +204,21 @@ pub fn approx_device(
     };
     crate::trace::event(|| "knn: points assigned".into());
     // The host's order of the cells calls no driver (only the recall sample's search
-    // beside it does): the other GPUs of a run over several start meanwhile, for the sweep,
+    // beside it may): the other GPUs of a run over several start meanwhile, for the sweep,
     // and then NCCL's set-up for the optimisation.
     crate::gpu::comm::go_ahead();
     // The host sorts and orders the cells while the device finds the recall sample's
-    // exact neighbours among the points as they came (a sweep of all of them, 0.5 s at
-    // 10M points, off the path); in a first run, whose sweep kernel is still compiling,
-    // after the search instead.
+    // exact neighbours among the points as they came (a sweep of all of them, 0.10–0.18 s
+    // at 10M points, off the path); in a first run, whose sweep kernel is still compiling,
+    // after the sweep instead. Over several GPUs the last one searches, once it has joined
+    // the sweep: GPU 0 is then loading NCCL's kernels, beside which the search took
+    // 0.44–0.74 s on 4×H100, longer than the order.
     let shape = Shape::new(n, d, k, key);
     let mut sample = RecallSample::new(n, params.seed);
+    let gpus = params.gpus.max(1);
     let (beside, cells, sorted_points, order_seconds) = std::thread::scope(|scope| {
         let exact = scope.spawn(|| -> Result<Option<Vec<Vec<u32>>>, GpuError> {
-            if !fused::sweep_ready(gpu, d) {
+            if gpus > 1 || !fused::sweep_ready(gpu, d) {
                 return Ok(None);
             }
             gpu.device.context.bind_to_thread()?;
@@ -254,14 +258,19 @@ pub fn approx_device(
     seconds.cell_steps = steps;
 
     let mut answer = Answer::poisoned(gpu, shape)?;
-    let gpus = params.gpus.max(1);
     let inputs = (&sorted, &split);
-    let candidates = sweep_planned(gpu, gpus, inputs, &planner, shape, &mut answer, progress)?;
+    let search = (beside.is_none() && gpus > 1).then_some(SampleSearch {
+        positions: &sample.positions,
+        names: &cells.order,
+    });
+    let outputs = (&mut answer, search);
+    let (candidates, searched) =
+        sweep_planned(gpu, gpus, inputs, &planner, shape, outputs, progress)?;
     drop(planner);
     seconds.sweep = clock.lap()?;
     crate::trace::event(|| "knn: swept".into());
 
-    sample.candidates = match beside {
+    sample.candidates = match beside.or(searched) {
         Some(candidates) => candidates,
         None => {
             let order = &cells.order;
@@ -543,7 +552,8 @@ impl TakePlan {
 }
 
 /// The other GPUs already up when the sweep begins, until each has its copy of the
-/// sorted points and its answer ([`Arrival`]): GPU 0 queues its first take only then. A
+/// sorted points ([`Arrival`]): GPU 0 queues its first take only then; their split rows
+/// and answers follow beside it (0.15–0.19 s on 4×H100, which GPU 0 waited for before). A
 /// GPU that joined after GPU 0 had queued takes had its copy only once they ended, though
 /// the copy waits on an event recorded before them (10M mixture: GPU 1 began 0.7–1.7 s
 /// after GPU 0 in 14 of 23 runs on 2×H100, busy 6.0 s of the sweep against GPU 0's 7.4;
@@ -652,21 +662,23 @@ impl Drop for EndFeed<'_> {
 /// ready, copying the sorted points from GPU 0, GPU to GPU; they sweep into answers of
 /// their own and GPU 0 copies their rows into `answer` at the end. A block's lists are the
 /// same whichever GPU sweeps it. The sweep is most of the search at scale (13.6 s of 15.2 s
-/// at 10M points on one H200); the cells and the recall sample stay on GPU 0, and the
+/// at 10M points on one H200); the cells stay on GPU 0, and the
 /// refinement splits its rows apart ([`super::refine`]). (Contiguous runs of equal chunk
 /// counts, one per GPU, split the 10M mixture's sweep 1.71× on two GPUs: the blocks of its
 /// large clusters cost more per chunk. Through the host, the points' uploads and the
-/// answers' round trip took 2.8 s of the four-GPU sweep's 6.3 s at 10M points.) Returns the
-/// references swept per query, on average.
+/// answers' round trip took 2.8 s of the four-GPU sweep's 6.3 s at 10M points.) The last
+/// GPU makes `search` once it has joined, before its first take (it then takes fewer).
+/// Returns the references swept per query, on average, and the search's candidates (`None`
+/// without a search or a GPU beyond the first).
 fn sweep_planned(
     gpu: &Gpu,
     gpus: usize,
     (sorted, split): (&CudaSlice<f32>, &Split),
     planner: &ProbePlanner,
     shape: Shape,
-    answer: &mut Answer,
+    (answer, search): (&mut Answer, Option<SampleSearch<'_>>),
     progress: &dyn Progress,
-) -> Result<f64> {
+) -> Result<(f64, Searched)> {
     let blocks = planner.blocks();
     let queue = BlockQueue::new(blocks, TAKE, gpus);
     let rows = |b: &Range<usize>| (b.start * QUERIES).min(shape.n)..(b.end * QUERIES).min(shape.n);
@@ -698,8 +710,9 @@ fn sweep_planned(
         // the cells' order) and copied the sorted points, GPU to GPU.
         let others: Vec<_> = (1..gpus)
             .map(|r| {
+                let search = search.filter(|_| r + 1 == gpus);
                 scope.spawn(
-                    move || -> Result<(&'static Gpu, Answer, Vec<Range<usize>>)> {
+                    move || -> Result<(&'static Gpu, Answer, Vec<Range<usize>>, Searched)> {
                         let run = || -> Result<_> {
                             let arrival = Arrival(started[r].then_some(joining));
                             let other = Gpu::device(r)?;
@@ -717,18 +730,31 @@ fn sweep_planned(
                             )?;
                             let sorted = copy;
                             crate::trace::event(|| format!("knn: GPU {r} has the sorted points"));
+                            // Nothing more of this GPU's waits on GPU 0's work.
+                            drop(arrival);
                             let split = split_rows(other, &sorted, shape)?;
                             let mut part = Answer::poisoned(other, shape)?;
                             // The host's steps of the join, against the device's end of the
                             // GPU's first take (see `Joining` for what they waited on).
                             crate::trace::event(|| format!("knn: GPU {r} joins the sweep"));
-                            drop(arrival);
+                            let searched = match search {
+                                Some(s) => {
+                                    let (queries, names) = (s.positions, Some(s.names));
+                                    let found =
+                                        exact_candidates(other, &split, queries, names, shape)?;
+                                    crate::trace::event(|| {
+                                        format!("knn: GPU {r} searched the recall sample")
+                                    });
+                                    Some(found)
+                                }
+                                None => None,
+                            };
                             let inputs = (&sorted, &split);
                             let taken = sweep_from_queue(
                                 other, inputs, shape, &mut part, queue, feed, progress,
                             )?;
                             other.stream.synchronize()?;
-                            Ok((other, part, taken))
+                            Ok((other, part, taken, searched))
                         };
                         let swept = run();
                         if swept.is_err() {
@@ -770,7 +796,9 @@ fn sweep_planned(
     progress.end();
     let (chunks, parts) = result?;
     gpu.device.context.bind_to_thread()?;
-    for (other, part, taken) in parts {
+    let mut found = None;
+    for (other, part, taken, searched) in parts {
+        found = found.or(searched);
         for blocks in &taken {
             let q = rows(blocks);
             let at = q.start * shape.k..q.end * shape.k;
@@ -785,8 +813,19 @@ fn sweep_planned(
             copy_peer(gpu, &mut dst.slice_mut(at.clone()), other, &src.slice(at))?;
         }
     }
-    Ok(chunks as f64 * CHUNK as f64 / blocks.max(1) as f64)
+    Ok((chunks as f64 * CHUNK as f64 / blocks.max(1) as f64, found))
 }
+
+/// The recall sample's exact search for [`sweep_planned`]'s last GPU: the sample's rows by
+/// sorted position, and the sorted points' input rows.
+#[derive(Clone, Copy)]
+struct SampleSearch<'a> {
+    positions: &'a [i32],
+    names: &'a [u32],
+}
+
+/// A [`SampleSearch`]'s candidates, from the GPU that made it.
+type Searched = Option<Vec<Vec<u32>>>;
 
 /// What a GPU's thread returned (a panic as an error).
 fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
