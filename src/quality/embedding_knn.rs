@@ -1,5 +1,5 @@
 //! The k nearest other points of every point of a 1–3-D embedding, exactly, on all cores:
-//! the points bucketed in a uniform grid of about [`PER_CELL`] points a cell (a counting
+//! the points bucketed in a uniform grid of about [`PER_CELL`] points a cell (a parallel
 //! sort by cell), then each point's neighbours found among the cells around its own, ring
 //! after ring, until no unvisited cell can hold a nearer point. (With a k-d tree, whose
 //! build runs on one thread, the quality stage took 1.8–2.3 s at 10M points on 64 cores;
@@ -21,7 +21,6 @@
 
 use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Points per grid cell on average.
 const PER_CELL: f64 = 4.0;
@@ -372,45 +371,23 @@ impl<const D: usize> Grid<D> {
         c.iter().rev().fold(0, |id, &ca| id * self.cells + ca)
     }
 
-    /// The points by cell (`order`, ascending within a cell) and each cell's first position
-    /// in it (`starts`, one more than the cells): a counting sort on all cores (the cells'
-    /// sizes counted with atomics, each point placed at its cell's cursor, then each cell's
-    /// few points sorted), which does not move (cell, point) pairs through a general sort.
+    /// The points by cell (`order`) and each cell's first position in it (`starts`, one
+    /// more than the cells).
     fn bucket(&self, y: &[f32], ids: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let mut keyed: Vec<(u32, u32)> = ids
+            .par_iter()
+            .map(|&i| (self.id(self.cell(point::<D>(y, i as usize))) as u32, i))
+            .collect();
+        keyed.par_sort_unstable();
         let total = self.cells.pow(D as u32);
-        let keys: Vec<u32> = ids
-            .par_iter()
-            .map(|&i| self.id(self.cell(point::<D>(y, i as usize))) as u32)
-            .collect();
-        let cursor: Vec<AtomicU32> = (0..total)
-            .into_par_iter()
-            .map(|_| AtomicU32::new(0))
-            .collect();
-        keys.par_iter().for_each(|&c| {
-            cursor[c as usize].fetch_add(1, Ordering::Relaxed);
-        });
-        let mut starts = Vec::with_capacity(total + 1);
-        starts.push(0u32);
-        let mut at = 0;
-        for count in &cursor {
-            at += count.load(Ordering::Relaxed);
-            starts.push(at);
+        let mut starts = vec![0u32; total + 1];
+        for &(c, _) in &keyed {
+            starts[c as usize + 1] += 1;
         }
-        cursor
-            .par_iter()
-            .zip(&starts)
-            .for_each(|(c, &start)| c.store(start, Ordering::Relaxed));
-        let placed: Vec<AtomicU32> = (0..ids.len())
-            .into_par_iter()
-            .map(|_| AtomicU32::new(0))
-            .collect();
-        ids.par_iter().zip(&keys).for_each(|(&i, &c)| {
-            let s = cursor[c as usize].fetch_add(1, Ordering::Relaxed);
-            placed[s as usize].store(i, Ordering::Relaxed);
-        });
-        let mut order: Vec<u32> = placed.into_par_iter().map(AtomicU32::into_inner).collect();
-        sort_within_cells(&mut order, &starts);
-        (order, starts)
+        for c in 0..total {
+            starts[c + 1] += starts[c];
+        }
+        (keyed.into_iter().map(|(_, i)| i).collect(), starts)
     }
 
     /// Calls `visit` with the id of every cell at Chebyshev distance `r` from `c`, inside
@@ -451,34 +428,6 @@ impl<const D: usize> Grid<D> {
             }
         }
     }
-}
-
-/// Sorts each cell's entries of `order` (cell c holds `starts[c]..starts[c + 1]`), groups
-/// of whole cells on all cores.
-fn sort_within_cells(order: &mut [u32], starts: &[u32]) {
-    let cells = starts.len() - 1;
-    let groups = (rayon::current_num_threads() * 8).clamp(1, cells.max(1));
-    let points = starts[cells] as u64;
-    let mut rest = order;
-    let mut pieces = Vec::with_capacity(groups);
-    let mut first = 0;
-    for g in 1..=groups {
-        let target = (points * g as u64 / groups as u64) as u32;
-        let end = starts.partition_point(|&s| s < target).clamp(first, cells);
-        let end = if g == groups { cells } else { end };
-        let len = (starts[end] - starts[first]) as usize;
-        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(len);
-        pieces.push((piece, first..end));
-        rest = tail;
-        first = end;
-    }
-    pieces.into_par_iter().for_each(|(piece, cells)| {
-        let base = starts[cells.start];
-        for c in cells {
-            let range = (starts[c] - base) as usize..(starts[c + 1] - base) as usize;
-            piece[range].sort_unstable();
-        }
-    });
 }
 
 /// The smallest and largest coordinate of the points `ids` on each axis.

@@ -1,5 +1,5 @@
 //! The quality measures' embedding kNN on the GPU: the host builds its levels of grids
-//! (`super::embedding_knn`, a counting sort by cell: about a twentieth of the host's whole
+//! (`super::embedding_knn`, a parallel sort by cell: about a twentieth of the host's whole
 //! measure), the device searches them (`kernels/quality.cu`, one thread per point, the
 //! host's search step for step, so the rows are the host's), and each block of rows comes
 //! back to be scored on the host's cores as the host's rows are. At 10M points the host's
