@@ -187,7 +187,6 @@ pub fn make_ahead(world: usize) {
         return;
     }
     *GATE.0.lock().unwrap_or_else(PoisonError::into_inner) = Gate::Closed;
-    let mut loading = Some(Loading::begin());
     let making = std::thread::spawn(move || {
         // GPU 0, which the run needs first (the k-means, the cells), starts alone; then the
         // others together, each on a thread of its own (`Gpu::device` waits for a start
@@ -199,7 +198,6 @@ pub fn make_ahead(world: usize) {
         let streams = std::thread::scope(|scope| {
             let starting: Vec<_> = (0..world)
                 .map(|ordinal| {
-                    let loading = loading.take().filter(|_| ordinal == 0);
                     std::thread::Builder::new()
                         .name(format!("sgtsne-gpu-{ordinal}"))
                         .spawn_scoped(scope, move || {
@@ -215,7 +213,6 @@ pub fn make_ahead(world: usize) {
                                 }
                                 return Gpu::device(ordinal);
                             }
-                            let _loading = loading;
                             let gpu = Gpu::device(0)?;
                             load_kernels(gpu);
                             Ok(gpu)
@@ -256,41 +253,6 @@ pub fn make_ahead(world: usize) {
             .collect())
     });
     *AHEAD.lock().unwrap_or_else(PoisonError::into_inner) = Some((world, making));
-}
-
-/// Whether [`load_kernels`] is under way, for [`wait_kernels_loaded`].
-static LOADING: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
-
-/// Marks [`load_kernels`] under way until dropped, however its thread ends.
-struct Loading;
-
-impl Loading {
-    fn begin() -> Self {
-        *LOADING.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        Loading
-    }
-}
-
-impl Drop for Loading {
-    fn drop(&mut self) {
-        *LOADING.0.lock().unwrap_or_else(PoisonError::into_inner) = false;
-        LOADING.1.notify_all();
-    }
-}
-
-/// Waits while [`make_ahead`] loads NCCL's kernels on GPU 0 (at once when it does not):
-/// GPU 0's share of the kNN's sweep waits for them, since the loads, beside the sweep's
-/// kernels, took 2–3 s instead of 0.5–0.6 and slowed GPU 0's takes.
-pub fn wait_kernels_loaded() {
-    let (loading, ended) = &LOADING;
-    drop(
-        ended
-            .wait_while(
-                loading.lock().unwrap_or_else(PoisonError::into_inner),
-                |l| *l,
-            )
-            .unwrap_or_else(PoisonError::into_inner),
-    );
 }
 
 /// Loads NCCL's kernels into `gpu`'s context, by making a communicator of that one GPU,

@@ -208,8 +208,8 @@ pub fn approx_device(
     // and then NCCL's set-up for the optimisation.
     crate::gpu::comm::go_ahead();
     // The host sorts and orders the cells while the device finds the recall sample's
-    // exact neighbours among the points as they came (a sweep of all of them, about 0.5 s
-    // at 10M points, mostly off the path); in a first run, whose sweep kernel is still compiling,
+    // exact neighbours among the points as they came (a sweep of all of them, 0.10–0.18 s
+    // at 10M points, off the path); in a first run, whose sweep kernel is still compiling,
     // after the sweep instead. Over several GPUs the last one searches, once it has joined
     // the sweep: GPU 0 is then loading NCCL's kernels, beside which the search took
     // 0.44–0.74 s on 4×H100, longer than the order.
@@ -697,10 +697,6 @@ fn sweep_planned(
         let own = scope.spawn(move || -> Result<()> {
             let answer = own_answer;
             gpu.device.context.bind_to_thread()?;
-            if gpus > 1 {
-                crate::gpu::comm::wait_kernels_loaded();
-                crate::trace::event(|| "knn: GPU 0 has NCCL's kernels".into());
-            }
             joining.wait();
             crate::trace::event(|| "knn: GPU 0 sweeps, the GPUs up have joined".into());
             let inputs = (sorted, split);
