@@ -15,8 +15,9 @@
 //! - **kNN and P.** The approximate kNN's sweep, most of the search at scale, is split by
 //!   query blocks over the GPUs, each taking 1024 blocks at a time from one queue, and each
 //!   refinement round by rows over two of them ([`crate::knn::gpu::ivf`],
-//!   `IvfParams::gpus`; points and graphs travel GPU to GPU); its cells and recall sample
-//!   and the affinities run on GPU 0 as in a one-GPU run. GPU 0 fills P's HYB whole and
+//!   `IvfParams::gpus`; points and graphs travel GPU to GPU); its cells and the affinities
+//!   run on GPU 0 as in a one-GPU run, the recall sample's exact search on the last GPU as
+//!   it joins the sweep. GPU 0 fills P's HYB whole and
 //!   cuts the GPUs' row blocks from it where twice P fits there (10M points: about 13 GB);
 //!   else it fills one GPU's row block at a time and moves each block to its GPU, peer to
 //!   peer, before making the next
