@@ -15,7 +15,8 @@
 //!
 //! Every run measures its recall: the exact kNN of [`RECALL_SAMPLE`] rows drawn at random
 //! (a sweep of all references for them, on the device while the host orders the cells, or
-//! over several GPUs on the last one as it joins the sweep), against the approximate rows ([`crate::knn::ivf::sample_recall`]).
+//! over several GPUs on the last one as it joins the sweep), against the approximate rows
+//! ([`crate::knn::ivf::sample_recall`]).
 //!
 //! Everything but the cells ranks by the search's [`Key`], as the CPU twin
 //! ([`crate::knn::ivf_cpu`]) does: the cells probed (nearest to each query block by the key,
@@ -208,8 +209,8 @@ pub fn approx_device(
     // and then NCCL's set-up for the optimisation.
     crate::gpu::comm::go_ahead();
     // The host sorts and orders the cells while the device finds the recall sample's
-    // exact neighbours among the points as they came (a sweep of all of them, 0.10–0.18 s
-    // at 10M points, off the path); in a first run, whose sweep kernel is still compiling,
+    // exact neighbours among the points as they came (a sweep of all of them, about 0.5 s
+    // at 10M points, mostly off the path); in a first run, whose sweep kernel is still compiling,
     // after the sweep instead. Over several GPUs the last one searches, once it has joined
     // the sweep: GPU 0 is then loading NCCL's kernels, beside which the search took
     // 0.44–0.74 s on 4×H100, longer than the order.
@@ -662,14 +663,14 @@ impl Drop for EndFeed<'_> {
 /// ready, copying the sorted points from GPU 0, GPU to GPU; they sweep into answers of
 /// their own and GPU 0 copies their rows into `answer` at the end. A block's lists are the
 /// same whichever GPU sweeps it. The sweep is most of the search at scale (13.6 s of 15.2 s
-/// at 10M points on one H200); the cells stay on GPU 0, and the
-/// refinement splits its rows apart ([`super::refine`]). (Contiguous runs of equal chunk
-/// counts, one per GPU, split the 10M mixture's sweep 1.71× on two GPUs: the blocks of its
-/// large clusters cost more per chunk. Through the host, the points' uploads and the
-/// answers' round trip took 2.8 s of the four-GPU sweep's 6.3 s at 10M points.) The last
-/// GPU makes `search` once it has joined, before its first take (it then takes fewer).
-/// Returns the references swept per query, on average, and the search's candidates (`None`
-/// without a search or a GPU beyond the first).
+/// at 10M points on one H200); the cells stay on GPU 0, and the refinement splits its rows
+/// apart ([`super::refine`]). (Contiguous runs of equal chunk counts, one per GPU, split the
+/// 10M mixture's sweep 1.71× on two GPUs: the blocks of its large clusters cost more per
+/// chunk. Through the host, the points' uploads and the answers' round trip took 2.8 s of
+/// the four-GPU sweep's 6.3 s at 10M points.) The last GPU makes `search` once it has
+/// joined, before its first take (it then takes fewer). Returns the references swept per
+/// query, on average, and the search's candidates (`None` without a search or a GPU beyond
+/// the first).
 fn sweep_planned(
     gpu: &Gpu,
     gpus: usize,
