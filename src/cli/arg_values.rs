@@ -225,3 +225,13 @@ impl<T: FromStr> FromStr for NoneOr<T> {
             .map_err(|_| format!("expected `none` or a number, got `{s}`"))
     }
 }
+
+impl<T> NoneOr<T> {
+    /// The value, `None` for `none`.
+    pub fn into_option(self) -> Option<T> {
+        match self {
+            NoneOr::None => None,
+            NoneOr::Value(v) => Some(v),
+        }
+    }
+}

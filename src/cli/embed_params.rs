@@ -18,7 +18,7 @@ use sgtsne::repulse::GridSpec;
 
 use super::args::{
     AffinitiesArg, AutoOr, BackendArg, EmbedArgs, GridArg, InitArg, KnnArg, MetricArg,
-    NearFieldArg, NoneOr, OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
+    NearFieldArg, OrderArg, PrecisionArg, RepulsionArg, SearchArgs,
 };
 
 /// Notes on the exaggeration flags renamed after openTSNE's: `--exaggeration-iters`
@@ -135,10 +135,7 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
             momentum_early: a.early_momentum,
             momentum_late: a.momentum,
-            max_step_norm: match a.max_step_norm {
-                NoneOr::None => None,
-                NoneOr::Value(s) => Some(s),
-            },
+            max_step_norm: a.max_step_norm.into_option(),
             deterministic: a.deterministic,
             ..defaults.optim
         },
@@ -179,10 +176,7 @@ pub(super) fn apply_search(a: &SearchArgs, seed: u64, params: &mut EmbedParams) 
         seed,
         ..IvfParams::default()
     };
-    params.pca = match a.pca {
-        NoneOr::None => None,
-        NoneOr::Value(m) => Some(m),
-    };
+    params.pca = a.pca.into_option();
     params.order = match a.order {
         OrderArg::Auto => None,
         OrderArg::Locality => Some(PointOrder::Locality),

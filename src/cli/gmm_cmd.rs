@@ -276,10 +276,7 @@ impl Run<'_> {
             "notes": fit.notes,
             "k_selection": candidates,
             "params": params,
-            "pca": match args.pca {
-                NoneOr::Value(m) => Some(m),
-                NoneOr::None => None,
-            },
+            "pca": args.pca.into_option(),
             "precision": T::NAME,
             "backend": self.backend.name(),
             "threads": self.threads,
