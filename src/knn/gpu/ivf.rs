@@ -260,7 +260,7 @@ pub fn approx_device(
 
     let mut answer = Answer::poisoned(gpu, shape)?;
     let inputs = (&sorted, &split);
-    let search = (beside.is_none() && gpus > 1).then_some(SampleSearch {
+    let search = (gpus > 1).then_some(SampleSearch {
         positions: &sample.positions,
         names: &cells.order,
     });
