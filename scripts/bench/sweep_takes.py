@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 """The kNN sweep's takes in traced runs (`SGTSNE_TRACE=1`, the .err files a script keeps):
 per run the sweep's wall seconds (from "knn: sweep begins" to "knn: swept"), each GPU's
-takes and seconds on the device (their sum: the sweep's share each GPU was busy) and the
-longest time the host took to queue a take (a stall of the host's driver calls; beyond a
-take's own time on the device, the GPU runs dry).
+takes and seconds on the device (their sum: the sweep's share each GPU was busy), how
+long after the sweep began each GPU beyond the first joined it (the last one: once it has
+searched the recall sample), the longest time the host took to queue a take (a stall of the host's driver calls; beyond a
+take's own time on the device, the GPU runs dry), and each GPU's idle seconds between its
+joining and its last take, with the part of them inside NCCL's making of the run's
+communicators ("NCCL: N communicators" to "NCCL: communicators made").
+
+A take's trace line is written when the host has seen it end (it queues the next take
+first, so the device goes on), so the take began on the device its own seconds before
+the line; the GPU was idle from the end of the take before (or from its joining: "joins
+the sweep", "searched the recall sample", "GPU 0 sweeps") to that beginning.
 
     python3 scripts/bench/sweep_takes.py RUN.err ...
     python3 scripts/bench/sweep_takes.py DIR          # every *.err below DIR
@@ -13,10 +21,15 @@ import re
 import sys
 
 TAKE = re.compile(
-    r"trace +[\d.]+ s .*knn: GPU (\d+) take \d+ \((\d+) blocks\): plan waited ([\d.]+) ms, "
+    r"trace +([\d.]+) s .*knn: GPU (\d+) take \d+ \((\d+) blocks\): plan waited ([\d.]+) ms, "
     r"queued in ([\d.]+) ms, ([\d.]+|NaN) ms on the device"
 )
 POINT = re.compile(r"trace +([\d.]+) s .*knn: (sweep begins|swept)$")
+JOINED = re.compile(
+    r"trace +([\d.]+) s .*knn: GPU (\d+) "
+    r"(joins the sweep|searched the recall sample|sweeps, the GPUs up have joined)"
+)
+NCCL = re.compile(r"trace +([\d.]+) s .*NCCL: (\d+ communicators|communicators made)$")
 
 
 def takes_of(path):
@@ -26,11 +39,11 @@ def takes_of(path):
     for line in open(path, errors="replace"):
         m = TAKE.search(line)
         if m:
-            gpu = int(m[1])
+            gpu = int(m[2])
             takes[gpu] = takes.get(gpu, 0) + 1
-            if m[5] != "NaN":
-                busy[gpu] = busy.get(gpu, 0.0) + float(m[5]) / 1e3
-            queued.append(float(m[4]))
+            if m[6] != "NaN":
+                busy[gpu] = busy.get(gpu, 0.0) + float(m[6]) / 1e3
+            queued.append(float(m[5]))
             continue
         m = POINT.search(line.rstrip())
         if m:
@@ -39,13 +52,55 @@ def takes_of(path):
     return takes, busy, queued, wall
 
 
+def idle_of(path):
+    """Per GPU: its idle seconds between joining the sweep and its last take's end, the part
+    of them inside NCCL's making of the communicators (0 without its trace points), and when
+    it joined, in seconds after the sweep began (NaN without the trace points)."""
+    ends, joined, nccl, began_at = {}, {}, {}, float("nan")
+    for line in open(path, errors="replace"):
+        m = TAKE.search(line)
+        if m and m[6] != "NaN":
+            ends.setdefault(int(m[2]), []).append((float(m[1]), float(m[6]) / 1e3))
+            continue
+        m = JOINED.search(line)
+        if m:
+            joined[int(m[2])] = float(m[1])
+            continue
+        m = NCCL.search(line.rstrip())
+        if m:
+            nccl["made" if m[2] == "communicators made" else "from"] = float(m[1])
+            continue
+        m = POINT.search(line.rstrip())
+        if m and m[2] == "sweep begins":
+            began_at = float(m[1])
+    window = (nccl.get("from", 0.0), nccl.get("made", 0.0))
+    idle = {}
+    for gpu, takes in ends.items():
+        total = inside = 0.0
+        before = joined.get(gpu)
+        for end, seconds in takes:
+            began = end - seconds
+            if before is not None and began > before:
+                total += began - before
+                inside += max(0.0, min(began, window[1]) - max(before, window[0]))
+            before = end
+        idle[gpu] = (total, inside, joined.get(gpu, float("nan")) - began_at)
+    return idle
+
+
 def summary(path):
     takes, busy, queued, wall = takes_of(path)
     if not takes:
         return None
-    gpus = ", ".join(
-        f"GPU {g}: {takes[g]} takes, {busy.get(g, float('nan')):.2f} s busy" for g in sorted(takes)
-    )
+    idle = idle_of(path)
+    def gpu(g):
+        total, inside, joined = idle.get(g, (0.0, 0.0, float("nan")))
+        line = f"GPU {g}: {takes[g]} takes, {busy.get(g, float('nan')):.2f} s busy, "
+        if g > 0:
+            line += f"joined after {joined:.2f} s, "
+        return line + f"{total:.2f} s idle ({inside:.2f} in NCCL's set-up)"
+
+    gpus = ", ".join(gpu(g) for g in sorted(takes))
     return f"{path.name}: sweep {wall:.2f} s; {gpus}; longest queueing {max(queued):.0f} ms"
 
 
