@@ -6,10 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cufft::sys::cufftType;
 use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-use cudarc::driver::result::stream::StreamKind;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
-};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
 use super::compile::{arch_name, Cubins, Precompile, Variant};
@@ -28,10 +25,7 @@ pub const BLOCK: u32 = 256;
 pub struct Gpu {
     /// The device and its context.
     pub device: Device,
-    /// The stream every stage launches on, in order: a stream of its own, not the
-    /// context's legacy default stream, which every synchronous call of the libraries
-    /// beside the run (NCCL's set-up, cuFFT's planning) would queue behind the stage's
-    /// queued work, and which would hold that work back behind theirs.
+    /// The stream every stage launches on, in order.
     pub stream: Arc<CudaStream>,
     multiprocessors: usize,
     cubins: Arc<Cubins>,
@@ -39,22 +33,6 @@ pub struct Gpu {
     fft_plans: PlanCache,
     /// Device memory held back by `SGTSNE_GPU_MEMORY_LIMIT` ([`Gpu::withheld_bytes`]).
     withheld: Option<CudaSlice<u8>>,
-}
-
-/// A stream of `context`'s own for [`Gpu::stream`], non-blocking (no implicit ordering
-/// with the legacy default stream), for the life of the process. Made outside cudarc's
-/// count of a context's streams, so that its tracking of buffers across streams stays off
-/// while this is the only stream in use, as it was on the default stream: cudarc would
-/// otherwise wait on and record two events for every buffer of every launch.
-fn own_stream(context: &Arc<CudaContext>) -> std::result::Result<Arc<CudaStream>, DriverError> {
-    context.bind_to_thread()?;
-    let raw = cudarc::driver::result::stream::create(StreamKind::NonBlocking)?;
-    // SAFETY: `raw` is a live stream of `context`, just made with it current; it is never
-    // destroyed (the `Gpu` holding it is a static that never drops; the context's end takes
-    // it), so it outlives every use. Work on it is ordered against other streams' as work on
-    // the default stream was: by cudarc's events once it counts another stream (a fork, a
-    // `new_stream`), by the stages' own events and joins.
-    Ok(unsafe { context.wrap_borrowed_stream(raw) })
 }
 
 /// The environment variable that limits the device memory this process can allocate, a
@@ -145,7 +123,7 @@ impl Gpu {
         slot.get_or_init(|| {
             crate::trace::event(|| format!("GPU {ordinal}: set-up"));
             let device = probe_device(ordinal)?;
-            let stream = own_stream(&device.context).map_err(|e| e.to_string())?;
+            let stream = device.context.default_stream();
             let arch = arch_name(device.compute_capability);
             let multiprocessors = device
                 .context
