@@ -14,6 +14,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Before any thread starts: the environment is the process's.
+    sgtsne::gpu::comm::set_nccl_defaults();
     sgtsne::trace::begin();
     let args = cli::args::Cli::parse();
     let ended = cli::run(args);

@@ -320,6 +320,32 @@ pub fn take_ahead(world: usize) -> Option<Vec<Ranks>> {
     }
 }
 
+/// NCCL's settings a run over several GPUs is made for, each applied by
+/// [`set_nccl_defaults`] unless the environment gives it a value of its own:
+///
+/// - `NCCL_CUMEM_ENABLE=0`: NCCL's buffers through `cudaMalloc` rather than the cuMem API.
+///   With the cuMem API, made while the kNN's sweep runs (GPU 0's loader of NCCL's
+///   kernels, then the run's communicators), the other GPUs' copies of the sorted points from GPU 0 now
+///   and then waited 1.4–1.9 s for it, and they joined the sweep that much later: in 5 of
+///   11 runs of the 10M mixture on 4×H100 against 1 of 8 without it; the walls' medians
+///   13.13 s against 12.68 (8 runs each, `benches/RESULTS.md`, 2026-11-28).
+/// - `NCCL_NVLS_ENABLE=0`: NVLink multicast off, which nothing here needs (its set-up
+///   takes memory and time on NVSwitch hosts).
+pub const NCCL_DEFAULTS: &[(&str, &str)] = &[("NCCL_CUMEM_ENABLE", "0"), ("NCCL_NVLS_ENABLE", "0")];
+
+/// Puts [`NCCL_DEFAULTS`] into the process's environment where it holds no value of its
+/// own, for NCCL to read when a run first loads it. The environment is the process's: call
+/// this at the start of `main`, before any other thread starts (a C library that reads the
+/// environment on one thread while another changes it may crash). The command line does;
+/// a library caller may, or may set the variables itself.
+pub fn set_nccl_defaults() {
+    for (name, value) in NCCL_DEFAULTS {
+        if std::env::var_os(name).is_none() {
+            std::env::set_var(name, value);
+        }
+    }
+}
+
 /// The communicator's identity, made once ([`Ranks::new_id`]) and handed to every rank's
 /// thread, which joins with it ([`Ranks::join`]).
 #[derive(Clone, Copy)]
