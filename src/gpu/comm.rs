@@ -8,7 +8,7 @@
 //! Making the communicators costs 0.5–1 s on idle GPUs (NCCL loads its kernels into each
 //! GPU's context, then probes the topology and connects the GPUs), so the command line
 //! starts the GPUs on side threads while the input loads, loads NCCL's kernels on GPU 0
-//! then, and makes the communicators once the run lets them, before the kNN's sweep
+//! then, and makes the communicators once the run lets them and that load is done
 //! ([`make_ahead`], [`go_ahead`]); the run takes them when it gets there ([`take_ahead`]),
 //! or joins its own ([`Ranks::join`]) when none were made.
 
@@ -182,6 +182,21 @@ pub fn go_ahead() {
 /// others once GPU 0 is ready and the run lets them, [`go_ahead`]) and then the NCCL
 /// communicators of a run over them, for [`take_ahead`]; nothing for one GPU or without
 /// NCCL (the run then says why it cannot go on).
+///
+/// Where the set-up lands in a run of the 10M mixture (traces of `scripts/bench/`'s
+/// `ab_traced.sh` and `multi_gpu.sh`, read by `sweep_takes.py`; `benches/RESULTS.md`,
+/// 2026-11-28): GPU 0's loader of NCCL's kernels takes 2.1–2.8 s from GPU 0's readiness
+/// (4.9 s in 2 of 19 runs on 4×H100; about 1 s of it NCCL's "kernels", 1.0–1.8 s its
+/// "connections", 64 channels for a communicator of one GPU), so the communicators are
+/// made 3.0–4.2 s into the run, beside the kNN's sweep (begun at 1.6–2.4 s). Each other
+/// GPU then loads NCCL's kernels into its context beside its share of the sweep and stands
+/// idle meanwhile (a module's load waits for the context's work and holds back what is
+/// queued after it): 0.33–1.10 s on each of three GPUs of 4×H100, up to 0.55 s on the
+/// second of 2×H100 (none on a host where the loader ended before the sweep), against
+/// nothing on GPU 0. Now and then the other GPUs' copies of the sorted points from GPU 0
+/// wait for the loader too, and they join the sweep up to 2.7 s after it began instead of
+/// 0.2–0.3 s (the last GPU 0.7 s, after its search of the recall sample): in 5 of 11 runs
+/// with NCCL's buffers from the cuMem API, 1 of 8 from `cudaMalloc` ([`NCCL_DEFAULTS`]).
 pub fn make_ahead(world: usize) {
     if world < 2 || !nccl_present() {
         return;
@@ -262,7 +277,8 @@ pub fn make_ahead(world: usize) {
 /// sweep on GPU 0, which it then stalled, its loads waiting on the sweep's kernels (NCCL's
 /// "Init timings", "kernels"; with `CUDA_MODULE_LOADING=EAGER` 0.00 s). Loaded once per
 /// context, they cost the run's own set-up nothing later on GPU 0; the other GPUs load
-/// theirs idle, before the sweep. The communicator ends with the run's ([`Ranks`]' drop,
+/// theirs when the run's communicators are made (see [`make_ahead`] for where that
+/// lands). The communicator ends with the run's ([`Ranks`]' drop,
 /// else [`wait_ended`]): ended at once, its abort waited 2.5–3 s on the sweep's kernels
 /// beside it. A failure here is the run's to report, at its own set-up.
 fn load_kernels(gpu: &Gpu) {

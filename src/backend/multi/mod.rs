@@ -50,9 +50,11 @@
 //!   forces differ from a one-GPU run's in their last bits; with `--deterministic` a run
 //!   repeats bit for bit for a given number of GPUs (NCCL sums in a fixed order), not
 //!   across numbers.
-//! - **Communicators.** Made while the input loads when the command line names `--gpus N`
-//!   ([`comm::make_ahead`]: NCCL's set-up, 0.5–1 s on idle GPUs, overlaps the run's),
-//!   else joined by every rank's thread once its buffers are made.
+//! - **Communicators.** Made on a side thread when the command line names `--gpus N`
+//!   ([`comm::make_ahead`]: NCCL's kernels loaded on GPU 0 beside the run's start, the
+//!   communicators made once the other GPUs are up, beside the kNN's sweep at 10M points),
+//!   else joined by every rank's thread once its buffers are made. What that set-up costs
+//!   the sweep is in [`comm::make_ahead`]'s doc.
 //! - **Failures.** Every buffer is made before the first collective, so a GPU short of
 //!   memory fails alone, with its own message. After that no host wait blocks: the ranks
 //!   meet between iterations and poll their queues ([`watch::Watch`]), and when one fails the
