@@ -194,9 +194,10 @@ pub fn go_ahead() {
 /// queued after it): 0.33–1.10 s on each of three GPUs of 4×H100, up to 0.55 s on the
 /// second of 2×H100 (none on a host where the loader ended before the sweep), against
 /// nothing on GPU 0. Now and then the other GPUs' copies of the sorted points from GPU 0
-/// wait for the loader too, and they join the sweep up to 2.7 s after it began instead of
-/// 0.2–0.3 s (the last GPU 0.7 s, after its search of the recall sample): in 5 of 11 runs
-/// with NCCL's buffers from the cuMem API, 1 of 8 from `cudaMalloc` ([`NCCL_DEFAULTS`]).
+/// wait for NCCL's set-up under way as they are queued (GPU 0's loader, or the run's
+/// communicators loading NCCL's kernels on their GPUs), and they join the sweep 0.75–2.9 s
+/// after it began instead of 0.2–0.3 s (the last GPU 0.7 s, after its search of the recall
+/// sample): in 12 of the 29 four-GPU runs of three builds on 4×H100 and 4×H200.
 pub fn make_ahead(world: usize) {
     if world < 2 || !nccl_present() {
         return;
@@ -338,16 +339,12 @@ pub fn take_ahead(world: usize) -> Option<Vec<Ranks>> {
 
 /// NCCL's settings a run over several GPUs is made for, each applied by
 /// [`set_nccl_defaults`] unless the environment gives it a value of its own:
-///
-/// - `NCCL_CUMEM_ENABLE=0`: NCCL's buffers through `cudaMalloc` rather than the cuMem API.
-///   With the cuMem API, made while the kNN's sweep runs (GPU 0's loader of NCCL's
-///   kernels, then the run's communicators), the other GPUs' copies of the sorted points from GPU 0 now
-///   and then waited 1.4–1.9 s for it, and they joined the sweep that much later: in 5 of
-///   11 runs of the 10M mixture on 4×H100 against 1 of 8 without it; the walls' medians
-///   13.13 s against 12.68 (8 runs each, `benches/RESULTS.md`, 2026-11-28).
-/// - `NCCL_NVLS_ENABLE=0`: NVLink multicast off, which nothing here needs (its set-up
-///   takes memory and time on NVSwitch hosts).
-pub const NCCL_DEFAULTS: &[(&str, &str)] = &[("NCCL_CUMEM_ENABLE", "0"), ("NCCL_NVLS_ENABLE", "0")];
+/// `NCCL_NVLS_ENABLE=0`, NVLink multicast off, which nothing here needs (on NVSwitch hosts
+/// its set-up takes device memory and time). (`NCCL_CUMEM_ENABLE=0`, NCCL's buffers from
+/// `cudaMalloc`, was tried and is not set: on 4×H100 the 10M mixture's walls had medians
+/// of 12.68 s against 13.13 over 8 runs each, on 4×H200 12.86 against 12.37 over 5 and 2;
+/// `benches/RESULTS.md`, 2026-11-28.)
+pub const NCCL_DEFAULTS: &[(&str, &str)] = &[("NCCL_NVLS_ENABLE", "0")];
 
 /// Puts [`NCCL_DEFAULTS`] into the process's environment where it holds no value of its
 /// own, for NCCL to read when a run first loads it. The environment is the process's: call

@@ -6,9 +6,8 @@
 //!   device's primary one, [`Gpu::device`]) and one stream per GPU; the GPUs are the ranks
 //!   of one NCCL communicator ([`crate::gpu::comm`]), which moves data between them over
 //!   NVLink or PCIe without the host. `CUDA_VISIBLE_DEVICES` chooses the GPUs, as the driver
-//!   applies it. NVLink multicast stays off (`NCCL_NVLS_ENABLE=0`, which nothing here needs),
-//!   and NCCL's buffers come from `cudaMalloc` (`NCCL_CUMEM_ENABLE=0`): the command line
-//!   sets both unless the environment does ([`comm::set_nccl_defaults`]).
+//!   applies it. NVLink multicast stays off (`NCCL_NVLS_ENABLE=0`, which nothing here needs):
+//!   the command line sets it unless the environment does ([`comm::set_nccl_defaults`]).
 //! - **Points.** The n points are split into contiguous row blocks of ⌈n / N⌉ rows
 //!   ([`Partition`]), the last one shorter (padded where the blocks travel). The affinity
 //!   stage's order is kept (the locality order of the scale issue, when it runs, already
