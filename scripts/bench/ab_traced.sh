@@ -8,6 +8,8 @@
 #   A_BIN=… B_BIN=… ORDER="2:a 2:b 2:a 2:b 1:b" scripts/bench/ab_traced.sh
 #
 # A_BIN, B_BIN   the two binaries (default .bench/base/sgtsne and .bench/bin/sgtsne)
+# A_ENV, B_ENV   NAME=VALUE settings, space-separated, for that side's runs only (e.g. the
+#                same binary on both sides with B_ENV="NCCL_CUMEM_ENABLE=0"; default none)
 # ORDER          the runs, each GPUS:BUILD, in order (default "2:a 2:b 2:a 2:b 2:a 2:b 1:b")
 #
 # One untimed warm-up embed of a 200k mixture on 1 GPU and on the most GPUs of ORDER first
@@ -23,7 +25,8 @@ bench_begin ab-traced
 for side in a b; do
   bin=${side}_bin
   [ -x "${!bin}" ] || { say "no binary at ${!bin}"; exit 1; }
-  say "$side: ${!bin} ($(head -n 1 "${!bin%/*}/BUILD" 2> /dev/null || echo 'no BUILD file'))"
+  env_of=${side^^}_ENV
+  say "$side: ${!bin} ($(head -n 1 "${!bin%/*}/BUILD" 2> /dev/null || echo 'no BUILD file'))${!env_of:+ with ${!env_of}}"
 done
 nccl_path
 export SGTSNE_TRACE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT
@@ -73,11 +76,12 @@ PY
 status=0
 for gv in $order; do
   g=${gv%:*} side=${gv#*:}
-  bin=${side}_bin
+  bin=${side}_bin env_of=${side^^}_ENV
+  side_env=${!env_of:-}
   r=$(find "$work" -maxdepth 1 -name "10m-$side-g$g-*.json" | wc -l)
   name=10m-$side-g$g-$r
   NCCL_DEBUG_FILE=$work/$name.nccl.%p /usr/bin/time -f "%e" -o "$work/$name.time" \
-    "${!bin}" embed "${input[@]}" --knn approx --backend gpu --gpus "$g" \
+    env ${side_env:+$side_env} "${!bin}" embed "${input[@]}" --knn approx --backend gpu --gpus "$g" \
     -o "$work/$name.npy" --report "$work/$name.json" --quiet 2> "$work/$name.err" ||
     { say "$name: failed"; status=1; continue; }
   summary_of "$work/$name" | tee -a "$summary"
