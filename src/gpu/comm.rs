@@ -185,16 +185,16 @@ pub fn go_ahead() {
 ///
 /// Where the set-up lands in a run of the 10M mixture (traces of `scripts/bench/`'s
 /// `ab_traced.sh` and `multi_gpu.sh`, read by `sweep_takes.py`; `benches/RESULTS.md`,
-/// 2026-11-28): GPU 0's loader of NCCL's kernels takes 2.1–2.8 s from GPU 0's readiness
-/// (4.9 s in 2 of 19 runs on 4×H100; about 1 s of it NCCL's "kernels", 1.0–1.8 s its
+/// 2026-11-28): GPU 0's loader of NCCL's kernels takes 1.7–2.8 s from GPU 0's readiness
+/// (4.9–5.2 s in 3 of 22 runs on 4×H100; about 1 s of it NCCL's "kernels", 1.0–1.8 s its
 /// "connections", 64 channels for a communicator of one GPU), so the communicators are
-/// made 3.0–4.2 s into the run, beside the kNN's sweep (begun at 1.6–2.4 s). Each other
-/// GPU then loads NCCL's kernels into its context beside its share of the sweep and stands
-/// idle meanwhile (a module's load waits for the context's work and holds back what is
-/// queued after it): 0.33–1.10 s on each of three GPUs of 4×H100, up to 0.55 s on the
-/// second of 2×H100 (none on a host where the loader ended before the sweep), against
-/// nothing on GPU 0. Now and then the other GPUs' copies of the sorted points from GPU 0
-/// wait for NCCL's set-up under way as they are queued (GPU 0's loader, or the run's
+/// begun 2.5–4.3 s into the run and made by 3.6–6.6 s, beside the kNN's sweep (begun at
+/// 1.5–2.4 s). Each other GPU then loads NCCL's kernels into its context beside its share
+/// of the sweep and stands idle meanwhile (a module's load waits for the context's work and
+/// holds back what is queued after it): 0.33–1.10 s on each of three GPUs of 4×H100, up to
+/// 0.55 s on the second of 2×H100 (none on a host where the loader ended before the sweep),
+/// against nothing on GPU 0. Now and then the other GPUs' copies of the sorted points from
+/// GPU 0 wait for NCCL's set-up under way as they are queued (GPU 0's loader, or the run's
 /// communicators loading NCCL's kernels on their GPUs), and they join the sweep 0.75–2.9 s
 /// after it began instead of 0.2–0.3 s (the last GPU 0.7 s, after its search of the recall
 /// sample): in 12 of the 29 four-GPU runs of three builds on 4×H100 and 4×H200.
