@@ -13,6 +13,9 @@ per evaluation on an H100. It times, with CUDA events (median of 7 after a warm-
   close to it), and in a Morton order of the embedding at the first and the last snapshot (alone, and
   within the clusters), with the share of neighbours that lie within 4096, 32768 and 262144
   places of their row;
+- ``order`` in the input's and the clusters' numberings also with y read as FP16 (4 bytes a
+  point, 40 MB at 10M): whether the gathers miss L2 for want of room (a compact y would
+  then gather faster), or wait on L2 hits alone;
 - ``sorted``: P (the kNN graph symmetrised, as ``embed`` makes it) in ELL of width K with
   each row's slots in column order against the same rows rotated at random (a row's
   entries in no particular order, as the symmetrisation leaves them), the ELL part's time
@@ -48,6 +51,31 @@ extern "C" __global__ void ell(int n, int K, const int* __restrict__ cols,
       long long e = (long long)s * n + i;
       float p = __ldcs(vals + e);
       float2 yj = __ldg(y + __ldcs(cols + e));
+      float dx = yi.x - yj.x, dy = yi.y - yj.y, w = 1.f / (1.f + dx * dx + dy * dy);
+      ax += p * w * dx;
+      ay += p * w * dy;
+    }
+    force[i] = make_float2(ax, ay);
+  }
+}
+"""
+
+GATHER_HALF = r"""
+#include <cuda_fp16.h>
+// `ell` with y read as two FP16 halves a point (4 bytes, half of y's 80 MB at 10M points),
+// each gather converted to float: what a compact y would gather (its precision aside).
+extern "C" __global__ void ell_half(int n, int K, const int* __restrict__ cols,
+                                    const float* __restrict__ vals, const __half2* __restrict__ y,
+                                    float2* __restrict__ force) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    float2 yi = __half22float2(__ldg(y + i));
+    float ax = 0.f, ay = 0.f;
+#pragma unroll 4
+    for (int s = 0; s < K; ++s) {
+      long long e = (long long)s * n + i;
+      float p = __ldcs(vals + e);
+      float2 yj = __half22float2(__ldg(y + __ldcs(cols + e)));
       float dx = yi.x - yj.x, dy = yi.y - yj.y, w = 1.f / (1.f + dx * dx + dy * dy);
       ax += p * w * dx;
       ay += p * w * dy;
@@ -209,6 +237,7 @@ def orders(idx, labels, snapshots, y_last):
         code = morton(y)
         cases.append((f"Morton of {name}", np.argsort(code, kind="stable")))
         cases.append((f"clusters, Morton of {name} within", np.lexsort((code, labels))))
+    half = cp.RawKernel(GATHER_HALF, "ell_half")
     vals = cp.full((k, n), 1e-8, cp.float32)
     for name, order in cases:
         local = renumbered(idx, order)
@@ -223,6 +252,14 @@ def orders(idx, labels, snapshots, y_last):
             force,
         )
         print(f"order | {name} | {ms:.2f} ms for k = {k} | within 4096 / 32768 / 262144 places: {near}", flush=True)
+        if name in ("input", "clusters"):
+            yh = y.astype(cp.float16)
+            ms = timed(
+                lambda: half(((n + 255) // 256,), (256,), (np.int32(n), np.int32(k), cols, vals, yh, force)),
+                force,
+            )
+            print(f"order | {name}, y in FP16 | {ms:.2f} ms for k = {k}", flush=True)
+            del yh
         del cols, y, force
         cp.get_default_memory_pool().free_all_blocks()
 
