@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The kNN sweep's takes in traced runs (`SGTSNE_TRACE=1`, the .err files a script keeps):
-per run the sweep's wall seconds (from "knn: sweep begins" to "knn: swept"), each GPU's
-takes and seconds on the device (their sum: the sweep's share each GPU was busy), how
-long after the sweep began each GPU beyond the first joined it (the last one: once it has
-searched the recall sample), the longest time the host took to queue a take (a stall of the host's driver calls; beyond a
-take's own time on the device, the GPU runs dry), and each GPU's idle seconds between its
-joining and its last take, with the part of them inside NCCL's making of the run's
-communicators ("NCCL: N communicators" to "NCCL: communicators made").
+"""The kNN sweep's takes in traced runs (`SGTSNE_TRACE=1`, the .err files a script keeps): per
+run the sweep's wall seconds (from "knn: sweep begins" to "knn: swept"), each GPU's takes
+and seconds on the device (their sum: the sweep's share each GPU was busy), how long after
+the sweep began each GPU beyond the first joined it (the last one: once it has searched the
+recall sample), the longest time the host took to queue a take (a stall of the host's driver
+calls; beyond a take's own time on the device, the GPU runs dry), and each GPU's idle
+seconds between its joining and its last take, with the part of them inside NCCL's making of
+the run's communicators ("NCCL: N communicators" to "NCCL: communicators made").
 
 A take's trace line is written when the host has seen it end (it queues the next take
 first, so the device goes on), so the take began on the device its own seconds before
@@ -93,6 +93,7 @@ def summary(path):
     if not takes:
         return None
     idle = idle_of(path)
+
     def gpu(g):
         total, inside, joined = idle.get(g, (0.0, 0.0, float("nan")))
         line = f"GPU {g}: {takes[g]} takes, {busy.get(g, float('nan')):.2f} s busy, "
