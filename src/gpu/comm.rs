@@ -192,7 +192,7 @@ pub fn go_ahead() {
 /// 1.5–2.4 s). Each other GPU then loads NCCL's kernels into its context beside its share
 /// of the sweep and stands idle meanwhile (a module's load waits for the context's work and
 /// holds back what is queued after it): 0.33–1.10 s on each of three GPUs of 4×H100, up to
-/// 0.55 s on the second of 2×H100 (none on a host where the loader ended before the sweep),
+/// 0.55 s on the second of two (none on a host where the loader ended before the sweep),
 /// against nothing on GPU 0. Now and then the other GPUs' copies of the sorted points from
 /// GPU 0 wait for NCCL's set-up under way as they are queued (GPU 0's loader, or the run's
 /// communicators loading NCCL's kernels on their GPUs), and they join the sweep 0.75–2.9 s
