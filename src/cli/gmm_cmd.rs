@@ -210,6 +210,10 @@ impl Run<'_> {
             }
         };
         let fit_seconds = t.elapsed().as_secs_f64();
+        // The fit is over: every GPU's context ends beside the writing, as `embed`'s do.
+        // SAFETY: nothing uses a GPU from here on: the fit's threads have ended, `fit` and
+        // `candidates` hold host data only, and the writing runs on the host.
+        let _contexts = unsafe { sgtsne::gpu::end::end_contexts(|| {}) };
         let t = Instant::now();
         self.write(&x, &fit, candidates.as_deref())?;
         let write = t.elapsed().as_secs_f64();

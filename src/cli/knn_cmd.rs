@@ -41,6 +41,11 @@ pub fn run(args: KnnArgs) -> Result<()> {
     let load = start.elapsed().as_secs_f64();
     let bar = Bar::new(args.quiet);
     let found = pool.install(|| embed::search_neighbors(input, &params, &bar))?;
+    // The search is over: every GPU's context ends beside the writing, all at once, instead
+    // of one after another at the process's exit (as `embed`'s do).
+    // SAFETY: nothing uses a GPU from here on: the search's threads have ended, and `found`
+    // holds host data only; the writing and the report run on the host.
+    let _contexts = unsafe { sgtsne::gpu::end::end_contexts(|| {}) };
     let nb = &found.neighbors;
     let t = Instant::now();
     // Plain distances in the input's units, in f64: squaring them gives back the f32
