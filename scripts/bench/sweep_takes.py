@@ -16,6 +16,7 @@ the sweep", "searched the recall sample", "GPU 0 sweeps") to that beginning.
     python3 scripts/bench/sweep_takes.py RUN.err ...
     python3 scripts/bench/sweep_takes.py DIR          # every *.err below DIR
 """
+import math
 import pathlib
 import re
 import sys
@@ -32,48 +33,58 @@ JOINED = re.compile(
 NCCL = re.compile(r"trace +([\d.]+) s .*NCCL: (\d+ communicators|communicators made)$")
 
 
-def takes_of(path):
-    """The run's takes: per GPU their count and seconds on the device, every take's time
-    to queue (ms), and the sweep's wall seconds (NaN without its trace points)."""
-    busy, takes, queued, points = {}, {}, [], {}
+def read_trace(path):
+    """The sweep's trace lines of one run, read once: every take as (GPU, time of its line,
+    seconds on the device or NaN, ms to queue), when each GPU joined, the trace points of
+    the sweep ("sweep begins", "swept") and of NCCL's making of the communicators ("from",
+    "made")."""
+    takes, joined, points, nccl = [], {}, {}, {}
     for line in open(path, errors="replace"):
         m = TAKE.search(line)
         if m:
-            gpu = int(m[2])
-            takes[gpu] = takes.get(gpu, 0) + 1
-            if m[6] != "NaN":
-                busy[gpu] = busy.get(gpu, 0.0) + float(m[6]) / 1e3
-            queued.append(float(m[5]))
-            continue
-        m = POINT.search(line.rstrip())
-        if m:
-            points[m[2]] = float(m[1])
-    wall = points.get("swept", float("nan")) - points.get("sweep begins", float("nan"))
-    return takes, busy, queued, wall
-
-
-def idle_of(path):
-    """Per GPU: its idle seconds between joining the sweep and its last take's end, the part
-    of them inside NCCL's making of the communicators (0 without its trace points), and when
-    it joined, in seconds after the sweep began (NaN without the trace points)."""
-    ends, joined, nccl, began_at = {}, {}, {}, float("nan")
-    for line in open(path, errors="replace"):
-        m = TAKE.search(line)
-        if m and m[6] != "NaN":
-            ends.setdefault(int(m[2]), []).append((float(m[1]), float(m[6]) / 1e3))
+            on_device = float("nan") if m[6] == "NaN" else float(m[6]) / 1e3
+            takes.append((int(m[2]), float(m[1]), on_device, float(m[5])))
             continue
         m = JOINED.search(line)
         if m:
             joined[int(m[2])] = float(m[1])
             continue
-        m = NCCL.search(line.rstrip())
+        line = line.rstrip()
+        m = NCCL.search(line)
         if m:
             nccl["made" if m[2] == "communicators made" else "from"] = float(m[1])
             continue
-        m = POINT.search(line.rstrip())
-        if m and m[2] == "sweep begins":
-            began_at = float(m[1])
+        m = POINT.search(line)
+        if m:
+            points[m[2]] = float(m[1])
+    return takes, joined, points, nccl
+
+
+def takes_of(path, trace=None):
+    """The run's takes: per GPU their count and seconds on the device, every take's time
+    to queue (ms), and the sweep's wall seconds (NaN without its trace points)."""
+    records, _, points, _ = trace or read_trace(path)
+    busy, takes, queued = {}, {}, []
+    for gpu, _, on_device, queueing in records:
+        takes[gpu] = takes.get(gpu, 0) + 1
+        if not math.isnan(on_device):
+            busy[gpu] = busy.get(gpu, 0.0) + on_device
+        queued.append(queueing)
+    wall = points.get("swept", float("nan")) - points.get("sweep begins", float("nan"))
+    return takes, busy, queued, wall
+
+
+def idle_of(path, trace=None):
+    """Per GPU: its idle seconds between joining the sweep and its last take's end, the part
+    of them inside NCCL's making of the communicators (0 without its trace points), and when
+    it joined, in seconds after the sweep began (NaN without the trace points)."""
+    records, joined, points, nccl = trace or read_trace(path)
+    began_at = points.get("sweep begins", float("nan"))
     window = (nccl.get("from", 0.0), nccl.get("made", 0.0))
+    ends = {}
+    for gpu, end, on_device, _ in records:
+        if not math.isnan(on_device):
+            ends.setdefault(gpu, []).append((end, on_device))
     idle = {}
     for gpu, takes in ends.items():
         total = inside = 0.0
@@ -89,10 +100,11 @@ def idle_of(path):
 
 
 def summary(path):
-    takes, busy, queued, wall = takes_of(path)
+    trace = read_trace(path)
+    takes, busy, queued, wall = takes_of(path, trace)
     if not takes:
         return None
-    idle = idle_of(path)
+    idle = idle_of(path, trace)
 
     def gpu(g):
         total, inside, joined = idle.get(g, (0.0, 0.0, float("nan")))
