@@ -18,16 +18,9 @@
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-a_bin=${A_BIN:-$bench_root/.bench/base/sgtsne}
-b_bin=${B_BIN:-$sgtsne}
 order=${ORDER:-2:a 2:b 2:a 2:b 2:a 2:b 1:b}
 bench_begin ab-traced
-for side in a b; do
-  bin=${side}_bin
-  [ -x "${!bin}" ] || { say "no binary at ${!bin}"; exit 1; }
-  env_of=${side^^}_ENV
-  say "$side: ${!bin} ($(head -n 1 "${!bin%/*}/BUILD" 2> /dev/null || echo 'no BUILD file'))${!env_of:+ with ${!env_of}}"
-done
+ab_binaries
 nccl_path
 export SGTSNE_TRACE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT
 

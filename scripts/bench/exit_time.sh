@@ -14,16 +14,10 @@
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-a_bin=${A_BIN:-$bench_root/.bench/base/sgtsne}
-b_bin=${B_BIN:-$sgtsne}
 runs=${RUNS:-2}
 gpus=${GPUS:-1}
 bench_begin exit-time
-for side in a b; do
-  bin=${side}_bin
-  [ -x "${!bin}" ] || { say "no binary at ${!bin}"; exit 1; }
-  say "$side: ${!bin} ($(head -n 1 "${!bin%/*}/BUILD" 2> /dev/null || echo 'no BUILD file'))"
-done
+ab_binaries
 nccl_path
 mixture 1300000
 knn_input=${input[0]}

@@ -14,6 +14,9 @@
 #   mnist_input, big_input   set the arrays `mnist` and `big` to an input and its labels
 #   mixture N, digits N      set the array `input` to N mixture points or N deformed MNIST
 #                        digits and their labels, generated into $BENCH_GEN on first use
+#   ab_binaries          sets a_bin and b_bin (A_BIN, B_BIN; default .bench/base/sgtsne and
+#                        the staged binary), says each with its BUILD line and A_ENV / B_ENV,
+#                        and exits when one is missing (after bench_begin)
 #   nccl_path            puts a libnccl.so on LD_LIBRARY_PATH (the pip wheel ships only
 #                        libnccl.so.2), with NVLink multicast off (NCCL_NVLS_ENABLE=0)
 #   bench_end            archives the work folder's reports and logs as $OUT/NAME.tgz
@@ -161,6 +164,17 @@ digits() {
       -o "$f" --labels "$l" || exit 1
   fi
   input=("$f" --labels "$l")
+}
+
+ab_binaries() {
+  a_bin=${A_BIN:-$bench_root/.bench/base/sgtsne}
+  b_bin=${B_BIN:-$sgtsne}
+  local side bin env_of
+  for side in a b; do
+    bin=${side}_bin env_of=${side^^}_ENV
+    [ -x "${!bin}" ] || { say "no binary at ${!bin}"; exit 1; }
+    say "$side: ${!bin} ($(head -n 1 "${!bin%/*}/BUILD" 2> /dev/null || echo 'no BUILD file'))${!env_of:+ with ${!env_of}}"
+  done
 }
 
 nccl_path() {
