@@ -28,7 +28,7 @@ TAKE = re.compile(
 POINT = re.compile(r"trace +([\d.]+) s .*knn: (sweep begins|swept)$")
 JOINED = re.compile(
     r"trace +([\d.]+) s .*knn: GPU (\d+) "
-    r"(joins the sweep|searched the recall sample|sweeps, the GPUs up have joined)"
+    r"(joins the sweep|searched the recall sample|sweeps, the GPUs (?:up|started) have joined)"
 )
 NCCL = re.compile(r"trace +([\d.]+) s .*NCCL: (\d+ communicators|communicators made)$")
 

@@ -2,6 +2,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cufft::sys::cufftType;
@@ -85,6 +86,9 @@ pub const MAX_DEVICES: usize = 64;
 static GPUS: [OnceLock<std::result::Result<Gpu, String>>; MAX_DEVICES] =
     [const { OnceLock::new() }; MAX_DEVICES];
 
+/// Whether each device's set-up has begun ([`Gpu::begun`]), set before its context is made.
+static BEGUN: [AtomicBool; MAX_DEVICES] = [const { AtomicBool::new(false) }; MAX_DEVICES];
+
 /// The kernels compiled per architecture, shared by the devices of one kind, so that a
 /// second GPU loads what the first compiled instead of compiling it again.
 fn cubins_for(arch: &'static str) -> Arc<Cubins> {
@@ -114,6 +118,14 @@ impl Gpu {
         GPUS.get(ordinal)?.get()?.as_ref().ok()
     }
 
+    /// Whether GPU `ordinal`'s set-up has begun, ended (well or not) or still under way:
+    /// [`Gpu::device`] would not start one, only wait for it.
+    pub fn begun(ordinal: usize) -> bool {
+        BEGUN
+            .get(ordinal)
+            .is_some_and(|b| b.load(Ordering::Acquire))
+    }
+
     /// GPU `ordinal` of those the process sees, set up on first use as [`Gpu::get`] sets up
     /// device 0.
     pub fn device(ordinal: usize) -> Result<&'static Gpu> {
@@ -121,6 +133,7 @@ impl Gpu {
             reason: format!("GPU {ordinal} is beyond the {MAX_DEVICES} a process can use"),
         })?;
         slot.get_or_init(|| {
+            BEGUN[ordinal].store(true, Ordering::Release);
             crate::trace::event(|| format!("GPU {ordinal}: set-up"));
             let device = probe_device(ordinal)?;
             let stream = device.context.default_stream();

@@ -552,14 +552,19 @@ impl TakePlan {
     }
 }
 
-/// The other GPUs already up when the sweep begins, until each has its copy of the
-/// sorted points ([`Arrival`]): GPU 0 queues its first take only then; their split rows
+/// The other GPUs whose set-up has begun when the sweep begins, until each has its copy of
+/// the sorted points ([`Arrival`]): GPU 0 queues its first take only then; their split rows
 /// and answers follow beside it (0.15–0.19 s on 4×H100, which GPU 0 waited for before). A
-/// GPU that joined after GPU 0 had queued takes had its copy only once they ended, though
-/// the copy waits on an event recorded before them (10M mixture: GPU 1 began 0.7–1.7 s
-/// after GPU 0 in 14 of 23 runs on 2×H100, busy 6.0 s of the sweep against GPU 0's 7.4;
-/// on 2×H200 0.7 s after in 3 of 4). Joined first, the GPUs were busy 6.81–6.89 s of a
-/// 6.94–7.01 s sweep against 7.06–7.31 (2×H200), GPU 0 waiting 66–101 ms for them.
+/// GPU's copy (or the opening of peer access before it) waits for a moment when GPU 0 has
+/// no takes queued, though it is ordered only after an event recorded before them: one
+/// that joined after GPU 0 had queued takes had its copy only once they ended (10M
+/// mixture: GPU 1 began 0.7–1.7 s after GPU 0 in 14 of 23 runs on 2×H100, busy 6.0 s of
+/// the sweep against GPU 0's 7.4; on 2×H200 0.7 s after in 3 of 4). Joined first, the GPUs
+/// were busy 6.81–6.89 s of a 6.94–7.01 s sweep against 7.06–7.31 (2×H200), GPU 0 waiting
+/// 66–101 ms for them. The GPUs still starting are waited for too: a run over several
+/// starts them beside the cells' order, and on 4×H100 and 4×H200 they were ready 26–77 ms
+/// after the sweep began, then joined 0.7–1.9 s into it in 12 of 29 runs; waiting for them
+/// costs at most what the sweep's end already waits (it joins every GPU's thread).
 struct Joining {
     left: Mutex<usize>,
     arrived: Condvar,
@@ -686,20 +691,18 @@ fn sweep_planned(
     // The sorted points as they are now, for the other GPUs to copy whenever they join.
     let ready = gpu.stream.record_event(None)?;
     let feed = PlanFeed::new();
-    let started: Vec<bool> = (0..gpus)
-        .map(|r| r > 0 && Gpu::started(r).is_some())
-        .collect();
-    let joining = Joining::new(started.iter().filter(|&&s| s).count());
+    let begun: Vec<bool> = (0..gpus).map(|r| r > 0 && Gpu::begun(r)).collect();
+    let joining = Joining::new(begun.iter().filter(|&&s| s).count());
     progress.begin("knn", queue.takes() as u64);
     let (queue, feed, cells, ready) = (&queue, &feed, planner.cells(), &ready);
-    let (started, joining) = (&started, &joining);
+    let (begun, joining) = (&begun, &joining);
     let own_answer = &mut *answer;
     let result = std::thread::scope(|scope| {
         let own = scope.spawn(move || -> Result<()> {
             let answer = own_answer;
             gpu.device.context.bind_to_thread()?;
             joining.wait();
-            crate::trace::event(|| "knn: GPU 0 sweeps, the GPUs up have joined".into());
+            crate::trace::event(|| "knn: GPU 0 sweeps, the GPUs started have joined".into());
             let inputs = (sorted, split);
             let swept = sweep_from_queue(gpu, inputs, shape, answer, queue, feed, progress);
             if swept.is_err() {
@@ -715,7 +718,7 @@ fn sweep_planned(
                 scope.spawn(
                     move || -> Result<(&'static Gpu, Answer, Vec<Range<usize>>, Searched)> {
                         let run = || -> Result<_> {
-                            let arrival = Arrival(started[r].then_some(joining));
+                            let arrival = Arrival(begun[r].then_some(joining));
                             let other = Gpu::device(r)?;
                             other.device.context.bind_to_thread()?;
                             crate::trace::event(|| {
