@@ -187,7 +187,7 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn fit<T: Real + npyz::AutoSerialize + npyz::Serialize>(&self, points: &Points) -> Result<()> {
+    fn fit<T: Real + io::NpyNumber>(&self, points: &Points) -> Result<()> {
         let args = self.args;
         let x = Samples::<T>::from_points(points)
             .with_context(|| format!("cannot fit {}", args.input.display()))?;
@@ -223,7 +223,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn write<T: Real + npyz::AutoSerialize + npyz::Serialize>(
+    fn write<T: Real + io::NpyNumber>(
         &self,
         x: &Samples<T>,
         fit: &Fit<T>,

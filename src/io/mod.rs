@@ -38,7 +38,7 @@ pub use neighbors::{read_neighbors, write_neighbors, IndexType, NeighborLists};
 pub use npy::read_points_npy_bytes;
 #[cfg(test)]
 pub(crate) use npy::tests::npy_file as npy_test_file;
-pub use npz::write_matrix;
+pub use npz::{write_matrix, NpyNumber};
 pub use read::{read_points, read_points_bytes};
 pub(crate) use write::temp_prefix;
 pub use write::{

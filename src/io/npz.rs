@@ -15,7 +15,7 @@ pub(crate) struct Npz<W: Write + std::io::Seek> {
 
 impl<W: Write + std::io::Seek> Npz<W> {
     /// Adds `name.npy` holding `values` in C order with `shape`.
-    pub(crate) fn array<T: npyz::AutoSerialize + npyz::Serialize>(
+    pub(crate) fn array<T: NpyNumber>(
         &mut self,
         name: &str,
         shape: &[u64],
@@ -61,29 +61,100 @@ pub(crate) fn write_npz(
 }
 
 /// Writes `values` as one `.npy` array of `shape` (C order) at `path`, atomically.
-pub fn write_matrix<T: npyz::AutoSerialize + npyz::Serialize + Copy>(
-    path: &Path,
-    shape: &[u64],
-    values: &[T],
-) -> Result<(), IoError> {
+pub fn write_matrix<T: NpyNumber>(path: &Path, shape: &[u64], values: &[T]) -> Result<(), IoError> {
     if extension(path) != "npy" {
         return Err(unknown_extension(path, "a matrix", ".npy"));
     }
     write_atomic(path, |w| write_npy(w, shape, values.iter().copied()))
 }
 
-/// One array in `.npy` form.
-fn write_npy<T: npyz::AutoSerialize + npyz::Serialize>(
+/// A number an `.npy` array holds: npyz's default dtype for it (the machine's byte order)
+/// and its bytes in that order.
+pub trait NpyNumber: npyz::AutoSerialize + Copy {
+    /// Appends the value's bytes in the machine's order.
+    fn put(self, out: &mut Vec<u8>);
+}
+
+macro_rules! npy_numbers {
+    ($($t:ty),*) => {$(
+        impl NpyNumber for $t {
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_ne_bytes());
+            }
+        }
+    )*};
+}
+npy_numbers!(f32, f64, i64, u32);
+
+/// Bytes of values gathered before each write.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// One array in `.npy` form: npyz's header, then the values' bytes a chunk at a time.
+/// (npyz's own writer passes the values on one at a time, a write call each: on the 2-core
+/// VM `sgtsne gen --n 2000000 --dim 50` wrote its 400 MB in 1.5 s that way against 0.5 s in
+/// chunks, the same bytes.) Values that do not fill `shape` exactly are refused.
+pub(crate) fn write_npy<T: NpyNumber>(
     w: &mut (impl Write + ?Sized),
     shape: &[u64],
     values: impl Iterator<Item = T>,
 ) -> std::io::Result<()> {
     use npyz::WriterBuilder;
-    let mut out = npyz::WriteOptions::<T>::new()
+    npyz::WriteOptions::<T>::new()
         .default_dtype()
         .shape(shape)
-        .writer(w)
-        .begin_nd()?;
-    out.extend(values)?;
-    out.finish()
+        .writer(&mut *w)
+        .write_header_only()?;
+    let expected: u64 = shape.iter().product();
+    let (mut buf, mut count) = (Vec::with_capacity(CHUNK_BYTES), 0u64);
+    for v in values {
+        v.put(&mut buf);
+        count += 1;
+        if buf.len() >= CHUNK_BYTES {
+            w.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    if count != expected {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{count} values for an array of shape {shape:?}"),
+        ));
+    }
+    w.write_all(&buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values over several chunks, in each type, read back by npyz as written.
+    #[test]
+    fn arrays_over_several_chunks_read_back() {
+        fn round_trip<T: NpyNumber + npyz::Deserialize + PartialEq + std::fmt::Debug>(
+            values: Vec<T>,
+            shape: &[u64],
+        ) {
+            let mut bytes = Vec::new();
+            write_npy(&mut bytes, shape, values.iter().copied()).unwrap();
+            let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+            assert_eq!(npy.shape(), shape);
+            assert_eq!(npy.into_vec::<T>().unwrap(), values);
+        }
+        let n = CHUNK_BYTES / 4 + 3;
+        round_trip((0..n).map(|i| i as f32 * 0.25).collect(), &[n as u64]);
+        round_trip((0..2 * n).map(|i| i as f64 / 3.0).collect(), &[n as u64, 2]);
+        round_trip((0..n).map(|i| -(i as i64)).collect(), &[1, n as u64]);
+        round_trip((0..n as u32).collect(), &[n as u64]);
+        round_trip(Vec::<f32>::new(), &[0, 2]);
+    }
+
+    #[test]
+    fn values_not_filling_the_shape_are_refused() {
+        for count in [5usize, 7] {
+            let mut bytes = Vec::new();
+            let e = write_npy(&mut bytes, &[2, 3], (0..count).map(|i| i as f32)).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains(&format!("{count} values")), "{e}");
+        }
+    }
 }

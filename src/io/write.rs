@@ -8,8 +8,6 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use npyz::WriterBuilder;
-
 use super::error::{extension, unknown_extension, IoError};
 
 /// What an output file will hold; decides which extensions are accepted.
@@ -226,13 +224,7 @@ pub fn write_embedding(path: &Path, y: &[f32], dims: usize) -> Result<(), IoErro
     let n = y.len() / dims;
     match extension(path).as_str() {
         "npy" => write_atomic(path, |w| {
-            let mut out = npyz::WriteOptions::<f32>::new()
-                .default_dtype()
-                .shape(&[n as u64, dims as u64])
-                .writer(w)
-                .begin_nd()?;
-            out.extend(y.iter().copied())?;
-            out.finish()
+            super::npz::write_npy(w, &[n as u64, dims as u64], y.iter().copied())
         }),
         "csv" => write_atomic(path, |w| write_embedding_text(w, y, dims, b',')),
         "tsv" => write_atomic(path, |w| write_embedding_text(w, y, dims, b'\t')),
