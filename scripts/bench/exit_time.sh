@@ -8,8 +8,8 @@
 #   A_BIN=… B_BIN=… RUNS=2 GPUS=1 scripts/bench/exit_time.sh
 #
 # knn: the 1.3M mixture, k = 90, `--knn approx` on GPUS GPUs (at 10M a run took 68 s on one
-# H100, most of it writing the 10.8 GB .npz; the exit does not grow with n); gmm: a 1M × 10
-# mixture, K = 10, `--backend gpu` (a few seconds). One untimed warm-up of each command and
+# H100, 50 s of it writing the 14.4 GB .npz, 34 s since 089aaec; the exit does not grow
+# with n); gmm: a 1M × 10 mixture, K = 10, `--backend gpu` (a few seconds). One untimed warm-up of each command and
 # build first. Writes $OUT/exit-time.txt and $OUT/exit-time.tgz.
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
