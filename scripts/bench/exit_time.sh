@@ -9,8 +9,8 @@
 #
 # knn: the 1.3M mixture, k = 90, `--knn approx` on GPUS GPUs (at 10M a run took 68 s on one
 # H100, 50 s of it writing the 14.4 GB .npz, 34 s since 089aaec; the exit does not grow
-# with n); gmm: a 1M × 10 mixture, K = 10, `--backend gpu` (a few seconds). One untimed warm-up of each command and
-# build first. Writes $OUT/exit-time.txt and $OUT/exit-time.tgz.
+# with n); gmm: a 1M × 10 mixture, K = 10, `--backend gpu` (a few seconds). One untimed
+# warm-up of each command and build first. Writes $OUT/exit-time.txt and $OUT/exit-time.tgz.
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
