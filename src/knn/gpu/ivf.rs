@@ -563,8 +563,10 @@ impl TakePlan {
 /// were busy 6.81–6.89 s of a 6.94–7.01 s sweep against 7.06–7.31 (2×H200), GPU 0 waiting
 /// 66–101 ms for them. The GPUs still starting are waited for too: a run over several
 /// starts them beside the cells' order, and on 4×H100 and 4×H200 they were ready 26–77 ms
-/// after the sweep began, then joined 0.7–1.9 s into it in 12 of 29 runs; waiting for them
-/// costs at most what the sweep's end already waits (it joins every GPU's thread).
+/// after the sweep began, then joined 0.7–1.9 s into it in 12 of 29 runs (on 4×H200, none
+/// of four runs against one of four, GPU 0 waiting 0.12–0.14 s). Where GPU 0 alone would
+/// sweep everything before they are up (small inputs), the sweep's end waited for them
+/// anyway (it joins every GPU's thread): the wait then costs only their share of the takes.
 struct Joining {
     left: Mutex<usize>,
     arrived: Condvar,
