@@ -52,14 +52,7 @@ status=0
 for command in knn gmm; do
   run a "$command" "warm-$command-a" > /dev/null || status=1
   run b "$command" "warm-$command-b" > /dev/null || status=1
-  for r in $(seq 1 "$runs"); do
-    # a b, then b a: neither build always first.
-    sides="a b"
-    [ $((r % 2)) -eq 0 ] && sides="b a"
-    for side in $sides; do
-      run "$side" "$command" "$command-$side-$r" || status=1
-    done
-  done
 done
+ab_runs "$runs" knn gmm || status=1
 bench_end
 exit "$status"

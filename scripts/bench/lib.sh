@@ -17,6 +17,9 @@
 #   ab_binaries          sets a_bin and b_bin (A_BIN, B_BIN; default .bench/base/sgtsne and
 #                        the staged binary), says each with its BUILD line and A_ENV / B_ENV,
 #                        and exits when one is missing (after bench_begin)
+#   ab_runs RUNS CMD...  for each CMD, RUNS rounds of the caller's `run SIDE CMD NAME` with
+#                        the two builds (a b, then b a: neither always first); fails if any
+#                        run did
 #   nccl_path            puts a libnccl.so on LD_LIBRARY_PATH (the pip wheel ships only
 #                        libnccl.so.2), with NVLink multicast off (NCCL_NVLS_ENABLE=0)
 #   bench_end            archives the work folder's reports and logs as $OUT/NAME.tgz
@@ -175,6 +178,21 @@ ab_binaries() {
     [ -x "${!bin}" ] || { say "no binary at ${!bin}"; exit 1; }
     say "$side: ${!bin} ($(head -n 1 "${!bin%/*}/BUILD" 2> /dev/null || echo 'no BUILD file'))${!env_of:+ with ${!env_of}}"
   done
+}
+
+ab_runs() {
+  local runs=$1 command r side sides status=0
+  shift
+  for command in "$@"; do
+    for r in $(seq 1 "$runs"); do
+      sides="a b"
+      [ $((r % 2)) -eq 0 ] && sides="b a"
+      for side in $sides; do
+        run "$side" "$command" "$command-$side-$r" || status=1
+      done
+    done
+  done
+  return "$status"
 }
 
 nccl_path() {

@@ -55,15 +55,6 @@ PY
 }
 
 status=0
-for command in gen knn embed; do
-  for r in $(seq 1 "$runs"); do
-    # a b, then b a: neither build always first.
-    sides="a b"
-    [ $((r % 2)) -eq 0 ] && sides="b a"
-    for side in $sides; do
-      run "$side" "$command" "$command-$side-$r" || status=1
-    done
-  done
-done
+ab_runs "$runs" gen knn embed || status=1
 bench_end
 exit "$status"
