@@ -174,24 +174,23 @@ fn read_indices(
                     ),
                 ));
             }
-            Ok((s.cols, vec![0u32; s.rows * s.cols]))
+            Ok(())
         },
-        |(cols, indices), row, col, v| {
-            indices[row * *cols + col] = if v == -1.0 {
-                u32::MAX
+        |row, col, v| {
+            if v == -1.0 {
+                Ok(u32::MAX)
             } else if v >= 0.0 && v < n as f64 {
-                v as u32
+                Ok(v as u32)
             } else {
-                return Err(IoError::format(
+                Err(IoError::format(
                     path,
                     Some(cell(row, col)),
                     format!("index {v} is out of range for {n} points (indices count from 0)"),
-                ));
-            };
-            Ok(())
+                ))
+            }
         },
     )?;
-    lists.indices = indices.1;
+    lists.indices = indices;
     Ok(shape)
 }
 
@@ -219,12 +218,11 @@ fn read_distances(
                     ),
                 ));
             }
-            Ok(vec![0f64; s.rows * s.cols])
-        },
-        |distances, row, col, v| {
-            check_distance(v, path, row, col)?;
-            distances[row * cols + col] = v;
             Ok(())
+        },
+        |row, col, v| {
+            check_distance(v, path, row, col)?;
+            Ok(v)
         },
     )?;
     lists.distances = distances;
