@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use sgtsne::io::{read_neighbors, write_neighbors, IndexType};
 
-use crate::cli::{fails_cleanly_with, sgtsne, stderr};
+use crate::cli::{backends, fails_cleanly_with, sgtsne, stderr};
 
 /// A short run of a few hundred points.
 const SHORT: [&str; 5] = ["--iters", "150", "--early-exaggeration-iters", "60", "-q"];
@@ -91,6 +91,44 @@ fn knn_from_our_own_knn_equals_the_inline_search() {
             "{method}"
         );
     }
+}
+
+/// On the gpu backend `embed --knn-from` makes P on the device from the neighbours given, as
+/// after its own search: the same run as the inline search's but for the bisection's
+/// rounding (the file's distances are in the input's units, the search's a power of two
+/// apart), so the final KL agrees closely. Skipped without a GPU.
+#[test]
+fn knn_from_on_the_gpu_matches_the_inline_search() {
+    if !backends().contains(&sgtsne::backend::BackendKind::Gpu) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let x = points(dir.path(), 700, 60);
+    let knn = dir.path().join("exact.npz");
+    let gpu = ["--backend", "gpu", "--knn", "exact"];
+    let mut a = vec!["knn", s(&x), "-k", "45", "-o", s(&knn)];
+    a.extend(gpu);
+    run_ok(&a);
+    let kl = |given: bool| {
+        let (out, report) = (dir.path().join("y.npy"), dir.path().join("r.json"));
+        let mut b = vec!["embed", s(&x), "-o", s(&out), "--report", s(&report)];
+        b.extend(gpu);
+        b.extend(["--perplexity", "15", "--deterministic"]);
+        if given {
+            b.extend(["--knn-from", s(&knn)]);
+        }
+        b.extend(SHORT);
+        run_ok(&b);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(json["knn"]["method"], if given { "given" } else { "exact" });
+        json["optimise"]["final_kl"].as_f64().unwrap()
+    };
+    let (inline, given) = (kl(false), kl(true));
+    assert!(
+        ((inline - given) / inline).abs() < 1e-4,
+        "KL {given} with the neighbours given against {inline} inline"
+    );
 }
 
 /// Each row scaled to unit length, in f64.

@@ -7,7 +7,7 @@
 # neighbour file of it (made once by B's `knn`; the report's load, the points' and the
 # neighbours' read), each with its wall time.
 #
-#   A_BIN=… B_BIN=… N=10000000 RUNS=1 scripts/bench/io_time.sh
+#   A_BIN=… B_BIN=… N=10000000 RUNS=1 COMMANDS="gen knn embed knn-from" scripts/bench/io_time.sh
 #
 # The outputs go to the work folder (BENCH_WORK; at 10M it needs about 35 GB free) and are
 # removed after each run. One untimed warm-up embed of a 200k mixture per build first.
@@ -17,6 +17,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 n=${N:-10000000}
 runs=${RUNS:-1}
+commands=${COMMANDS:-gen knn embed knn-from}
 bench_begin io-time
 ab_binaries
 mixture 200000
@@ -66,7 +67,8 @@ PY
 }
 
 status=0
-ab_runs "$runs" gen knn embed knn-from || status=1
+# shellcheck disable=SC2086 # the commands are words
+ab_runs "$runs" $commands || status=1
 rm -f "$neighbours"
 bench_end
 exit "$status"

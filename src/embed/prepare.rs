@@ -74,7 +74,12 @@ pub(crate) fn prepare_points(
                 recall_sample_size: None,
                 ivf: None,
             };
-            (Found::Host(nb), report)
+            // The device calibrates one perplexity, as after its own search.
+            let found = match backend == BackendKind::Gpu && params.multiscale.is_empty() {
+                true => upload_neighbors(&nb)?,
+                false => Found::Host(nb),
+            };
+            (found, report)
         }
         // The device calibrates one perplexity; multiscale P is made on the host.
         None => {
@@ -112,6 +117,31 @@ pub(crate) fn prepare_points(
         notes,
         pca_init,
     })
+}
+
+/// Neighbours found or given on the host (HNSW's, `--knn-from`'s) on the device as its
+/// search leaves them (n × k `i32` indices, `f32` squared distances, rows ascending), for
+/// the device's affinities. With `--knn-from` on the host, P took most of a 176 s run of
+/// 10M points on the H100's 16-core host, where the search's own run took 34 s
+/// (`benches/RESULTS.md`); given neighbours make the same P as the search's up to the
+/// bisection's rounding (they come back squared in the input's units, the search's are in
+/// units a power of two apart).
+fn upload_neighbors(nb: &Neighbors) -> Result<Found> {
+    if nb.n >= i32::MAX as usize {
+        return Err(Error::param(
+            "knn-from",
+            format!(
+                "the GPU affinities need fewer than 2^31 points, got {}",
+                nb.n
+            ),
+        ));
+    }
+    let gpu = Gpu::get()?;
+    // Every index is below n < 2^31: the same bits as i32.
+    let indices: &[i32] = bytemuck::cast_slice(&nb.indices);
+    let indices = crate::gpu::memory::htod_staged(gpu, indices)?;
+    let distances = crate::gpu::memory::htod_staged(gpu, &nb.distances)?;
+    Ok(Found::Device(indices, distances))
 }
 
 /// Runs `stage` (the device's affinities) on this thread while the pool fits the PCA
@@ -371,12 +401,7 @@ pub(crate) fn search(
             _ => knn::exact_by(points, k, key, progress)?,
         };
         if on_gpu && keep_on_device {
-            let gpu = Gpu::get()?;
-            let idx: Vec<i32> = nb.indices.iter().map(|&j| j as i32).collect();
-            Found::Device(
-                gpu.stream.clone_htod(&idx)?,
-                gpu.stream.clone_htod(&nb.distances)?,
-            )
+            upload_neighbors(&nb)?
         } else {
             Found::Host(nb)
         }
