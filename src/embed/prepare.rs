@@ -129,11 +129,8 @@ pub(crate) fn prepare_points(
 fn upload_neighbors(nb: &Neighbors) -> Result<Found> {
     if nb.n >= i32::MAX as usize {
         return Err(Error::param(
-            "knn-from",
-            format!(
-                "the GPU affinities need fewer than 2^31 points, got {}",
-                nb.n
-            ),
+            "n",
+            format!("the GPU affinities need 0 < n < 2^31 points, got {}", nb.n),
         ));
     }
     let gpu = Gpu::get()?;

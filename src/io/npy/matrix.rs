@@ -165,6 +165,7 @@ mod tests {
         };
         let late = rows * cols - 3;
         assert!(bad(&[late, 3 * PART + 1]).contains(&format!("bad {}", 3 * PART + 1)));
+        assert!(bad(&[5 * PART + 2, 3 * PART + 1]).contains(&format!("bad {}", 3 * PART + 1)));
         assert!(bad(&[late]).contains(&format!("bad {late}")));
     }
 
