@@ -32,9 +32,14 @@ pub fn from_lists(lists: &NeighborLists, k: usize, source: &str) -> Result<Neigh
                 })
                 .collect();
             row.sort_unstable_by(by_dist_then_index);
-            // A repeated neighbour keeps its nearest entry, the first after the sort.
-            let mut seen = std::collections::HashSet::with_capacity(row.len());
-            row.retain(|&(_, j)| seen.insert(j));
+            // A repeated neighbour keeps its nearest entry, the first after the sort. Rows
+            // rarely repeat one: a sorted copy of the indices tells, and only then a set.
+            let mut ids: Vec<u32> = row.iter().map(|&(_, j)| j).collect();
+            ids.sort_unstable();
+            if ids.windows(2).any(|w| w[0] == w[1]) {
+                let mut seen = std::collections::HashSet::with_capacity(row.len());
+                row.retain(|&(_, j)| seen.insert(j));
+            }
             row
         })
         .collect();
@@ -55,15 +60,19 @@ pub fn from_lists(lists: &NeighborLists, k: usize, source: &str) -> Result<Neigh
     let mut nb = Neighbors {
         n,
         k,
-        indices: Vec::with_capacity(n * k),
-        distances: Vec::with_capacity(n * k),
+        indices: vec![0; n * k],
+        distances: vec![0.0; n * k],
     };
-    for row in &rows {
-        for &(d, j) in &row[..k] {
-            nb.distances.push(d);
-            nb.indices.push(j);
-        }
-    }
+    nb.indices
+        .par_chunks_mut(k)
+        .zip(nb.distances.par_chunks_mut(k))
+        .zip(rows.par_iter())
+        .for_each(|((idx, dist), row)| {
+            for (t, &(d, j)) in row[..k].iter().enumerate() {
+                dist[t] = d;
+                idx[t] = j;
+            }
+        });
     Ok(nb)
 }
 
