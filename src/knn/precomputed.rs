@@ -64,8 +64,8 @@ pub fn from_lists(lists: &NeighborLists, k: usize, source: &str) -> Result<Neigh
         distances: vec![0.0; n * k],
     };
     nb.indices
-        .par_chunks_mut(k)
-        .zip(nb.distances.par_chunks_mut(k))
+        .par_chunks_mut(k.max(1))
+        .zip(nb.distances.par_chunks_mut(k.max(1)))
         .zip(rows.par_iter())
         .for_each(|((idx, dist), row)| {
             for (t, &(d, j)) in row[..k].iter().enumerate() {
