@@ -39,12 +39,13 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     sgtsne::trace::event(|| "load".into());
     let (input, name, labels) = load(&args)?;
     if let Some(spec) = &args.knn_from {
-        let lists = io::read_neighbors(spec, input.n())?;
-        let nb = sgtsne::knn::precomputed::from_lists(
-            &lists,
-            plan.params.k(),
-            &spec.display().to_string(),
-        )?;
+        // On the run's threads (`--threads`): the file's values are checked in parallel.
+        let k = plan.params.k();
+        let nb = pool.install(|| -> Result<_> {
+            let lists = io::read_neighbors(spec, input.n())?;
+            let source = spec.display().to_string();
+            Ok(sgtsne::knn::precomputed::from_lists(&lists, k, &source)?)
+        })?;
         plan.params.knn_given = Some(Arc::new(nb));
     }
     let load_seconds = t.elapsed().as_secs_f64();
