@@ -193,11 +193,10 @@ pub fn go_ahead() {
 /// of the sweep and stands idle meanwhile (a module's load waits for the context's work and
 /// holds back what is queued after it): 0.33–1.10 s on each of three GPUs of 4×H100, up to
 /// 0.55 s on the second of two (none on a host where the loader ended before the sweep),
-/// against nothing on GPU 0. Now and then the other GPUs' copies of the sorted points from
-/// GPU 0 wait for NCCL's set-up under way as they are queued (GPU 0's loader, or the run's
-/// communicators loading NCCL's kernels on their GPUs), and they join the sweep 0.75–2.9 s
-/// after it began instead of 0.2–0.3 s (the last GPU 0.7 s, after its search of the recall
-/// sample): in 12 of the 29 four-GPU runs of three builds on 4×H100 and 4×H200.
+/// against nothing on GPU 0. (The other GPUs' late joins of the sweep, 0.75–2.9 s after it
+/// began in 12 of 29 four-GPU runs, were not NCCL's: a GPU's copy of the sorted points
+/// waits for GPU 0 to have no takes queued, and GPU 0 now waits for the GPUs still starting
+/// before its first take; `knn::gpu::ivf`'s sweep.)
 pub fn make_ahead(world: usize) {
     if world < 2 || !nccl_present() {
         return;

@@ -60,6 +60,28 @@ pub struct Neighbors {
 }
 
 impl Neighbors {
+    /// n rows of k neighbours, each filled by `fill(i, indices, distances)` on the pool's
+    /// threads.
+    pub fn from_rows(
+        n: usize,
+        k: usize,
+        fill: impl Fn(usize, &mut [u32], &mut [f32]) + Sync,
+    ) -> Self {
+        use rayon::prelude::*;
+        let mut nb = Neighbors {
+            n,
+            k,
+            indices: vec![0; n * k],
+            distances: vec![0.0; n * k],
+        };
+        nb.indices
+            .par_chunks_mut(k.max(1))
+            .zip(nb.distances.par_chunks_mut(k.max(1)))
+            .enumerate()
+            .for_each(|(i, (idx, dist))| fill(i, idx, dist));
+        nb
+    }
+
     /// The neighbour indices of point `i`.
     #[inline]
     pub fn row_indices(&self, i: usize) -> &[u32] {

@@ -57,47 +57,25 @@ pub fn from_lists(lists: &NeighborLists, k: usize, source: &str) -> Result<Neigh
         )));
     }
     let k = k.min(len);
-    let mut nb = Neighbors {
-        n,
-        k,
-        indices: vec![0; n * k],
-        distances: vec![0.0; n * k],
-    };
-    nb.indices
-        .par_chunks_mut(k.max(1))
-        .zip(nb.distances.par_chunks_mut(k.max(1)))
-        .zip(rows.par_iter())
-        .for_each(|((idx, dist), row)| {
-            for (t, &(d, j)) in row[..k].iter().enumerate() {
-                dist[t] = d;
-                idx[t] = j;
-            }
-        });
-    Ok(nb)
+    Ok(Neighbors::from_rows(n, k, |i, idx, dist| {
+        for (t, &(d, j)) in rows[i][..k].iter().enumerate() {
+            dist[t] = d;
+            idx[t] = j;
+        }
+    }))
 }
 
 /// The neighbours renumbered by `order` (point `r` of the result is point `order[r]` of
 /// `nb`): rows moved and indices mapped, each row's order kept.
 pub fn permuted(nb: &Neighbors, order: &[u32]) -> Neighbors {
     let inverse = crate::points::inverse_permutation(order);
-    let (n, k) = (nb.n, nb.k);
-    let mut out = Neighbors {
-        n,
-        k,
-        indices: vec![0; n * k],
-        distances: vec![0.0; n * k],
-    };
-    out.indices
-        .par_chunks_mut(k.max(1))
-        .zip(out.distances.par_chunks_mut(k.max(1)))
-        .zip(order.par_iter())
-        .for_each(|((idx, dist), &i)| {
-            for (t, &j) in nb.row_indices(i as usize).iter().enumerate() {
-                idx[t] = inverse[j as usize];
-            }
-            dist.copy_from_slice(nb.row_distances(i as usize));
-        });
-    out
+    Neighbors::from_rows(nb.n, nb.k, |r, idx, dist| {
+        let i = order[r] as usize;
+        for (t, &j) in nb.row_indices(i).iter().enumerate() {
+            idx[t] = inverse[j as usize];
+        }
+        dist.copy_from_slice(nb.row_distances(i));
+    })
 }
 
 #[cfg(test)]
