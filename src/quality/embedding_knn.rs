@@ -21,6 +21,7 @@
 
 use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Points per grid cell on average.
 const PER_CELL: f64 = 4.0;
@@ -371,23 +372,42 @@ impl<const D: usize> Grid<D> {
         c.iter().rev().fold(0, |id, &ca| id * self.cells + ca)
     }
 
-    /// The points by cell (`order`) and each cell's first position in it (`starts`, one
-    /// more than the cells).
+    /// The points by cell (`order`, ascending within a cell) and each cell's first position
+    /// in it (`starts`, one more than the cells): a counting sort, the cells' counts and
+    /// the points' places taken with atomic increments on all cores, then each cell's few
+    /// points sorted. (A parallel sort of (cell, point) pairs took 0.29 s of the grid's
+    /// 0.55 s at 10M points on 2 cores.)
     fn bucket(&self, y: &[f32], ids: &[u32]) -> (Vec<u32>, Vec<u32>) {
-        let mut keyed: Vec<(u32, u32)> = ids
+        let cell: Vec<u32> = ids
             .par_iter()
-            .map(|&i| (self.id(self.cell(point::<D>(y, i as usize))) as u32, i))
+            .map(|&i| self.id(self.cell(point::<D>(y, i as usize))) as u32)
             .collect();
-        keyed.par_sort_unstable();
         let total = self.cells.pow(D as u32);
-        let mut starts = vec![0u32; total + 1];
-        for &(c, _) in &keyed {
-            starts[c as usize + 1] += 1;
+        let counts: Vec<AtomicU32> = (0..total)
+            .into_par_iter()
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        cell.par_iter()
+            .for_each(|&c| _ = counts[c as usize].fetch_add(1, Ordering::Relaxed));
+        let mut starts = Vec::with_capacity(total + 1);
+        starts.push(0u32);
+        let mut at = 0u32;
+        for count in &counts {
+            // Each count becomes its cell's next free place.
+            at += count.swap(at, Ordering::Relaxed);
+            starts.push(at);
         }
-        for c in 0..total {
-            starts[c + 1] += starts[c];
-        }
-        (keyed.into_iter().map(|(_, i)| i).collect(), starts)
+        let order: Vec<AtomicU32> = (0..ids.len())
+            .into_par_iter()
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        cell.par_iter().zip(ids).for_each(|(&c, &i)| {
+            let place = counts[c as usize].fetch_add(1, Ordering::Relaxed);
+            order[place as usize].store(i, Ordering::Relaxed);
+        });
+        let mut order: Vec<u32> = order.into_iter().map(AtomicU32::into_inner).collect();
+        sort_cells(&mut order, &starts);
+        (order, starts)
     }
 
     /// Calls `visit` with the id of every cell at Chebyshev distance `r` from `c`, inside
@@ -431,6 +451,27 @@ impl<const D: usize> Grid<D> {
 }
 
 /// The smallest and largest coordinate of the points `ids` on each axis.
+/// Sorts each cell's part of `order` (cell c: `starts[c]..starts[c + 1]`), halving the
+/// cells on all cores.
+fn sort_cells(order: &mut [u32], starts: &[u32]) {
+    /// Cells sorted on one thread.
+    const SERIAL: usize = 1 << 12;
+    let cells = starts.len() - 1;
+    if cells <= SERIAL {
+        let first = starts[0] as usize;
+        for w in starts.windows(2) {
+            order[w[0] as usize - first..w[1] as usize - first].sort_unstable();
+        }
+        return;
+    }
+    let mid = cells / 2;
+    let (lo, hi) = order.split_at_mut((starts[mid] - starts[0]) as usize);
+    rayon::join(
+        || sort_cells(lo, &starts[..=mid]),
+        || sort_cells(hi, &starts[mid..]),
+    );
+}
+
 fn bounds<const D: usize>(y: &[f32], ids: &[u32]) -> ([f32; D], [f32; D]) {
     ids.par_iter()
         .fold(
