@@ -71,7 +71,7 @@ fn main() {
     println!("pca_tree_order, all points   {cold:.3}  {warm:.3}");
     let (cold, warm) = time(|| {
         let mut cells = Cells::sort(&labels, lists);
-        std::hint::black_box(cells.order_within(&points));
+        std::hint::black_box(cells.order_within(&points, 128));
     });
     println!("cells: sort + order_within   {cold:.3}  {warm:.3}");
     let (cold, warm) = time(|| {

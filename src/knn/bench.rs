@@ -207,7 +207,7 @@ fn cells_steps() {
         let mut t = Instant::now();
         let mut cells = Cells::sort(&labels, lists);
         let sort = lap(&mut t);
-        let sorted = cells.order_within(&points);
+        let sorted = cells.order_within(&points, 128);
         let within = lap(&mut t);
         let probing = ivf.probing(90);
         let radius = cells.mean_sq_radius(&sorted, &centroids);

@@ -20,7 +20,10 @@
 use rand::{rngs::StdRng, seq::index::sample, Rng, SeedableRng};
 use rayon::prelude::*;
 
-use super::{order::pca_tree_order, Key, Neighbors};
+use super::{
+    order::{pca_tree_order, pca_tree_order_in_blocks},
+    Key, Neighbors,
+};
 use crate::{Error, Points, Result};
 
 /// Settings of the approximate kNN.
@@ -341,33 +344,34 @@ impl Cells {
     }
 
     /// Orders the points within each cell in a locality order (the leaf order of a PCA
-    /// tree of the cell's points, [`pca_tree_order`]), so that a block of consecutive
-    /// positions is a compact part of its cell, and returns the points in the new order.
+    /// tree of the cell's points cut at the boundaries of the query blocks of `block`
+    /// positions, [`pca_tree_order_in_blocks`]), so that each block is a compact part of
+    /// its cell, and returns the points in the new order.
     /// Each cell's rows are gathered once into a buffer its thread keeps, ordered there and
     /// written to the cell's part of the result (a gather per cell into a fresh buffer,
     /// then a gather of all rows by the new order, copied every row twice from the input
     /// and faulted in a fresh buffer per cell).
-    pub fn order_within(&mut self, points: &Points) -> Points {
+    pub fn order_within(&mut self, points: &Points, block: usize) -> Points {
         let d = points.d;
         let mut data = vec![0f32; points.n * d];
         let lists = self.lists();
         let mut parts = Vec::with_capacity(lists);
         let (mut rest, mut out) = (self.order.as_mut_slice(), data.as_mut_slice());
         for l in 0..lists {
-            let len = self.offsets[l + 1] - self.offsets[l];
+            let (first, len) = (self.offsets[l], self.offsets[l + 1] - self.offsets[l]);
             let (cell, tail) = rest.split_at_mut(len);
             let (rows, out_tail) = out.split_at_mut(len * d);
-            parts.push((cell, rows));
+            parts.push((cell, rows, first));
             (rest, out) = (tail, out_tail);
         }
         parts
             .into_par_iter()
-            .for_each_init(Vec::new, |x: &mut Vec<f32>, (cell, rows)| {
+            .for_each_init(Vec::new, |x: &mut Vec<f32>, (cell, rows, first)| {
                 x.clear();
                 for &i in cell.iter() {
                     x.extend_from_slice(points.row(i as usize));
                 }
-                let local = pca_tree_order(x, cell.len(), d);
+                let local = pca_tree_order_in_blocks(x, cell.len(), d, first, block);
                 let ids: Vec<u32> = local.iter().map(|&c| cell[c as usize]).collect();
                 cell.copy_from_slice(&ids);
                 for (p, &c) in local.iter().enumerate() {
@@ -895,7 +899,8 @@ mod tests {
         let points = Points::new(n, 1, data);
         let mut cells = Cells::sort(&labels, 3);
         let before = cells.clone();
-        let sorted = cells.order_within(&points);
+        // Blocks of 4: the trees split down to 4 points (of about 133 a cell).
+        let sorted = cells.order_within(&points, 4);
         for l in 0..3 {
             let range = cells.offsets[l]..cells.offsets[l + 1];
             let mut a = before.order[range.clone()].to_vec();

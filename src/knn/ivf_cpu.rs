@@ -97,7 +97,7 @@ pub fn approx_cpu(
     seconds.cell_steps.assign = lap();
     let mut cells = Cells::sort(&labels, lists);
     drop(labels);
-    let sorted = cells.order_within(points);
+    let sorted = cells.order_within(points, BLOCK);
     seconds.cell_steps.order = lap();
     let probing = params.probing(k);
     let probes = cells.block_probes(&sorted, &centroids, key, &probing, BLOCK);

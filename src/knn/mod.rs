@@ -35,7 +35,7 @@ mod select;
 pub use exact::{exact, exact_by};
 pub use hnsw::{hnsw, hnsw_with, HnswParams};
 pub use key::Key;
-pub use order::pca_tree_order;
+pub use order::{pca_tree_order, pca_tree_order_in_blocks};
 pub use query::query;
 
 use crate::{Error, Points, Result};

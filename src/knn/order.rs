@@ -26,38 +26,111 @@ const PAR_MIN: usize = 8192;
 
 /// A permutation of `0..n`: `order[p]` is the point at position p. `data` is n × d row-major.
 pub fn pca_tree_order(data: &[f32], n: usize, d: usize) -> Vec<u32> {
+    tree_order(data, n, d, Cut::Median)
+}
+
+/// [`pca_tree_order`] for points that are then taken in blocks of `block` consecutive
+/// positions, the first of them at position `first` of the blocks' numbering (a cell of
+/// the approximate kNN inside all of them): each node splits at the block boundary
+/// nearest its median, so that every block holds the points of whole subtrees, and a node
+/// within one block splits no further (the order inside a block is never read). At 10M
+/// points this spares the two deepest levels of the cells' trees (leaves of 32 inside
+/// blocks of 128).
+pub fn pca_tree_order_in_blocks(
+    data: &[f32],
+    n: usize,
+    d: usize,
+    first: usize,
+    block: usize,
+) -> Vec<u32> {
+    tree_order(
+        data,
+        n,
+        d,
+        Cut::Blocks {
+            first,
+            block: block.max(1),
+        },
+    )
+}
+
+/// Where a node of the tree splits.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// At its median, down to leaves of at most [`LEAF`] points.
+    Median,
+    /// At the block boundary nearest its median ([`pca_tree_order_in_blocks`]).
+    Blocks { first: usize, block: usize },
+}
+
+impl Cut {
+    /// The node's first half's length for a node of `len` points at position `at` (of
+    /// the whole order), or None for a leaf.
+    fn mid(self, at: usize, len: usize) -> Option<usize> {
+        match self {
+            Cut::Median => (len > LEAF).then_some(len / 2),
+            Cut::Blocks { first, block } => {
+                if len == 0 {
+                    return None;
+                }
+                let (start, end) = (first + at, first + at + len);
+                // The boundaries strictly inside the node: the first and the last.
+                let lo = (start / block + 1) * block;
+                let hi = (end - 1) / block * block;
+                if lo > hi {
+                    return None;
+                }
+                let median = start + len / 2;
+                let below = (median / block * block).clamp(lo, hi);
+                let above = (median.div_ceil(block) * block).clamp(lo, hi);
+                let cut = if median.abs_diff(below) <= median.abs_diff(above) {
+                    below
+                } else {
+                    above
+                };
+                Some(cut - start)
+            }
+        }
+    }
+}
+
+fn tree_order(data: &[f32], n: usize, d: usize, cut: Cut) -> Vec<u32> {
     let mut order: Vec<u32> = (0..n as u32).collect();
     if d > 0 {
-        split(data, d, &mut order);
+        split(data, d, &mut order, 0, cut);
     }
     order
 }
 
-fn split(data: &[f32], d: usize, idx: &mut [u32]) {
+/// Splits the node `idx` (at position `at` of the whole order) as `cut` says, then its
+/// halves.
+fn split(data: &[f32], d: usize, idx: &mut [u32], at: usize, cut: Cut) {
     let len = idx.len();
-    if len <= LEAF {
+    let Some(mid) = cut.mid(at, len) else {
         return;
-    }
+    };
     let row = |i: u32| &data[i as usize * d..(i as usize + 1) * d];
     let w = direction(&sample(idx, row, d), d);
-    // split at the median projection, ties by index
+    // split at the cut's rank of the projection, ties by index
     let proj = |&i: &u32| (dot(row(i), &w), i);
     let mut keyed: Vec<(f32, u32)> = if len >= PAR_MIN {
         idx.par_iter().map(proj).collect()
     } else {
         idx.iter().map(proj).collect()
     };
-    let mid = len / 2;
     keyed.select_nth_unstable_by(mid, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     for (o, (_, i)) in idx.iter_mut().zip(keyed) {
         *o = i;
     }
     let (lo, hi) = idx.split_at_mut(mid);
     if len >= PAR_MIN {
-        rayon::join(|| split(data, d, lo), || split(data, d, hi));
+        rayon::join(
+            || split(data, d, lo, at, cut),
+            || split(data, d, hi, at + mid, cut),
+        );
     } else {
-        split(data, d, lo);
-        split(data, d, hi);
+        split(data, d, lo, at, cut);
+        split(data, d, hi, at + mid, cut);
     }
 }
 
@@ -171,5 +244,33 @@ mod tests {
         // degenerate inputs
         assert_eq!(pca_tree_order(&[1.0; 300], 100, 3).len(), 100);
         assert_eq!(pca_tree_order(&[], 5, 0), vec![0, 1, 2, 3, 4]);
+    }
+
+    /// On a line every split is a threshold, so each block (counted from `first`) holds a
+    /// run of consecutive values, whatever its length and offset.
+    #[test]
+    fn blocks_hold_whole_runs_of_a_line() {
+        let n = 1000;
+        let data: Vec<f32> = (0..n).map(|i| ((i * 7919) % n) as f32 * 0.5).collect();
+        for (first, block) in [(0, 128), (5, 16), (130, 128), (3, 1000), (0, 1)] {
+            let order = pca_tree_order_in_blocks(&data, n, 1, first, block);
+            let mut seen = order.clone();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n as u32).collect::<Vec<_>>());
+            // Point i's value is its rank / 2 (the data is a permutation of 0..n halved).
+            let rank = |p: usize| (data[order[p] as usize] * 2.0) as usize;
+            let mut start = 0;
+            while start < n {
+                let end = (((first + start) / block + 1) * block - first).min(n);
+                let ranks: Vec<usize> = (start..end).map(rank).collect();
+                let (lo, hi) = (ranks.iter().min().unwrap(), ranks.iter().max().unwrap());
+                assert_eq!(
+                    hi - lo + 1,
+                    end - start,
+                    "first {first}, block {block}: {start}..{end}"
+                );
+                start = end;
+            }
+        }
     }
 }

@@ -229,7 +229,7 @@ pub fn approx_device(
         });
         let t = Instant::now();
         let mut cells = Cells::sort(&labels, lists);
-        let sorted_points = cells.order_within(points);
+        let sorted_points = cells.order_within(points, QUERIES);
         let order_seconds = t.elapsed().as_secs_f64();
         let beside = exact
             .join()

@@ -390,7 +390,7 @@ fn take_plans_join_into_the_whole_plan() {
     let points = mixture(n, d, 9);
     let labels: Vec<u32> = (0..n).map(|i| (points.row(i)[0] > 0.0) as u32).collect();
     let mut cells = Cells::sort(&labels, 2);
-    let sorted = cells.order_within(&points);
+    let sorted = cells.order_within(&points, QUERIES);
     let centroids = host::initial_centroids(&points.data, d, 2, 1);
     let probing = IvfParams::default().probing(4);
     let probes = cells.block_probes(&sorted, &centroids, Key::SqEuclidean, &probing, QUERIES);
