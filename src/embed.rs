@@ -262,6 +262,7 @@ fn run_stages(
     crate::trace::event(|| "quality: the input's neighbours dropped".into());
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);
+        crate::trace::event(|| "quality: Y in the input's order".into());
     }
     seconds.quality = t.elapsed().as_secs_f64();
     seconds.total = start.elapsed().as_secs_f64();

@@ -364,6 +364,7 @@ pub(crate) fn search(
                 report.ivf = Some(approx.stats);
                 if params.order == Some(PointOrder::Cells) {
                     r.points = approx.sorted_points;
+                    crate::trace::event(|| "knn: the input's points dropped".into());
                     r.order = Some(approx.cells.order);
                     (approx.indices, approx.distances)
                 } else {
@@ -376,6 +377,7 @@ pub(crate) fn search(
             }
         };
         gpu.stream.synchronize()?;
+        crate::trace::event(|| "knn: done".into());
         if keep_on_device {
             Found::Device(indices, distances)
         } else {
@@ -449,6 +451,7 @@ fn gpu_affinities(
     let gpu = Gpu::get()?;
     let t = seconds.start("affinities");
     let nb = download_neighbors(&indices, &distances, n, k, super::QUALITY_K)?;
+    crate::trace::event(|| "affinities: the quality's neighbours down".into());
     let world = params.gpus.unwrap_or(1);
     let blocks = match world {
         1 => vec![(0..n, gpu)],
