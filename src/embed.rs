@@ -242,8 +242,12 @@ fn run_stages(
             d_in,
             order.as_deref(),
         )),
-        _ => None,
+        (points, _) => {
+            crate::points::drop_beside(points);
+            None
+        }
     };
+    crate::trace::event(|| "optimise: the points let go".into());
 
     // Stages 5 and 7: layout of P, optimise, the observer shown Y in input order.
     let (p_nnz, dims) = (p.nnz(), params.dims);

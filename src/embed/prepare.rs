@@ -363,8 +363,9 @@ pub(crate) fn search(
                 report.recall_sample_size = Some(approx.stats.sample);
                 report.ivf = Some(approx.stats);
                 if params.order == Some(PointOrder::Cells) {
-                    r.points = approx.sorted_points;
-                    crate::trace::event(|| "knn: the input's points dropped".into());
+                    let input = std::mem::replace(&mut r.points, approx.sorted_points);
+                    crate::points::drop_beside(input);
+                    crate::trace::event(|| "knn: the input's points let go".into());
                     r.order = Some(approx.cells.order);
                     (approx.indices, approx.distances)
                 } else {
