@@ -133,8 +133,9 @@ pub(crate) struct Prepared {
     /// The fitted PCA, when [`EmbedParams::keep_reference`] asked for it.
     basis: Option<prep::Pca>,
     /// The kNN graph (point mode), for the preservation measure: with P made on the
-    /// device, only each point's [`QUALITY_K`] nearest come to the host.
-    neighbors: Option<Neighbors>,
+    /// device, only each point's [`QUALITY_K`] nearest come to the host, beside the
+    /// affinities.
+    neighbors: Option<prepare::InputNeighbors>,
     /// The kNN stage's report (point mode).
     knn: Option<KnnReport>,
     /// The internal numbering when it is not the input's: point `r` is input point `order[r]`.
@@ -259,6 +260,8 @@ fn run_stages(
     // Quality measures, in the internal numbering; then Y back in input order.
     let t = seconds.start("quality");
     let on = (kind, params.gpus.unwrap_or(1));
+    let neighbors = neighbors.map(prepare::InputNeighbors::wait).transpose()?;
+    crate::trace::event(|| "quality: the input's neighbours here".into());
     let (quality, note) = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), on)?;
     setup.notes.extend(note);
     crate::trace::event(|| "quality: measured".into());

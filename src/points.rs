@@ -109,7 +109,7 @@ pub fn gather_rows<T: Copy + Default + Send + Sync>(
 }
 
 /// Frees `value` on a thread of its own, so that the stage after its last use need not
-/// wait: the gigabytes of a 10M-point run's input go back to the system at about 0.05 s
+/// wait: the gigabytes of a 10M-point run's input go back to the system at 0.03–0.05 s
 /// a gigabyte on the GPU machines' hosts (`benches/RESULTS.md`). Where no thread
 /// can be started, `value` is freed here (the refused closure is dropped).
 pub(crate) fn drop_beside<T: Send + 'static>(value: T) {

@@ -1,7 +1,8 @@
 //! Stages 2–4 in point mode (DESIGN §1.2–1.4): PCA, kNN, perplexity calibration and
 //! symmetrisation, each placed on the host or the device by the backend.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaStream};
+use std::sync::{mpsc, Arc};
 
 use super::{AffinityMethod, EmbedParams, KnnMethod, PointOrder, Prepared};
 use crate::affinity;
@@ -103,7 +104,7 @@ pub(crate) fn prepare_points(
         Found::Host(nb) => {
             let p = P::from_csr(affinity::from_neighbors_multiscale(&nb, &params.scales())?);
             seconds.affinities = t.elapsed().as_secs_f64();
-            (p, nb)
+            (p, InputNeighbors::Host(nb))
         }
     };
     Ok(Prepared {
@@ -438,9 +439,9 @@ fn hnsw_with_recall(
 
 /// Affinities on the GPU from device neighbours: P is born in HYB on the device, whole, or
 /// in a run over several GPUs (`--gpus`) in their row blocks, each on its GPU
-/// ([`affinity::gpu::affinities_device`]). Each point's nearest few neighbours come
-/// down first, for the quality measure; then the stage consumes the neighbours, freeing
-/// each array once read.
+/// ([`affinity::gpu::affinities_device`]). Each point's nearest few neighbours are packed
+/// first, for the quality measure, and come down beside the stage ([`leading_beside`]);
+/// then the stage consumes the neighbours, freeing each array once read.
 fn gpu_affinities(
     indices: CudaSlice<i32>,
     distances: CudaSlice<f32>,
@@ -448,11 +449,10 @@ fn gpu_affinities(
     k: usize,
     params: &EmbedParams,
     seconds: &mut StageSeconds,
-) -> Result<(P, Neighbors)> {
+) -> Result<(P, InputNeighbors)> {
     let gpu = Gpu::get()?;
     let t = seconds.start("affinities");
-    let nb = download_neighbors(&indices, &distances, n, k, super::QUALITY_K)?;
-    crate::trace::event(|| "affinities: the quality's neighbours down".into());
+    let nb = leading_beside(gpu, (&indices, &distances), n, k, super::QUALITY_K)?;
     let world = params.gpus.unwrap_or(1);
     let blocks = match world {
         1 => vec![(0..n, gpu)],
@@ -472,6 +472,51 @@ fn gpu_affinities(
     };
     seconds.affinities = t.elapsed().as_secs_f64();
     Ok((p, nb))
+}
+
+/// The input's neighbours the quality measure compares the embedding's with: on the host,
+/// or still coming down from the device ([`leading_beside`]).
+pub(crate) enum InputNeighbors {
+    Host(Neighbors),
+    Coming(mpsc::Receiver<Result<Neighbors>>),
+}
+
+impl InputNeighbors {
+    /// The neighbours, once on the host.
+    pub(crate) fn wait(self) -> Result<Neighbors> {
+        match self {
+            InputNeighbors::Host(nb) => Ok(nb),
+            InputNeighbors::Coming(coming) => coming.recv().unwrap_or_else(|_| {
+                Err(Error::Data(
+                    "the input's neighbours for the quality measure never came down".into(),
+                ))
+            }),
+        }
+    }
+}
+
+/// The `keep` nearest of each point's k device neighbours packed on `gpu` (its stream),
+/// then copied to the host on a stream of their own by a job of the pool, beside the work
+/// queued after them: at 10M points the 0.8 GB took 0.36 s of the affinities' 0.5 s on
+/// one H200, on the way of everything after (`benches/RESULTS.md`). The packed copy stays
+/// on the device until it is down (n × keep × 8 bytes, in the memory estimate).
+fn leading_beside(
+    gpu: &'static Gpu,
+    neighbors: (&CudaSlice<i32>, &CudaSlice<f32>),
+    n: usize,
+    k: usize,
+    keep: usize,
+) -> Result<InputNeighbors> {
+    let keep = keep.min(k);
+    let packed = crate::knn::gpu::leading_neighbors(gpu, neighbors, n, k, keep)?;
+    // Waits for the packing, and for nothing queued after it.
+    let side = gpu.stream.fork()?;
+    let (sent, coming) = mpsc::sync_channel(1);
+    rayon::spawn(move || {
+        let got = copy_down(gpu, &side, (&packed.0, &packed.1), n, keep);
+        let _ = sent.send(got);
+    });
+    Ok(InputNeighbors::Coming(coming))
 }
 
 /// The `keep` nearest of each point's k device neighbours (n × k indices and squared
@@ -496,10 +541,22 @@ pub(crate) fn download_neighbors(
     } else {
         (indices, distances)
     };
+    copy_down(gpu, &gpu.stream, (indices, distances), n, keep)
+}
+
+/// The first n × `keep` device neighbours (rows of `keep`) on the host, copied on `stream`.
+fn copy_down(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    (indices, distances): (&CudaSlice<i32>, &CudaSlice<f32>),
+    n: usize,
+    keep: usize,
+) -> Result<Neighbors> {
     let mut got_indices = vec![0i32; n * keep];
     let mut got_distances = vec![0f32; n * keep];
-    crate::gpu::memory::dtoh_staged(gpu, &indices.slice(..n * keep), &mut got_indices)?;
-    crate::gpu::memory::dtoh_staged(gpu, &distances.slice(..n * keep), &mut got_distances)?;
+    let (indices, distances) = (indices.slice(..n * keep), distances.slice(..n * keep));
+    crate::gpu::memory::dtoh_staged_on(gpu, stream, &indices, &mut got_indices)?;
+    crate::gpu::memory::dtoh_staged_on(gpu, stream, &distances, &mut got_distances)?;
     Ok(Neighbors {
         n,
         k: keep,

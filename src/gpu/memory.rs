@@ -1,7 +1,8 @@
 //! Device memory the stages share: checks that a phase fits before it allocates, and
 //! uninitialised buffers for outputs a kernel writes whole.
 
-use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, DeviceRepr};
+use std::sync::Arc;
 
 use super::{Gpu, GpuError};
 
@@ -93,12 +94,25 @@ pub fn dtoh_staged<T: AnyBits + Copy + Send + Sync>(
     src: &CudaView<'_, T>,
     dst: &mut [T],
 ) -> Result<(), GpuError> {
-    download_staged(gpu, src, dst, STAGING_BYTES / std::mem::size_of::<T>())
+    dtoh_staged_on(gpu, &gpu.stream, src, dst)
 }
 
-/// [`dtoh_staged`] `chunk` elements at a time.
+/// [`dtoh_staged`] on `stream` (of `gpu`'s context), for a copy beside the work queued on
+/// `gpu`'s own stream.
+pub fn dtoh_staged_on<T: AnyBits + Copy + Send + Sync>(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    src: &CudaView<'_, T>,
+    dst: &mut [T],
+) -> Result<(), GpuError> {
+    let chunk = STAGING_BYTES / std::mem::size_of::<T>();
+    download_staged(gpu, stream, src, dst, chunk)
+}
+
+/// [`dtoh_staged_on`] `chunk` elements at a time.
 fn download_staged<T: AnyBits + Copy + Send + Sync>(
     gpu: &Gpu,
+    s: &Arc<CudaStream>,
     src: &CudaView<'_, T>,
     dst: &mut [T],
     chunk: usize,
@@ -108,7 +122,6 @@ fn download_staged<T: AnyBits + Copy + Send + Sync>(
         dst.len(),
         "a staged copy's two sides differ in length"
     );
-    let s = &gpu.stream;
     through_stage(gpu, src.len(), chunk, |host, at| {
         s.memcpy_dtoh(&src.slice(at.clone()), host)?;
         s.synchronize()?;
@@ -371,7 +384,7 @@ mod tests {
             assert_eq!(got, m[7..]);
             for chunk in [1, 100, 10_006, 20_000] {
                 let mut got = vec![-1f32; m.len()];
-                download_staged(gpu, &dev.slice(..), &mut got, chunk).unwrap();
+                download_staged(gpu, &gpu.stream, &dev.slice(..), &mut got, chunk).unwrap();
                 assert_eq!(got, m, "chunks of {chunk}");
             }
         }
