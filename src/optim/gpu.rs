@@ -122,8 +122,16 @@ mod tests {
                     let phase = params.phase(iter);
                     let attr: Vec<f32> =
                         (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
-                    let rep: Vec<f32> =
-                        (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    // A gradient within rounding of zero could take the other branch of
+                    // the gains' rule on the device, which forms α·attr − rep in one
+                    // fused multiply-add: every entry is kept at least 1e-3 from zero.
+                    let rep: Vec<f32> = (0..n * dims)
+                        .map(|t| {
+                            let r = rng.random_range(-1.0..1.0);
+                            let g = phase.exaggeration * attr[t] - r;
+                            if g.abs() < 1e-3 { r + 2e-3 } else { r }
+                        })
+                        .collect();
                     for t in 0..n * dims {
                         grad[t] = phase.exaggeration * attr[t] - rep[t];
                     }
@@ -143,15 +151,24 @@ mod tests {
                 let got = gpu.stream.clone_dtoh(&y_dev).unwrap();
                 // Y grows to hundreds in five steps at η = 7, so compare relative to its scale:
                 // fused multiply-adds and the order of the mean's sum differ by a few ulps.
+                // A last update within rounding of zero (about one coordinate in 10^7) can
+                // still take the gains' other branch: at most two coordinates may differ
+                // more, where a wrong kernel moves thousands.
                 let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
-                let worst = y
+                let far: Vec<(usize, f32)> = y
                     .iter()
                     .zip(&got)
                     .map(|(a, b)| (a - b).abs())
-                    .fold(0f32, f32::max);
+                    .enumerate()
+                    .filter(|&(_, d)| d > 1e-5 * scale)
+                    .collect();
                 assert!(
-                    worst <= 1e-5 * scale,
-                    "seed {seed}, dims {dims}: max |Δy| = {worst} at scale {scale}"
+                    far.len() <= 2,
+                    "seed {seed}, dims {dims}: |Δy| beyond {} at {} coordinates, the first \
+                     (coordinate, |Δy|) {:?}",
+                    1e-5 * scale,
+                    far.len(),
+                    &far[..far.len().min(5)]
                 );
             }
         }
