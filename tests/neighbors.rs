@@ -108,6 +108,8 @@ fn knn_from_on_the_gpu_matches_the_inline_search() {
     let gpu = ["--backend", "gpu", "--knn", "exact"];
     let mut a = vec!["knn", s(&x), "-k", "45", "-o", s(&knn)];
     a.extend(gpu);
+    // The same numbering both ways (with neighbours given the default is a PCA tree's).
+    let gpu = ["--backend", "gpu", "--knn", "exact", "--order", "input"];
     run_ok(&a);
     let kl = |given: bool| {
         let (out, report) = (dir.path().join("y.npy"), dir.path().join("r.json"));
@@ -292,6 +294,12 @@ fn bad_neighbour_files_fail_cleanly() {
         write_neighbors(&bad, 200, 5, &idx, &d, IndexType::I64).unwrap();
         embed(&["--knn-from", s(&bad)], &["row 2, column 2", needle]);
     }
+    // Good neighbours, but no search to number the points by its cells.
+    write_neighbors(&bad, 200, 5, &idx, &dist, IndexType::I64).unwrap();
+    embed(
+        &["--knn-from", s(&bad), "--order", "cells"],
+        &["`cells`", "--knn-from there is none", "--order locality"],
+    );
     let txt = dir.path().join("k.txt");
     std::fs::write(&txt, "0 1\n").unwrap();
     embed(&["--knn-from", s(&txt)], &["k.txt", ".npz"]);

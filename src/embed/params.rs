@@ -140,7 +140,9 @@ pub struct EmbedParams {
     /// [`PointOrder::Locality`] on cpu and hybrid, whose CSB attraction it speeds up (MNIST, 2
     /// cores), [`PointOrder::Input`] on gpu with the exact kNN, where its host-side PCA tree
     /// cost more than it saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the kNN and
-    /// optimisation), [`PointOrder::Cells`] on gpu with the approximate kNN (free).
+    /// optimisation), [`PointOrder::Cells`] on gpu with the approximate kNN (free);
+    /// [`PointOrder::Locality`] whenever the neighbours are given ([`Self::knn_given`]: no
+    /// search's cells to number the points by; see `resolve_search`).
     pub order: Option<PointOrder>,
     /// Initialisation (default PCA; graphs always start random).
     pub init: InitKind,
