@@ -485,15 +485,27 @@ pub(crate) enum InputNeighbors {
 }
 
 impl InputNeighbors {
-    /// The neighbours, once on the host.
+    /// The neighbours, once on the host. The copy is a job of the pool this thread may
+    /// belong to (on one thread, the only one): the wait runs the pool's queued jobs.
     pub(crate) fn wait(self) -> Result<Neighbors> {
-        match self {
-            InputNeighbors::Host(nb) => Ok(nb),
-            InputNeighbors::Coming(coming) => coming.recv().unwrap_or_else(|_| {
-                Err(Error::Data(
-                    "the input's neighbours for the quality measure never came down".into(),
-                ))
-            }),
+        let coming = match self {
+            InputNeighbors::Host(nb) => return Ok(nb),
+            InputNeighbors::Coming(coming) => coming,
+        };
+        loop {
+            match coming.try_recv() {
+                Ok(got) => return got,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    return Err(Error::Data(
+                        "the input's neighbours for the quality measure never came down".into(),
+                    ))
+                }
+                Err(mpsc::TryRecvError::Empty) => {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
+            }
         }
     }
 }
