@@ -375,8 +375,9 @@ impl<const D: usize> Grid<D> {
     /// The points by cell (`order`, ascending within a cell) and each cell's first position
     /// in it (`starts`, one more than the cells): a counting sort, the cells' counts and
     /// the points' places taken with atomic increments on all cores, then each cell's few
-    /// points sorted. (A parallel sort of (cell, point) pairs took 0.29 s of the grid's
-    /// 0.55 s at 10M points on 2 cores.)
+    /// points sorted, where a parallel sort of (cell, point) pairs moved every pair
+    /// through a general sort: the 10M grids 0.24–0.29 s against 0.25–0.33 on one H200's
+    /// 16 cores, no gain on 64 (`benches/RESULTS.md`).
     fn bucket(&self, y: &[f32], ids: &[u32]) -> (Vec<u32>, Vec<u32>) {
         let cell: Vec<u32> = ids
             .par_iter()
