@@ -243,10 +243,11 @@ fn run_stages(
             d_in,
             order.as_deref(),
         )),
-        (points, _) => {
+        (Some(points), _) => {
             crate::points::drop_beside(points);
             None
         }
+        (None, _) => None,
     };
     crate::trace::event(|| "optimise: the points let go".into());
 
