@@ -33,7 +33,7 @@ pub(super) fn input_info(input: &Input, name: &str) -> InputInfo {
     }
 }
 
-/// Stage 1b, the values themselves ([`prep::duplicate_rows`], [`prep::fit_f32_range`]):
+/// Stage 1b, the values themselves ([`prep::screen_rows`], [`prep::fit_f32_range`]):
 /// refuses dense points that are all one point (nothing to embed), warns through
 /// `progress` when many repeat another exactly, and brings the values into the range where
 /// squared distances fit f32. Sparse rows are rescaled only: their columns may be stored
@@ -44,9 +44,9 @@ pub(super) fn screen(
     info: &mut InputInfo,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let values = match input {
+    let (values, largest) = match input {
         Input::Points(p) => {
-            let copies = prep::duplicate_rows(p);
+            let (copies, largest) = prep::screen_rows(p);
             if p.n > 1 && copies == p.n - 1 {
                 return Err(Error::Data(format!(
                     "{name}: all {} points are identical (zero variance): t-SNE has no \
@@ -64,11 +64,14 @@ pub(super) fn screen(
                 ));
             }
             info.duplicates = copies;
-            &mut p.data
+            (&mut p.data, Some(largest))
         }
-        Input::Sparse(s) => &mut s.data,
+        Input::Sparse(s) => (&mut s.data, None),
         Input::Graph(_) | Input::Affinities(_) => return Ok(()),
     };
-    info.scale_exponent = prep::fit_f32_range(values);
+    info.scale_exponent = match largest {
+        Some(largest) => prep::scale_to_f32_range(values, largest),
+        None => prep::fit_f32_range(values),
+    };
     Ok(())
 }

@@ -29,15 +29,33 @@ const RANGE: f32 = (1u64 << 40) as f32;
 /// (With SipHash and every row's (hash, index) pair sorted, the set-up of a 10M × 50 run
 /// took 0.34–0.38 s on 32 cores against 0.24–0.30 now, `benches/RESULTS.md`.)
 pub fn duplicate_rows(points: &Points) -> usize {
+    screen_rows(points).0
+}
+
+/// [`duplicate_rows`] and the largest magnitude among the values (for
+/// [`scale_to_f32_range`]), in one pass over them: a second pass for the magnitudes read
+/// the 2 GB of a 10M × 50 input again.
+pub fn screen_rows(points: &Points) -> (usize, f32) {
     let n = points.n;
     if points.d == 0 {
-        return n.saturating_sub(1);
+        return (n.saturating_sub(1), 0.0);
     }
-    let hashes: Vec<u64> = (0..n)
-        .into_par_iter()
-        .map(|i| row_hash(points.row(i)))
-        .collect();
-    let mut sorted = hashes.clone();
+    let mut hashes = vec![0u64; n];
+    let largest = hashes
+        .par_iter_mut()
+        .enumerate()
+        .map(|(i, hash)| {
+            let row = points.row(i);
+            *hash = row_hash(row);
+            row.iter().fold(0f32, |m, x| m.max(x.abs()))
+        })
+        .reduce(|| 0.0, f32::max);
+    (copies_among(points, &hashes), largest)
+}
+
+/// The rows that repeat an earlier one among `points`, whose rows hash to `hashes`.
+fn copies_among(points: &Points, hashes: &[u64]) -> usize {
+    let mut sorted = hashes.to_vec();
     sorted.par_sort_unstable();
     let repeated: Vec<u64> = sorted
         .chunk_by(|a, b| a == b)
@@ -101,6 +119,11 @@ struct Values<'a>(&'a [f32]);
 /// beside the largest (by 2^126) that it underflows, where it adds nothing to any distance.
 pub fn fit_f32_range(values: &mut [f32]) -> i32 {
     let max = values.par_iter().map(|x| x.abs()).reduce(|| 0.0, f32::max);
+    scale_to_f32_range(values, max)
+}
+
+/// [`fit_f32_range`] given the values' largest magnitude `max` (from [`screen_rows`]).
+pub fn scale_to_f32_range(values: &mut [f32], max: f32) -> i32 {
     if max == 0.0 || (1.0 / RANGE..=RANGE).contains(&max) {
         return 0;
     }
@@ -151,6 +174,26 @@ mod tests {
         }
         data[99 * d] = -0.0;
         assert_eq!(duplicate_rows(&Points::new(n, d, data)), 4);
+    }
+
+    /// One pass gives the copies and the largest magnitude that two passes give.
+    #[test]
+    fn screening_in_one_pass_matches_two() {
+        let (n, d) = (3000, 5);
+        let mut data: Vec<f32> = (0..n * d).map(|v| (v as f32 * 0.11).cos()).collect();
+        data[7 * d + 2] = -3.5e12;
+        data.copy_within(9 * d..10 * d, 0);
+        let p = Points::new(n, d, data.clone());
+        let (copies, largest) = screen_rows(&p);
+        assert_eq!(copies, duplicate_rows(&p));
+        assert_eq!(copies, 1);
+        assert_eq!(largest, 3.5e12);
+        let (mut one, mut two) = (data.clone(), data);
+        assert_eq!(
+            scale_to_f32_range(&mut one, largest),
+            fit_f32_range(&mut two)
+        );
+        assert_eq!(one, two);
     }
 
     #[test]
