@@ -165,13 +165,17 @@ fn set_up(
             ],
         ))
     };
+    crate::trace::event(|| format!("optimise: GPU {rank}'s rows of P and Y placed"));
     let (attr, rep, kl, fixed, events) = make()?;
     let repulse = shared.repulsion.device(gpu, s.clone())?;
+    crate::trace::event(|| format!("optimise: GPU {rank}'s repulsion made"));
     let opt = OptimizerGpu::new(gpu, nb, dims)?;
     shared.watch.settle(s)?;
+    crate::trace::event(|| format!("optimise: GPU {rank}'s buffers made"));
     // Every rank is ready (or one failed, and this returns its error) before NCCL's
     // initialisation, which waits for all of them.
     shared.watch.meet(rank, 0)?;
+    crate::trace::event(|| format!("optimise: GPU {rank} met the others"));
     let ranks = match (ahead, shared.id) {
         (Some(ranks), _) => ranks,
         (None, Some(id)) => Ranks::join(gpu, s.clone(), rank, part.world(), id)?,
