@@ -141,25 +141,13 @@ pub fn htod_staged<T: AnyBits + Copy + Send + Sync>(
     gpu: &Gpu,
     src: &[T],
 ) -> Result<CudaSlice<T>, GpuError> {
-    htod_staged_on(gpu, &gpu.stream, src)
-}
-
-/// [`htod_staged`] allocated and queued on `stream` (of `gpu`'s context), for an upload
-/// beside the work queued on `gpu`'s own stream; done when this returns.
-pub fn htod_staged_on<T: AnyBits + Copy + Send + Sync>(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    src: &[T],
-) -> Result<CudaSlice<T>, GpuError> {
-    // SAFETY: every bit pattern of the memory is a value of `T` (AnyBits); the copy below
-    // writes all of it.
-    let mut dst = unsafe { stream.alloc::<T>(src.len().max(1)) }?;
+    let mut dst = alloc_uninit::<T>(gpu, src.len())?;
     let chunk = STAGING_BYTES / std::mem::size_of::<T>();
-    upload_staged(gpu, stream, src, &mut dst, chunk)?;
+    upload_staged(gpu, &gpu.stream, src, &mut dst, chunk)?;
     Ok(dst)
 }
 
-/// [`htod_staged_on`] into `dst` (at least as long as `src`), `chunk` elements at a time.
+/// [`htod_staged`] on the stream `s` into `dst` (at least as long as `src`), `chunk` elements at a time.
 fn upload_staged<T: AnyBits + Copy + Send + Sync>(
     gpu: &Gpu,
     s: &Arc<CudaStream>,

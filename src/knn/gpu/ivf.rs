@@ -40,7 +40,7 @@ use super::refine::refine;
 use super::{check_params, fill_lists, key_rows, Answer, KeyRows, Shape, SLACK};
 use crate::gpu::kernels::ivf::{IvfAssign, IvfGather, IvfRows, IvfUnsort, THREADS};
 use crate::gpu::kernels::knn_fused::{CHUNK, MAX_DIM, QUERIES};
-use crate::gpu::memory::{alloc_uninit, copy_peer, copy_peer_after, htod_staged_on};
+use crate::gpu::memory::{alloc_uninit, copy_peer, copy_peer_after, htod_staged};
 use crate::gpu::{Gpu, GpuError};
 use crate::knn::ivf::{self as host, Cells, IvfParams, ProbePlanner};
 use crate::knn::Key;
@@ -177,24 +177,17 @@ pub fn approx_device(
             ),
         ));
     }
-    let s = &gpu.stream;
     let lists = params.lists_for(n);
     let mut seconds = ApproxSeconds::default();
     let mut clock = Clock::start(gpu)?;
 
-    // k-means on the sample while the points go up on a stream of their own (2 GB at
-    // 10M × 50), then every point to its cell, cells in a locality order.
-    let side = s.fork()?;
-    let (centroids, x) = std::thread::scope(|scope| {
-        let up = scope.spawn(|| htod_staged_on(gpu, &side, &points.data));
-        let centroids = kmeans(gpu, points, lists, params);
-        seconds.kmeans = clock.lap()?;
-        crate::trace::event(|| "knn: k-means done".into());
-        let x = up
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok::<_, Error>((centroids?, x?))
-    })?;
+    // k-means on the sample, then every point to its cell, cells in a locality order. (The
+    // points' upload beside the k-means slowed it by more than it saved: its copies into
+    // the page-locked buffers hold the pool's threads, which the k-means' updates use.)
+    let centroids = kmeans(gpu, points, lists, params)?;
+    seconds.kmeans = clock.lap()?;
+    crate::trace::event(|| "knn: k-means done".into());
+    let x = htod_staged(gpu, &points.data)?;
     let lists = centroids.len() / d;
     let centroids = host::order_cells(&centroids, d);
     let labels = assign(gpu, &x, n, d, &centroids)?;
@@ -1020,8 +1013,9 @@ fn exact_candidates(
         .collect();
     let runs: Vec<i32> = (0..blocks)
         .flat_map(|b| {
-            let part = b % parts;
-            [part * steps / parts, (part + 1) * steps / parts].map(|step| step as i32)
+            // A run is its first chunk and its count of chunks.
+            let (part, first) = (b % parts, (b % parts) * steps / parts);
+            [first, (part + 1) * steps / parts - first].map(|chunks| chunks as i32)
         })
         .collect();
     let run_off: Vec<i32> = (0..=blocks as i32).collect();
