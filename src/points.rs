@@ -110,68 +110,16 @@ pub fn gather_rows<T: Copy + Default + Send + Sync>(
 
 /// Frees `value` on a thread of its own, so that the stage after its last use need not
 /// wait: the gigabytes of a 10M-point run's input go back to the system at 0.03–0.05 s
-/// a gigabyte on the GPU machines' hosts (`benches/RESULTS.md`). They go back a piece of
-/// [`RELEASE_PIECE`] bytes at a time ([`Shrink`]): unmapping memory holds the process's
-/// memory map locked for writing, and other threads' driver calls that pin pageable
-/// memory (an upload from a `Vec`) wait for it; the 2 GB of points freed in one call held
-/// both GPUs' optimisation set-up for 0.12 s. Where no thread can be started, `value` is
-/// freed here (the refused closure is dropped).
-pub(crate) fn drop_beside<T: Shrink>(mut value: T) {
+/// a gigabyte on the GPU machines' hosts (`benches/RESULTS.md`). Where no thread
+/// can be started, `value` is freed here (the refused closure is dropped).
+pub(crate) fn drop_beside<T: Send + 'static>(value: T) {
     let free = std::thread::Builder::new().name("sgtsne-free".into());
-    let _ = free.spawn(move || while value.shrink_by(RELEASE_PIECE) {});
-}
-
-/// Bytes [`drop_beside`] hands back at a time: unmapping them takes a few milliseconds.
-const RELEASE_PIECE: usize = 64 << 20;
-
-/// Host buffers that can be handed back to the system a piece at a time from their end
-/// (through `realloc`, which shrinks a large allocation in place by unmapping its tail).
-pub(crate) trait Shrink: Send + 'static {
-    /// Frees about `bytes` (at least one element) from the end; false once nothing is
-    /// left. What remains is a value only to be shrunk further or dropped.
-    fn shrink_by(&mut self, bytes: usize) -> bool;
-}
-
-impl<E: Send + 'static> Shrink for Vec<E> {
-    fn shrink_by(&mut self, bytes: usize) -> bool {
-        if self.capacity() == 0 || std::mem::size_of::<E>() == 0 {
-            return false;
-        }
-        let piece = (bytes / std::mem::size_of::<E>()).max(1);
-        let keep = self.len().min(self.capacity().saturating_sub(piece));
-        self.truncate(keep);
-        self.shrink_to(keep);
-        true
-    }
-}
-
-impl Shrink for Points {
-    fn shrink_by(&mut self, bytes: usize) -> bool {
-        self.data.shrink_by(bytes)
-    }
+    let _ = free.spawn(move || drop(value));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A buffer shrinks a piece at a time from its end until nothing is left.
-    #[test]
-    fn buffers_shrink_to_nothing_in_pieces() {
-        let mut v: Vec<u32> = (0..1000).collect();
-        let mut steps = 0;
-        while v.shrink_by(400) {
-            steps += 1;
-            assert!(v.capacity() <= 1000 - 100 * steps.min(10));
-            assert_eq!(v, (0..v.len() as u32).collect::<Vec<_>>());
-        }
-        assert_eq!((steps, v.capacity()), (10, 0));
-        let mut p = Points::new(3, 2, vec![1.0; 6]);
-        assert!(p.shrink_by(1) && p.data.len() == 5);
-        while p.shrink_by(1 << 20) {}
-        assert_eq!(p.data.capacity(), 0);
-        assert!(!Vec::<u8>::new().shrink_by(10));
-    }
 
     #[test]
     fn permutation_round_trip() {

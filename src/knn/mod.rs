@@ -59,12 +59,6 @@ pub struct Neighbors {
     pub distances: Vec<f32>,
 }
 
-impl crate::points::Shrink for Neighbors {
-    fn shrink_by(&mut self, bytes: usize) -> bool {
-        self.distances.shrink_by(bytes) || self.indices.shrink_by(bytes)
-    }
-}
-
 impl Neighbors {
     /// n rows of k neighbours, each filled by `fill(i, indices, distances)` on the pool's
     /// threads.
