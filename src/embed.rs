@@ -263,25 +263,15 @@ fn run_stages(
     let on = (kind, params.gpus.unwrap_or(1));
     let neighbors = neighbors.map(prepare::InputNeighbors::wait).transpose()?;
     crate::trace::event(|| "quality: the input's neighbours here".into());
-    // Y goes back to the input's order beside the measures, which read the internal one.
-    let (measured, in_input_order) = rayon::join(
-        || measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), on),
-        || {
-            let unpermuted = order
-                .as_deref()
-                .map(|order| crate::points::unpermute_rows(&y, order, dims));
-            crate::trace::event(|| "quality: Y in the input's order".into());
-            unpermuted
-        },
-    );
-    let (quality, note) = measured?;
+    let (quality, note) = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), on)?;
     setup.notes.extend(note);
     crate::trace::event(|| "quality: measured".into());
     if let Some(neighbors) = neighbors {
         crate::points::drop_beside(neighbors);
     }
-    if let Some(unpermuted) = in_input_order {
-        y = unpermuted;
+    if let Some(order) = &order {
+        y = crate::points::unpermute_rows(&y, order, dims);
+        crate::trace::event(|| "quality: Y in the input's order".into());
     }
     seconds.quality = t.elapsed().as_secs_f64();
     seconds.total = start.elapsed().as_secs_f64();
