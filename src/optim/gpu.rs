@@ -28,7 +28,7 @@ impl OptimizerGpu {
             n,
             dims,
             update: gpu.stream.alloc_zeros(n * dims)?,
-            gains: gpu.stream.clone_htod(&vec![1f32; n * dims])?,
+            gains: crate::gpu::memory::filled(gpu, n * dims, 1f32)?,
             sums: gpu.stream.alloc_zeros(dims * crate::gpu::sum::WORDS)?,
         })
     }

@@ -138,11 +138,14 @@ fn set_up(
             .take()
             .ok_or_else(|| Error::param("p", format!("GPU {rank}'s block of P was taken")))?,
     };
+    crate::trace::event(|| format!("optimise: GPU {rank}'s rows of P here"));
     let mut y_all = s.alloc_zeros::<f32>(part.world() * block * dims)?;
     s.memcpy_htod(shared.y0, &mut y_all.slice_mut(..n * dims))?;
+    crate::trace::event(|| format!("optimise: GPU {rank}'s Y uploaded"));
+    // This GPU's rows of Y, from the copy just uploaded.
     let mut y_own = s.alloc_zeros::<f32>(block * dims)?;
-    s.memcpy_htod(
-        &shared.y0[rows.start * dims..rows.end * dims],
+    s.memcpy_dtod(
+        &y_all.slice(rows.start * dims..rows.end * dims),
         &mut y_own.slice_mut(..nb * dims),
     )?;
     let ev = || {
@@ -165,7 +168,6 @@ fn set_up(
             ],
         ))
     };
-    crate::trace::event(|| format!("optimise: GPU {rank}'s rows of P and Y placed"));
     let (attr, rep, kl, fixed, events) = make()?;
     let repulse = shared.repulsion.device(gpu, s.clone())?;
     crate::trace::event(|| format!("optimise: GPU {rank}'s repulsion made"));

@@ -188,6 +188,7 @@ pub fn approx_device(
     seconds.kmeans = clock.lap()?;
     crate::trace::event(|| "knn: k-means done".into());
     let x = htod_staged(gpu, &points.data)?;
+    crate::trace::event(|| "knn: points uploaded".into());
     let lists = centroids.len() / d;
     let centroids = host::order_cells(&centroids, d);
     let labels = assign(gpu, &x, n, d, &centroids)?;
