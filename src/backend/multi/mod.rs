@@ -210,7 +210,7 @@ pub fn optimize_multi(
             ))
         }
     };
-    let y0 = y.to_vec();
+    let y = std::sync::RwLock::new(y);
     let watch = watch::Watch::new(world, watch::TIMEOUT);
     let shared = rank::Shared {
         part,
@@ -218,7 +218,7 @@ pub fn optimize_multi(
         p_log_p,
         kernel,
         repulsion,
-        y0: &y0,
+        y: &y,
         dims,
         params,
         watch: &watch,
@@ -228,8 +228,8 @@ pub fn optimize_multi(
         whole,
         progress,
         observer,
-        y,
     };
+    crate::trace::event(|| "optimise: P's blocks and Y ready for the GPUs".into());
     let (first, others) = std::thread::scope(|scope| {
         let mut made = ahead.drain(..);
         let own = made.next().flatten();
@@ -248,7 +248,7 @@ pub fn optimize_multi(
             .map(|h| match h {
                 Ok(h) => h.join().unwrap_or_else(|_| {
                     watch.fail();
-                    Err(Error::param("gpus", "a GPU's thread panicked"))
+                    Err(rank::panicked())
                 }),
                 Err(e) => Err(Error::param("gpus", format!("cannot start a thread: {e}"))),
             })

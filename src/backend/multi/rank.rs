@@ -1,7 +1,7 @@
 //! One GPU's part of a run over several: its set-up, then the iterations of
 //! [`super`]'s design, on the thread that drives that GPU.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice};
 
@@ -38,8 +38,11 @@ pub(super) struct Shared<'a> {
     pub p_log_p: f64,
     pub kernel: Kernel,
     pub repulsion: &'a RepulsionSpec,
-    /// The initial embedding, n × dims.
-    pub y0: &'a [f32],
+    /// The embedding, n × dims: the start, which every GPU reads in its set-up, then the
+    /// end, which rank 0 writes once the iterations are done (after every set-up: the
+    /// ranks meet before the first iteration). Shared, not copied: a copy (80 MB at 10M
+    /// points) cost the set-up its allocation and page faults.
+    pub y: &'a RwLock<&'a mut [f32]>,
     pub dims: usize,
     pub params: &'a OptimParams,
     pub watch: &'a Watch,
@@ -55,8 +58,6 @@ pub(super) struct Lead<'a, 'o> {
     pub whole: Option<HybGpu>,
     pub progress: &'a dyn Progress,
     pub observer: Option<&'a mut (dyn Observer<[f32]> + 'o)>,
-    /// Receives the final embedding, n × dims.
-    pub y: &'a mut [f32],
 }
 
 /// One GPU's device state.
@@ -134,13 +135,16 @@ fn set_up(
         (Blocks::Device(shapes), None) => HybGpu::for_block(gpu, &shapes[rank])?,
         (Blocks::Placed(blocks), _) => blocks[rank]
             .lock()
-            .map_err(|_| Error::param("p", "a GPU's thread panicked"))?
+            .map_err(|_| panicked())?
             .take()
             .ok_or_else(|| Error::param("p", format!("GPU {rank}'s block of P was taken")))?,
     };
     crate::trace::event(|| format!("optimise: GPU {rank}'s rows of P here"));
     let mut y_all = s.alloc_zeros::<f32>(part.world() * block * dims)?;
-    s.memcpy_htod(shared.y0, &mut y_all.slice_mut(..n * dims))?;
+    {
+        let y0 = shared.y.read().map_err(|_| panicked())?;
+        s.memcpy_htod(&y0[..], &mut y_all.slice_mut(..n * dims))?;
+    }
     crate::trace::event(|| format!("optimise: GPU {rank}'s Y uploaded"));
     // This GPU's rows of Y, from the copy just uploaded.
     let mut y_own = s.alloc_zeros::<f32>(block * dims)?;
@@ -321,7 +325,8 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
         account(&mut st, done, &mut report)?;
     }
     if let Some(l) = lead {
-        crate::gpu::memory::dtoh_staged(gpu, &st.y_all.slice(..n * dims), l.y)?;
+        let mut y = shared.y.write().map_err(|_| panicked())?;
+        crate::gpu::memory::dtoh_staged(gpu, &st.y_all.slice(..n * dims), &mut y[..])?;
         l.progress.end();
     }
     Ok(report)
@@ -340,4 +345,9 @@ fn account(st: &mut State, done: InFlight, report: &mut OptimReport) -> Result<(
         report.exchange_seconds += secs(&e[3], &e[4])?;
     }
     Ok(())
+}
+
+/// The error of a lock left poisoned by a GPU's thread that panicked.
+pub(super) fn panicked() -> Error {
+    Error::param("gpus", "a GPU's thread panicked")
 }
