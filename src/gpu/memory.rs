@@ -1,8 +1,7 @@
 //! Device memory the stages share: checks that a phase fits before it allocates, and
 //! uninitialised buffers for outputs a kernel writes whole.
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaView, DeviceRepr};
-use std::ops::Range;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, DeviceRepr};
 use std::sync::Arc;
 
 use super::{Gpu, GpuError};
@@ -106,11 +105,10 @@ pub fn pinned<T: AnyBits>(
     Ok(buf)
 }
 
-/// Copies the device `src` into the host `dst` (of the same length) through page-locked
-/// buffers, in chunks: on the GPU machines a copy straight into pageable memory moved about
-/// 1.4 GB/s (a 10M-point run's 7.2 GB of neighbours in 5 s), through one buffer about
-/// 5 GB/s; through two ([`through_stages`]) the host's copy out of one overlaps the
-/// device's copy into the other.
+/// Copies the device `src` into the host `dst` (of the same length) through a page-locked
+/// buffer, in chunks: on the GPU machines a copy straight into pageable memory moved about
+/// 1.4 GB/s (a 10M-point run's 7.2 GB of neighbours in 5 s), through the buffer about
+/// 5 GB/s.
 pub fn dtoh_staged<T: AnyBits + Copy + Send + Sync>(
     gpu: &Gpu,
     src: &CudaView<'_, T>,
@@ -144,17 +142,15 @@ fn download_staged<T: AnyBits + Copy + Send + Sync>(
         dst.len(),
         "a staged copy's two sides differ in length"
     );
-    through_stages(
-        gpu,
-        s,
-        src.len(),
-        chunk,
-        |host, at| Ok(s.memcpy_dtoh(&src.slice(at), host)?),
-        |host, at| copy_parallel(&mut dst[at], host),
-    )
+    through_stage(gpu, src.len(), chunk, |host, at| {
+        s.memcpy_dtoh(&src.slice(at.clone()), host)?;
+        s.synchronize()?;
+        copy_parallel(&mut dst[at], host);
+        Ok(())
+    })
 }
 
-/// The host `src` on the device, copied through page-locked buffers in chunks, as
+/// The host `src` on the device, copied through a page-locked buffer in chunks, as
 /// [`dtoh_staged`] copies the other way: the points' uploads (2 GB at 10M × 50) are the
 /// large ones of a run.
 pub fn htod_staged<T: AnyBits + Copy + Send + Sync>(
@@ -162,85 +158,44 @@ pub fn htod_staged<T: AnyBits + Copy + Send + Sync>(
     src: &[T],
 ) -> Result<CudaSlice<T>, GpuError> {
     let mut dst = alloc_uninit::<T>(gpu, src.len())?;
-    let chunk = STAGING_BYTES / std::mem::size_of::<T>();
-    upload_staged(gpu, &gpu.stream, src, &mut dst, chunk)?;
+    upload_staged(gpu, src, &mut dst, STAGING_BYTES / std::mem::size_of::<T>())?;
     Ok(dst)
 }
 
-/// [`htod_staged`] on the stream `s` into `dst` (at least as long as `src`), `chunk` elements at a time.
+/// [`htod_staged`] into `dst` (at least as long as `src`), `chunk` elements at a time.
 fn upload_staged<T: AnyBits + Copy + Send + Sync>(
     gpu: &Gpu,
-    s: &Arc<CudaStream>,
     src: &[T],
     dst: &mut CudaSlice<T>,
     chunk: usize,
 ) -> Result<(), GpuError> {
-    through_stages(
-        gpu,
-        s,
-        src.len(),
-        chunk,
-        |host, at| {
-            copy_parallel(host, &src[at.clone()]);
-            Ok(s.memcpy_htod(&*host, &mut dst.slice_mut(at))?)
-        },
-        |_, _| {},
-    )
+    let s = &gpu.stream;
+    through_stage(gpu, src.len(), chunk, |host, at| {
+        copy_parallel(host, &src[at.clone()]);
+        s.memcpy_htod(&*host, &mut dst.slice_mut(at))?;
+        // Done before the buffer is filled again.
+        s.synchronize()?;
+        Ok(())
+    })
 }
 
-/// A staged copy of `len` elements, `chunk` at a time, through two page-locked buffers in
-/// turn: for each range in order, `queue(buffer, range)` (the host's side of an upload,
-/// then the device's copy queued on `s`); once that copy is done, before the buffer takes
-/// another range (and at the end), `drain(buffer, range)` (the host's side of a download).
-/// The host's side of one chunk so overlaps the device's copy of the other; one buffer,
-/// filled and waited for in turn, left the copy engine idle while the host copied. Each
-/// buffer is cut to its range's length (the driver's copies take the host side's length).
-/// Every queued copy has ended when this returns, an error or not, before the buffers are
-/// freed.
-fn through_stages<T: AnyBits>(
+/// Hands `step` each range of at most `chunk` of the `len` elements in order, with one
+/// page-locked buffer cut to that range's length (the driver's copies take the host
+/// side's length), for the staged copies either way.
+fn through_stage<T: AnyBits>(
     gpu: &Gpu,
-    s: &Arc<CudaStream>,
     len: usize,
     chunk: usize,
-    mut queue: impl FnMut(&mut [T], Range<usize>) -> Result<(), GpuError>,
-    mut drain: impl FnMut(&[T], Range<usize>),
+    mut step: impl FnMut(&mut [T], std::ops::Range<usize>) -> Result<(), GpuError>,
 ) -> Result<(), GpuError> {
     if len == 0 {
         return Ok(());
     }
     let chunk = chunk.clamp(1, len);
-    let mut stages = (0..len.div_ceil(chunk).min(2))
-        .map(|_| pinned::<T>(gpu, chunk, 0))
-        .collect::<Result<Vec<_>, _>>()?;
-    // Each buffer's range in flight, with the event after its copy.
-    let mut pending: Vec<Option<(CudaEvent, Range<usize>)>> = vec![None, None];
-    let mut queued = || -> Result<(), GpuError> {
-        for (i, at) in (0..len).step_by(chunk).enumerate() {
-            let b = i % stages.len();
-            let host = stages[b].as_mut_slice()?;
-            if let Some((done, range)) = pending[b].take() {
-                done.synchronize()?;
-                drain(&host[..range.len()], range);
-            }
-            let range = at..(at + chunk).min(len);
-            queue(&mut host[..range.len()], range.clone())?;
-            pending[b] = Some((s.record_event(None)?, range));
-        }
-        Ok(())
-    };
-    let queued = queued();
-    // The copies from and into the buffers end before the buffers can be freed.
-    let synced = s.synchronize();
-    queued?;
-    synced?;
-    let mut rest: Vec<(usize, Range<usize>)> = pending
-        .into_iter()
-        .enumerate()
-        .filter_map(|(b, p)| p.map(|(_, range)| (b, range)))
-        .collect();
-    rest.sort_by_key(|(_, range)| range.start);
-    for (b, range) in rest {
-        drain(&stages[b].as_mut_slice()?[..range.len()], range);
+    let mut stage = pinned::<T>(gpu, chunk, 0)?;
+    for at in (0..len).step_by(chunk) {
+        let end = (at + chunk).min(len);
+        step(&mut stage.as_mut_slice()?[..end - at], at..end)?;
     }
     Ok(())
 }
@@ -256,8 +211,7 @@ fn copy_parallel<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
-/// Bytes of each of the two page-locked buffers [`dtoh_staged`] and [`htod_staged`] copy
-/// through.
+/// Bytes of the page-locked buffer [`dtoh_staged`] and [`htod_staged`] copy through.
 const STAGING_BYTES: usize = 64 << 20;
 
 /// Copies `src`, on `from`'s device, into `dst`, on `to`'s, GPU to GPU (over NVLink where
@@ -436,7 +390,7 @@ mod tests {
             assert_eq!(gpu.stream.clone_dtoh(&htod_staged(gpu, &m).unwrap()).unwrap(), m);
             for chunk in [1, 100, 10_006, 20_000] {
                 let mut dst = gpu.stream.alloc_zeros::<i32>(m.len()).unwrap();
-                upload_staged(gpu, &gpu.stream, &m, &mut dst, chunk).unwrap();
+                upload_staged(gpu, &m, &mut dst, chunk).unwrap();
                 assert_eq!(gpu.stream.clone_dtoh(&dst).unwrap(), m, "chunks of {chunk}");
             }
         }
