@@ -40,8 +40,8 @@ pub(super) struct Shared<'a> {
     pub repulsion: &'a RepulsionSpec,
     /// The embedding, n × dims: the start, which every GPU reads in its set-up, then the
     /// end, which rank 0 writes once the iterations are done (after every set-up: the
-    /// ranks meet before the first iteration). Shared, not copied: a copy (80 MB at 10M
-    /// points) cost the set-up its allocation and page faults.
+    /// ranks meet before the first iteration). Shared, not copied: the copy (80 MB at 10M
+    /// points) held the GPUs' threads back 0.05–0.15 s over two H200.
     pub y: &'a RwLock<&'a mut [f32]>,
     pub dims: usize,
     pub params: &'a OptimParams,
