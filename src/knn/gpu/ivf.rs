@@ -202,8 +202,8 @@ pub fn approx_device(
     // and then NCCL's set-up for the optimisation.
     crate::gpu::comm::go_ahead();
     // The host sorts and orders the cells while the device finds the recall sample's
-    // exact neighbours among the points as they came (a sweep of all of them, about 0.5 s
-    // at 10M points, mostly off the path); in a first run, whose sweep kernel is still compiling,
+    // exact neighbours among the points as they came (a sweep of all of them, about 0.4 s
+    // at 10M points on an H200, mostly off the path); in a first run, whose sweep kernel is still compiling,
     // after the sweep instead. Over several GPUs the last one searches, once it has joined
     // the sweep: GPU 0 is then loading NCCL's kernels, beside which the search took
     // 0.44–0.74 s on 4×H100, longer than the order.
