@@ -108,13 +108,14 @@ fn knn_from_on_the_gpu_matches_the_inline_search() {
     let gpu = ["--backend", "gpu", "--knn", "exact"];
     let mut a = vec!["knn", s(&x), "-k", "45", "-o", s(&knn)];
     a.extend(gpu);
-    // The same numbering both ways (with neighbours given the default is a PCA tree's).
-    let gpu = ["--backend", "gpu", "--knn", "exact", "--order", "input"];
     run_ok(&a);
+    // The same numbering both ways (with neighbours given the default is a PCA tree's).
+    let order = ["--order", "input"];
     let kl = |given: bool| {
         let (out, report) = (dir.path().join("y.npy"), dir.path().join("r.json"));
         let mut b = vec!["embed", s(&x), "-o", s(&out), "--report", s(&report)];
         b.extend(gpu);
+        b.extend(order);
         b.extend(["--perplexity", "15", "--deterministic"]);
         if given {
             b.extend(["--knn-from", s(&knn)]);

@@ -386,7 +386,7 @@ pub(crate) fn search(
         if keep_on_device {
             Found::Device(indices, distances)
         } else {
-            Found::Host(download_neighbors(&indices, &distances, r.points.n, k, k)?)
+            Found::Host(download_neighbors(&indices, &distances, r.points.n, k)?)
         }
     } else {
         let nb = match method {
@@ -534,29 +534,18 @@ fn leading_beside(
     Ok(InputNeighbors::Coming(coming))
 }
 
-/// The `keep` nearest of each point's k device neighbours (n × k indices and squared
-/// distances, rows ascending) on the host: all k for a host stage that reads them, the
-/// quality measure's few once P is made from all k on the device. The leading columns are
-/// packed on the device first ([`crate::knn::gpu::leading_neighbors`]: at 10M points all
-/// 90 took 1.4 s to come down, through the host's page-locked buffer, against 10 columns'
-/// 0.8 GB), then copied through a page-locked buffer ([`crate::gpu::memory::dtoh_staged`]).
+/// The device neighbours (n × k indices and squared distances, rows ascending) on the
+/// host, for a host stage that reads them all, copied through a page-locked buffer
+/// ([`crate::gpu::memory::dtoh_staged`]). (The quality measure's few come down packed,
+/// beside the device's affinities: [`leading_beside`].)
 pub(crate) fn download_neighbors(
     indices: &CudaSlice<i32>,
     distances: &CudaSlice<f32>,
     n: usize,
     k: usize,
-    keep: usize,
 ) -> Result<Neighbors> {
     let gpu = Gpu::get()?;
-    let keep = keep.min(k);
-    let packed;
-    let (indices, distances) = if keep < k {
-        packed = crate::knn::gpu::leading_neighbors(gpu, (indices, distances), n, k, keep)?;
-        (&packed.0, &packed.1)
-    } else {
-        (indices, distances)
-    };
-    copy_down(gpu, &gpu.stream, (indices, distances), n, keep)
+    copy_down(gpu, &gpu.stream, (indices, distances), n, k)
 }
 
 /// The first n × `keep` device neighbours (rows of `keep`) on the host, copied on `stream`.

@@ -87,7 +87,7 @@ pub fn search_neighbors(
     let nb = match found {
         Found::Host(nb) => nb,
         Found::Device(indices, distances) => {
-            prepare::download_neighbors(&indices, &distances, reduced.points.n, knn.k, knn.k)?
+            prepare::download_neighbors(&indices, &distances, reduced.points.n, knn.k)?
         }
     };
     seconds.knn = t.elapsed().as_secs_f64();
