@@ -96,9 +96,14 @@ pub enum PointOrder {
 
 impl PointOrder {
     /// The order `--order auto` takes on `backend` with the kNN `knn` (resolved, see
-    /// [`EmbedParams::order`]).
-    pub fn default_for(backend: BackendKind, knn: KnnMethod) -> Self {
+    /// [`EmbedParams::order`]), or with the neighbours `given` (`--knn-from`). Given
+    /// neighbours leave no search to number the points by its cells: on gpu they would
+    /// stay in the input's order, where the attraction's gathers of y scatter (10M points
+    /// on one H200: the optimisation 30.0 s in the input's order against 14.9 s in a PCA
+    /// tree's, which took 1.8 s; `benches/RESULTS.md`).
+    pub fn default_for(backend: BackendKind, knn: KnnMethod, given: bool) -> Self {
         match (backend, knn) {
+            _ if given => PointOrder::Locality,
             (BackendKind::Gpu, KnnMethod::Approx) => PointOrder::Cells,
             (BackendKind::Gpu, _) => PointOrder::Input,
             _ => PointOrder::Locality,

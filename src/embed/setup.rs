@@ -182,15 +182,12 @@ pub(crate) fn resolve_search(
     if let Some(n) = n {
         params.knn = params.knn.resolve(n, backend != BackendKind::Cpu);
     }
-    // Neighbours given (`--knn-from`) leave no search to number the points: on gpu they
-    // would stay in the input's order, where the attraction's gathers of y scatter (10M
-    // points on one H200: the optimisation 30.0 s in the input's order against 14.9 s in a
-    // PCA tree's, which took 1.8 s; `benches/RESULTS.md`).
     let given = params.knn_given.is_some();
-    params.order = Some(params.order.unwrap_or_else(|| match given {
-        true => PointOrder::Locality,
-        false => PointOrder::default_for(backend, params.knn),
-    }));
+    params.order = Some(
+        params
+            .order
+            .unwrap_or_else(|| PointOrder::default_for(backend, params.knn, given)),
+    );
     if params.order == Some(PointOrder::Cells) && given {
         return Err(Error::param(
             "order",
