@@ -29,7 +29,7 @@ mod sparse;
 
 pub use kernels::compile_ahead;
 pub use params::{
-    AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
+    perplexity_for, AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
     AUTO_APPROX_GPU_MIN, AUTO_EXACT_MAX, MAX_NEIGHBORS,
 };
 pub(crate) use prepare::prepare_points;
@@ -366,7 +366,7 @@ pub(crate) fn initialise(
             let y = init::given(given, n, dims, params.init_rescale)?;
             // In the internal numbering: point r is input point order[r].
             match &prepared.order {
-                Some(order) => Points::new(n, dims, y).permuted(order).data,
+                Some(order) => Points::new(n, dims, y).permuted(order).data.into_vec(),
                 None => y,
             }
         }

@@ -17,7 +17,7 @@ use crate::gpu::Gpu;
 use crate::kernel::Kernel;
 use crate::knn::Neighbors;
 use crate::repulse::exact_z_with;
-use crate::{Error, Result};
+use crate::{Error, Points, Result};
 
 /// The k nearest other points of every point of a low-dimensional embedding
 /// (row-major n × k indices, nearest first; k capped at n − 1), exactly
@@ -140,6 +140,67 @@ pub fn knn_preservation(input: &Neighbors, embedded: &[u32], k: usize) -> f64 {
         })
         .sum();
     kept as f64 / (input.n * k) as f64
+}
+
+/// How [`kl_of_embedding`] builds P from the points (`sgtsne kl`'s flags).
+#[derive(Clone, Copy, Debug)]
+pub struct KlOptions {
+    /// The perplexity P is calibrated at (default 30).
+    pub perplexity: f64,
+    /// P over every pair ([`crate::affinity::exact_affinities`]) instead of each point's
+    /// ⌈3·perplexity⌉ exact nearest neighbours.
+    pub exact: bool,
+    /// Degrees of freedom of Q's kernel (default 1, t-SNE's Cauchy kernel).
+    pub dof: f64,
+    /// Reduce the points to this many principal components first when they have more
+    /// (default 50, as `embed` does).
+    pub pca: Option<usize>,
+}
+
+impl Default for KlOptions {
+    fn default() -> Self {
+        KlOptions {
+            perplexity: 30.0,
+            exact: false,
+            dof: 1.0,
+            pca: Some(50),
+        }
+    }
+}
+
+/// KL(P‖Q) of an embedding `y` of `points` made by any tool, with P built from the points
+/// as `embed` builds it (values scaled into f32's range, PCA, exact neighbours or every
+/// pair) and Q's exact normalisation ([`kl_divergence_with`]): embeddings are scored on
+/// equal terms. Runs on the current rayon pool.
+pub fn kl_of_embedding(mut points: Points, y: &Points, options: &KlOptions) -> Result<f64> {
+    let u = options.perplexity;
+    if !(u >= 1.0 && u.is_finite()) {
+        return Err(Error::param(
+            "perplexity",
+            format!("must be at least 1, got {u}"),
+        ));
+    }
+    if y.n != points.n {
+        return Err(Error::Data(format!(
+            "the embedding has {} rows, but there are {} points",
+            y.n, points.n
+        )));
+    }
+    let kernel = Kernel::new(options.dof)?;
+    crate::prep::fit_points_f32_range(&mut points);
+    let points = match options.pca {
+        Some(m) if points.d > m => crate::prep::pca(&points, m)?,
+        _ => points,
+    };
+    let p = match options.exact {
+        true => crate::affinity::exact_affinities(&points, u)?,
+        false => {
+            let k = (3.0 * u).ceil() as usize;
+            let nb = crate::knn::exact(&points, k, &crate::progress::Silent)?;
+            crate::affinity::from_neighbors(&nb, u)?
+        }
+    };
+    kl_divergence_with(kernel, &p, &y.data, y.d)
 }
 
 /// KL(P‖Q) of the embedding `y` (row-major n × dims) with the exact normalisation:

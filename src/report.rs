@@ -146,3 +146,84 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
+
+impl Report {
+    /// The few lines that sum a run up for a person: what ran, how long each stage took,
+    /// the notes, and how good the result is. The CLI prints them after a run, the Python
+    /// package with `verbose=True`.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let (r, s) = (self, &self.seconds);
+        let mut lines = vec![
+            format!(
+                "embedded {} ({} × {}) in {}-D: {:.1} s, backend {} ({}), {} threads",
+                r.input.name,
+                r.input.n,
+                r.input.d,
+                r.params.dims,
+                s.total,
+                r.backend.kind.name(),
+                r.backend.note,
+                r.threads
+            ),
+            format!(
+                "  load {:.2} s, pca {:.2} s, knn {:.2} s, affinities {:.2} s, optimise {:.2} s, \
+                 write {:.2} s",
+                s.load, s.pca, s.knn, s.affinities, s.optimise, s.write
+            ),
+        ];
+        if let Some(knn) = &r.knn {
+            if let (Some(recall), Some(size)) = (knn.recall_sample, knn.recall_sample_size) {
+                lines.push(format!(
+                    "  knn {} (k = {}): recall {recall:.4} on a sample of {size} points",
+                    knn.method, knn.k
+                ));
+            }
+        }
+        lines.extend(r.notes.iter().map(|note| format!("  note: {note}")));
+        if let Some(o) = &r.optimise.overlap {
+            lines.push(format!(
+                "  per iteration (median): attraction {:.2} ms (CPU) and repulsion {:.2} ms \
+                 (GPU) in {:.2} ms: overlap {:.0} %",
+                o.attract_median * 1e3,
+                o.repulse_median * 1e3,
+                o.wall_median * 1e3,
+                o.overlap * 100.0
+            ));
+        }
+        if let Some(i) = r.optimise.interrupted_at {
+            lines.push(format!(
+                "  interrupted at iteration {i} of {}: the embedding reached is kept",
+                r.params.optim.iters
+            ));
+        }
+        let mut line = format!("  KL {:.4}", r.optimise.final_kl);
+        if let Some(acc) = r.quality.knn_accuracy_10 {
+            line += &format!(", 10-NN accuracy {acc:.4}");
+        }
+        if let Some(p) = r.quality.knn_preservation_10 {
+            line += &format!(", 10-NN preservation {p:.4}");
+        }
+        if let Some(rss) = r.peak_rss_bytes {
+            line += &format!(", peak memory {:.2} GiB", rss as f64 / (1u64 << 30) as f64);
+        }
+        if let Some(dev) = r.memory.peak_device_bytes {
+            line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
+        }
+        lines.push(line);
+        if let Some(c) = &r.clusters {
+            let ari = c.adjusted_rand_index.map_or(String::new(), |a| {
+                format!(", adjusted Rand index {a:.4} against the labels")
+            });
+            lines.push(format!(
+                "  {} clusters of the {} ({:.2} s{}): sizes {:?}",
+                c.k, c.on, c.seconds, ari, c.sizes
+            ));
+            lines.extend(
+                c.notes
+                    .iter()
+                    .map(|note| format!("  clusters note: {note}")),
+            );
+        }
+        lines
+    }
+}

@@ -71,7 +71,7 @@ pub(crate) fn embed_report(dir: &Path, name: &str, args: &[&str]) -> (Vec<f32>, 
     ]);
     let o = sgtsne(&all);
     assert!(o.status.success(), "{}", stderr(&o));
-    let y = sgtsne::io::read_points(&out).unwrap().data;
+    let y = sgtsne::io::read_points(&out).unwrap().data.into_vec();
     let r = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     (y, r)
 }

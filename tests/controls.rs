@@ -225,7 +225,7 @@ fn bad_exaggeration_and_momentum_are_refused() {
 }
 
 fn read_npy(path: &Path) -> Vec<f32> {
-    sgtsne::io::read_points(path).unwrap().data
+    sgtsne::io::read_points(path).unwrap().data.into_vec()
 }
 
 /// Snapshots every 25 of 60 iterations and after the last, in sorting names and in input

@@ -17,8 +17,8 @@ const SHORT: [&str; 5] = ["--iters", "200", "--early-exaggeration-iters", "80", 
 
 fn dense(m: H5adMatrix) -> Vec<f32> {
     match m {
-        H5adMatrix::Dense(p) => p.data,
-        H5adMatrix::Sparse(s) => s.to_dense().data,
+        H5adMatrix::Dense(p) => p.data.into_vec(),
+        H5adMatrix::Sparse(s) => s.to_dense().data.into_vec(),
     }
 }
 

@@ -88,7 +88,7 @@ fn run(dir: &Path, points: &str, init: &str, gpus: usize, iters: usize) -> (Vec<
         1 => assert!(r["optimise"].get("per_gpu").is_none()),
         _ => assert_eq!(r["optimise"]["per_gpu"].as_array().unwrap().len(), gpus),
     }
-    let y = sgtsne::io::read_points(&out).unwrap().data;
+    let y = sgtsne::io::read_points(&out).unwrap().data.into_vec();
     (y, r["optimise"]["final_kl"].as_f64().unwrap())
 }
 
@@ -102,7 +102,10 @@ fn two_gpus_follow_one() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (points, init) = inputs(dir.path());
-    let y0 = sgtsne::io::read_points(Path::new(&init)).unwrap().data;
+    let y0 = sgtsne::io::read_points(Path::new(&init))
+        .unwrap()
+        .data
+        .into_vec();
     let (one, _) = run(dir.path(), &points, &init, 1, 1);
     let (two, _) = run(dir.path(), &points, &init, 2, 1);
     let step = |y: &[f32]| -> Vec<f32> { y.iter().zip(&y0).map(|(a, b)| a - b).collect() };

@@ -24,7 +24,10 @@ fn demo_model(dir: &Path) -> (PathBuf, Vec<f32>) {
         model.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    (model, sgtsne::io::read_points(&out).unwrap().data)
+    (
+        model,
+        sgtsne::io::read_points(&out).unwrap().data.into_vec(),
+    )
 }
 
 /// The first `n` demo points as a CSV (their 64 features, integers).

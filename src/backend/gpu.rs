@@ -55,6 +55,10 @@ impl Observer<CudaSlice<f32>> for Downloaded<'_> {
     fn stop(&self, iter: usize) -> Option<Stop> {
         self.inner.stop(iter)
     }
+
+    fn kl(&mut self, iter: usize, kl: f64) {
+        self.inner.kl(iter, kl)
+    }
 }
 
 /// Runs `params.iters` steps on the device from `y` (n × dims, resident), in place; P in
@@ -128,6 +132,9 @@ pub fn optimize_device_observed(
                 let kl = p_log_p - plw + rep.z.ln();
                 report.kl_history.push((iter, kl));
                 progress.status(&format!("KL {kl:.4}"));
+                if let Some(o) = observer.as_mut() {
+                    o.kl(iter, kl);
+                }
                 if last {
                     report.final_kl = kl;
                 }

@@ -403,76 +403,11 @@ fn load(args: &EmbedArgs) -> Result<(Input, String, Option<Labels>)> {
     Ok((input, name, labels))
 }
 
-/// A few lines on stderr: what ran, how long each stage took, how good the result is.
+/// A few lines on stderr: the report's summary ([`sgtsne::report::Report::summary_lines`])
+/// and the files written.
 fn summarise(r: &sgtsne::report::Report, args: &EmbedArgs, output: Option<&PathBuf>) {
-    let s = &r.seconds;
-    eprintln!(
-        "embedded {} ({} × {}) in {}-D: {:.1} s, backend {} ({}), {} threads",
-        r.input.name,
-        r.input.n,
-        r.input.d,
-        r.params.dims,
-        s.total,
-        r.backend.kind.name(),
-        r.backend.note,
-        r.threads
-    );
-    eprintln!(
-        "  load {:.2} s, pca {:.2} s, knn {:.2} s, affinities {:.2} s, optimise {:.2} s, write {:.2} s",
-        s.load, s.pca, s.knn, s.affinities, s.optimise, s.write
-    );
-    if let Some(knn) = &r.knn {
-        if let (Some(recall), Some(size)) = (knn.recall_sample, knn.recall_sample_size) {
-            eprintln!(
-                "  knn {} (k = {}): recall {recall:.4} on a sample of {size} points",
-                knn.method, knn.k
-            );
-        }
-    }
-    for note in &r.notes {
-        eprintln!("  note: {note}");
-    }
-    if let Some(o) = &r.optimise.overlap {
-        eprintln!(
-            "  per iteration (median): attraction {:.2} ms (CPU) and repulsion {:.2} ms (GPU) \
-             in {:.2} ms: overlap {:.0} %",
-            o.attract_median * 1e3,
-            o.repulse_median * 1e3,
-            o.wall_median * 1e3,
-            o.overlap * 100.0
-        );
-    }
-    if let Some(i) = r.optimise.interrupted_at {
-        eprintln!(
-            "  interrupted at iteration {i} of {}: the outputs hold the embedding reached",
-            r.params.optim.iters
-        );
-    }
-    let mut line = format!("  KL {:.4}", r.optimise.final_kl);
-    if let Some(acc) = r.quality.knn_accuracy_10 {
-        line += &format!(", 10-NN accuracy {acc:.4}");
-    }
-    if let Some(p) = r.quality.knn_preservation_10 {
-        line += &format!(", 10-NN preservation {p:.4}");
-    }
-    if let Some(rss) = r.peak_rss_bytes {
-        line += &format!(", peak memory {:.2} GiB", rss as f64 / (1u64 << 30) as f64);
-    }
-    if let Some(dev) = r.memory.peak_device_bytes {
-        line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
-    }
-    eprintln!("{line}");
-    if let Some(c) = &r.clusters {
-        let ari = c.adjusted_rand_index.map_or(String::new(), |a| {
-            format!(", adjusted Rand index {a:.4} against the labels")
-        });
-        eprintln!(
-            "  {} clusters of the {} ({:.2} s{}): sizes {:?}",
-            c.k, c.on, c.seconds, ari, c.sizes
-        );
-        for note in &c.notes {
-            eprintln!("  clusters note: {note}");
-        }
+    for line in r.summary_lines() {
+        eprintln!("{line}");
     }
     for p in [
         output,

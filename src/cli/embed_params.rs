@@ -204,5 +204,5 @@ fn read_init(path: &Path, dims: usize, quiet: bool, rescale: bool) -> Result<Arc
             path.display()
         );
     }
-    Ok(y.data.into())
+    Ok(y.data.into_vec().into())
 }

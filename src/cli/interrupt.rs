@@ -113,4 +113,10 @@ impl Observer<[f32]> for Watch<'_> {
             OnInterruptArg::Save => Stop::Finish,
         })
     }
+
+    fn kl(&mut self, iter: usize, kl: f64) {
+        if let Some(o) = self.inner.as_mut() {
+            o.kl(iter, kl);
+        }
+    }
 }

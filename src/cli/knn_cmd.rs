@@ -27,7 +27,7 @@ pub fn run(args: KnnArgs) -> Result<()> {
         io::check_output_path(report, OutputKind::Report)?;
     }
     let mut params = EmbedParams {
-        perplexity: perplexity_for(args.k),
+        perplexity: embed::perplexity_for(args.k),
         // -k is the count asked for: embed's cap on neighbours does not apply.
         max_neighbors: args.k,
         backend: args.backend.into(),
@@ -48,14 +48,7 @@ pub fn run(args: KnnArgs) -> Result<()> {
     let _contexts = unsafe { sgtsne::gpu::end::end_contexts(|| {}) };
     let nb = &found.neighbors;
     let t = Instant::now();
-    // Plain distances in the input's units, in f64: squaring them gives back the f32
-    // squared distances exactly (the unit change is a power of two).
-    let unit = 2f64.powi(-found.scale_exponent);
-    let distances: Vec<f64> = nb
-        .distances
-        .iter()
-        .map(|&d| (d as f64).sqrt() * unit)
-        .collect();
+    let distances = found.plain_distances();
     let index_type = match args.index_type {
         IndexTypeArg::I64 => IndexType::I64,
         IndexTypeArg::U32 => IndexType::U32,
@@ -111,31 +104,4 @@ pub fn run(args: KnnArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The perplexity whose k = ⌈3·perplexity⌉ is `k`: k / 3, stepped down past any rounding
-/// that would make 3 · (k / 3) exceed k.
-fn perplexity_for(k: usize) -> f64 {
-    let mut u = k as f64 / 3.0;
-    while (3.0 * u).ceil() as usize > k {
-        u = f64::from_bits(u.to_bits() - 1);
-    }
-    u
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn perplexity_gives_back_k() {
-        for k in 3..2000 {
-            let params = EmbedParams {
-                perplexity: perplexity_for(k),
-                max_neighbors: k,
-                ..EmbedParams::default()
-            };
-            assert_eq!(params.k(), k);
-        }
-    }
 }

@@ -59,6 +59,10 @@ impl Observer<[f32]> for InputOrder<'_> {
     fn stop(&self, iter: usize) -> Option<Stop> {
         self.inner.stop(iter)
     }
+
+    fn kl(&mut self, iter: usize, kl: f64) {
+        self.inner.kl(iter, kl)
+    }
 }
 
 /// Stages 5 and 7: the learning rate settled (`auto`: max(n / early exaggeration, 50),

@@ -33,6 +33,17 @@ pub const AUTO_APPROX_GPU_MIN: usize = 500_000;
 /// points, 1000 neighbours hold 10 GB of kNN graph and P.
 pub const MAX_NEIGHBORS: usize = 1000;
 
+/// The perplexity whose k = ⌈3·perplexity⌉ is `k`: k / 3, stepped down past any rounding
+/// that would make 3 · (k / 3) exceed k. A search for exactly k neighbours (`sgtsne knn -k`,
+/// the Python package's `knn`) runs with it and `max_neighbors` = k.
+pub fn perplexity_for(k: usize) -> f64 {
+    let mut u = k as f64 / 3.0;
+    while (3.0 * u).ceil() as usize > k {
+        u = f64::from_bits(u.to_bits() - 1);
+    }
+    u
+}
+
 /// Which pairs the affinities P cover.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -379,5 +390,22 @@ impl EmbedParams {
             ));
         }
         self.optim.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perplexity_gives_back_k() {
+        for k in 3..2000 {
+            let params = EmbedParams {
+                perplexity: perplexity_for(k),
+                max_neighbors: k,
+                ..EmbedParams::default()
+            };
+            assert_eq!(params.k(), k);
+        }
     }
 }

@@ -64,7 +64,12 @@ pub(super) fn screen(
                 ));
             }
             info.duplicates = copies;
-            (&mut p.data, Some(largest))
+            if prep::in_f32_range(largest) {
+                // Nothing to scale: the values stay untouched (a caller's buffer is not
+                // copied).
+                return Ok(());
+            }
+            (p.data.to_mut(), Some(largest))
         }
         Input::Sparse(s) => (&mut s.data, None),
         Input::Graph(_) | Input::Affinities(_) => return Ok(()),

@@ -36,6 +36,20 @@ pub struct Searched {
     pub seconds: StageSeconds,
 }
 
+impl Searched {
+    /// The distances as plain (not squared) distances in the input's units, in f64:
+    /// squaring them gives back the searched f32 squared distances exactly (the unit change
+    /// is a power of two). What `sgtsne knn` writes and the Python package returns.
+    pub fn plain_distances(&self) -> Vec<f64> {
+        let unit = 2f64.powi(-self.scale_exponent);
+        self.neighbors
+            .distances
+            .iter()
+            .map(|&d| (d as f64).sqrt() * unit)
+            .collect()
+    }
+}
+
 /// The k = ⌈3·perplexity⌉ nearest neighbours of every point of `input` (points, dense or
 /// sparse), found as [`embed`](super::embed) finds them with `params`.
 pub fn search_neighbors(
@@ -48,7 +62,7 @@ pub fn search_neighbors(
     let mut seconds = StageSeconds::default();
     let t = Instant::now();
     let scale_exponent = match &mut input {
-        Input::Points(p) => prep::fit_f32_range(&mut p.data),
+        Input::Points(p) => prep::fit_points_f32_range(p),
         Input::Sparse(s) => prep::fit_f32_range(&mut s.data),
         Input::Graph(_) | Input::Affinities(_) => 0,
     };

@@ -42,6 +42,7 @@ mod kmeans;
 mod model;
 mod mstep;
 mod real;
+mod score;
 mod select;
 
 pub use fit::{fit, Fit};
@@ -49,6 +50,7 @@ pub use gpu::CHUNK_BYTES;
 pub use model::{CovarianceType, Model};
 pub use mstep::estimate;
 pub use real::Real;
+pub use score::{score, Scored};
 pub use select::{select_k, Candidate, Selection};
 
 use crate::{Error, Points, Result};

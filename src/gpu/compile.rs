@@ -355,9 +355,47 @@ pub(crate) fn nvrtc_for_test() -> bool {
     false
 }
 
+/// Compiles every kernel file and variant ([`every_variant`]) for `arch` (e.g. `sm_90`)
+/// with this process's NVRTC, on `threads` threads, caching nothing: no device is needed.
+/// Tells whether the NVRTC found (e.g. NVIDIA's pip wheel, for the Python package) builds
+/// the kernels; returns how many variants compiled, or the first failure with its log.
+pub fn compile_every_kernel(arch: &'static str, threads: usize) -> crate::Result<usize> {
+    // SAFETY: only tries to dlopen libnvrtc, so that its absence is an error, not a panic.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(crate::Error::GpuUnavailable {
+            reason: "library not found: NVRTC (libnvrtc)".into(),
+        });
+    }
+    let jobs = every_variant();
+    let next = AtomicUsize::new(0);
+    let failures: Mutex<Vec<GpuError>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, jobs.len()) {
+            s.spawn(|| {
+                while let Some(&(id, defines)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if let Err(log) = compile(&id.source(), &options(arch, id, defines)) {
+                        let mut failed = failures.lock().unwrap_or_else(PoisonError::into_inner);
+                        failed.push(GpuError::Compile {
+                            file: id.file(),
+                            arch: arch.to_string(),
+                            log,
+                        });
+                    }
+                }
+            });
+        }
+    });
+    let mut failures = failures
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    match failures.is_empty() {
+        true => Ok(jobs.len()),
+        false => Err(failures.swap_remove(0).into()),
+    }
+}
+
 /// Every kernel file, the repulsion's also with double grids, and the fused kNN's sweep
 /// alone for 50 dimensions (the variant runs use).
-#[cfg(test)]
 fn every_variant() -> Vec<Variant> {
     let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
     use crate::gpu::kernels::knn::{list_variant, MAX_KR};

@@ -379,6 +379,31 @@ pub fn set_release_threshold(gpu: &Gpu, bytes: u64) {
     }
 }
 
+/// Points' values copy to the device as a slice does, whether they are their own or a
+/// caller's buffer read in place.
+impl cudarc::driver::HostSlice<f32> for crate::points::PointData {
+    fn len(&self) -> usize {
+        <[f32]>::len(self)
+    }
+
+    // SAFETY: host memory that the driver does not manage: as for `Vec` and slices, nothing
+    // needs synchronising before the caller's own use of the slice with `stream`.
+    unsafe fn stream_synced_slice<'a>(
+        &'a self,
+        _stream: &'a CudaStream,
+    ) -> (&'a [f32], cudarc::driver::SyncOnDrop<'a>) {
+        (self, cudarc::driver::SyncOnDrop::Sync(None))
+    }
+
+    // SAFETY: as above; a caller's buffer is copied into a `Vec` of its own first.
+    unsafe fn stream_synced_mut_slice<'a>(
+        &'a mut self,
+        _stream: &'a CudaStream,
+    ) -> (&'a mut [f32], cudarc::driver::SyncOnDrop<'a>) {
+        (self, cudarc::driver::SyncOnDrop::Sync(None))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -300,6 +300,71 @@ fn from_obsp(path: &Path, n: usize) -> Result<NeighborLists, IoError> {
     })
 }
 
+impl NeighborLists {
+    /// Lists given in memory (the Python package's `neighbors=` and sparse kNN graphs):
+    /// row i is `indices[indptr[i]..indptr[i + 1]]` among `n` points, an index of −1 an
+    /// absent neighbour (dropped), distances plain. Every row and value is checked as the
+    /// files' are, each error naming `source` and the (1-based) row and column.
+    pub fn from_rows(
+        n: usize,
+        indptr: Vec<usize>,
+        indices: &[i64],
+        distances: Vec<f64>,
+        source: &str,
+    ) -> crate::Result<NeighborLists> {
+        let bad = |what: String| crate::Error::Data(format!("{source}: {what}"));
+        if indptr.len() != n + 1 || indptr.first() != Some(&0) {
+            return Err(bad(format!(
+                "{} row starts for {n} points (n + 1 expected, the first 0)",
+                indptr.len()
+            )));
+        }
+        if indptr.windows(2).any(|w| w[0] > w[1]) || indptr[n] != indices.len() {
+            return Err(bad(
+                "row starts must ascend to the number of neighbours".into()
+            ));
+        }
+        if distances.len() != indices.len() {
+            return Err(bad(format!(
+                "{} distances for {} neighbour indices",
+                distances.len(),
+                indices.len()
+            )));
+        }
+        let mut checked = Vec::with_capacity(indices.len());
+        for (row, w) in indptr.windows(2).enumerate() {
+            let row_values = indices[w[0]..w[1]].iter().zip(&distances[w[0]..w[1]]);
+            for (col, (&v, &dist)) in row_values.enumerate() {
+                let col = col + 1;
+                if v == -1 {
+                    checked.push(u32::MAX);
+                } else if (0..n as i64).contains(&v) {
+                    checked.push(v as u32);
+                } else {
+                    return Err(bad(format!(
+                        "row {}, column {col}: index {v} is out of range for {n} points \
+                         (indices count from 0)",
+                        row + 1
+                    )));
+                }
+                if !(dist.is_finite() && dist >= 0.0) {
+                    return Err(bad(format!(
+                        "row {}, column {col}: distance {dist}: distances must be finite and \
+                         not negative",
+                        row + 1
+                    )));
+                }
+            }
+        }
+        let lists = NeighborLists {
+            indptr,
+            indices: checked,
+            distances,
+        };
+        Ok(compact(lists))
+    }
+}
+
 /// The integer type of the indices `write_neighbors` stores.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IndexType {

@@ -397,7 +397,7 @@ pub(crate) mod tests {
     fn far_from_origin_is_still_accurate() {
         // a large offset stresses the GEMM's cancellation; centring + recompute handle it
         let mut p = random(500, 8, 5);
-        for x in &mut p.data {
+        for x in p.data.iter_mut() {
             *x += 1000.0;
         }
         let got = exact(&p, 10, &Silent).unwrap();

@@ -85,6 +85,11 @@ pub trait Observer<Y: ?Sized> {
     fn stop(&self, _iter: usize) -> Option<Stop> {
         None
     }
+    /// The KL divergence of Y after `iter` steps, computed every
+    /// [`OptimParams::kl_every`] steps and after the last one (after [`Observer::observe`]
+    /// of the same `iter`, when it asked to see that Y): what callbacks that report the
+    /// error beside the embedding (openTSNE's) read.
+    fn kl(&mut self, _iter: usize, _kl: f64) {}
 }
 
 /// How an [`Observer`] stops a run early.
@@ -156,6 +161,9 @@ pub fn optimize_observed(
         if let Some(kl) = info.kl {
             report.kl_history.push((iter, kl));
             progress.status(&format!("KL {kl:.4}"));
+            if let Some(o) = observer.as_mut() {
+                o.kl(iter, kl);
+            }
         }
         let t = std::time::Instant::now();
         schedule::step(y, &grad, (&mut update, &mut gains), dims, phase, params);
@@ -170,6 +178,9 @@ pub fn optimize_observed(
     let kl = info.kl.unwrap_or(f64::NAN);
     report.kl_history.push((done, kl));
     report.final_kl = kl;
+    if let Some(o) = observer.as_mut() {
+        o.kl(done, kl);
+    }
     report.set_grid(info.grid);
     progress.end();
     Ok(report)

@@ -17,7 +17,10 @@ mod wide_pca;
 
 pub use metric::Metric;
 pub use pca::{pca, Pca};
-pub use screen::{duplicate_rows, fit_f32_range, scale_to_f32_range, screen_rows};
+pub use screen::{
+    duplicate_rows, fit_f32_range, fit_points_f32_range, in_f32_range, scale_to_f32_range,
+    screen_rows,
+};
 pub use sparse_pca::{gpu::sparse_pca_gpu, sparse_pca};
 pub(crate) use wide_pca::EXACT_MAX_D;
 

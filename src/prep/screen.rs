@@ -118,13 +118,35 @@ struct Values<'a>(&'a [f32]);
 /// included) leaves them and returns 0. Exact: a value only changes when it is so small
 /// beside the largest (by 2^126) that it underflows, where it adds nothing to any distance.
 pub fn fit_f32_range(values: &mut [f32]) -> i32 {
-    let max = values.par_iter().map(|x| x.abs()).reduce(|| 0.0, f32::max);
+    let max = largest_magnitude(values);
     scale_to_f32_range(values, max)
+}
+
+/// [`fit_f32_range`] of the points' values, read first and written only when they need
+/// scaling: a caller's buffer read in place ([`crate::points::PointData`]) is not copied
+/// for nothing.
+pub fn fit_points_f32_range(points: &mut Points) -> i32 {
+    let max = largest_magnitude(&points.data);
+    match in_f32_range(max) {
+        true => 0,
+        false => scale_to_f32_range(points.data.to_mut(), max),
+    }
+}
+
+/// The largest |x| of `values` (0 for none).
+fn largest_magnitude(values: &[f32]) -> f32 {
+    values.par_iter().map(|x| x.abs()).reduce(|| 0.0, f32::max)
+}
+
+/// Whether values whose largest magnitude is `max` need no scaling ([`scale_to_f32_range`]
+/// leaves them as they are): a caller may skip the call, and with it the write.
+pub fn in_f32_range(max: f32) -> bool {
+    max == 0.0 || (1.0 / RANGE..=RANGE).contains(&max)
 }
 
 /// [`fit_f32_range`] given the values' largest magnitude `max` (from [`screen_rows`]).
 pub fn scale_to_f32_range(values: &mut [f32], max: f32) -> i32 {
-    if max == 0.0 || (1.0 / RANGE..=RANGE).contains(&max) {
+    if in_f32_range(max) {
         return 0;
     }
     // The binary exponent of max, read from its f64 bits (exact: every f32, subnormals

@@ -106,7 +106,7 @@ mod tests {
                     pca: None,
                     n,
                     d,
-                    points: reference.data.clone(),
+                    points: reference.data.to_vec(),
                     dims,
                     y,
                     perplexity: 30.0,

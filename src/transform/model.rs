@@ -94,7 +94,7 @@ impl Model {
             pca: pca.clone(),
             n: points.n,
             d: points.d,
-            points: points.data.clone(),
+            points: points.data.to_vec(),
             dims: emb.dims,
             y: emb.y.clone(),
             perplexity: params.perplexity,
@@ -109,6 +109,14 @@ impl Model {
 
     /// Writes the model to `path` atomically (nothing is left behind on failure).
     pub fn save(&self, path: &Path) -> Result<(), ModelError> {
+        let bytes = self.encode(path)?;
+        io::write_atomic(path, |w| w.write_all(&bytes))?;
+        Ok(())
+    }
+
+    /// The model's bytes as [`Model::save`] writes them and [`Model::decode`] reads them
+    /// (the Python package pickles a fitted map with them); `path` names them in errors.
+    pub fn encode(&self, path: &Path) -> Result<Vec<u8>, ModelError> {
         let body =
             bincode::serde::encode_to_vec(self, bincode::config::standard()).map_err(|e| {
                 ModelError::Damaged {
@@ -116,12 +124,11 @@ impl Model {
                     reason: format!("cannot encode: {e}"),
                 }
             })?;
-        io::write_atomic(path, |w| {
-            w.write_all(MAGIC)?;
-            w.write_all(&VERSION.to_le_bytes())?;
-            w.write_all(&body)
-        })?;
-        Ok(())
+        let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + body.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&VERSION.to_le_bytes());
+        bytes.extend_from_slice(&body);
+        Ok(bytes)
     }
 
     /// Reads and checks the model at `path`.

@@ -277,8 +277,11 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
             let rep = st.repulse.collect(repulsion)?;
             let kl = shared.p_log_p - plw + rep.z.ln();
             report.kl_history.push((iter, kl));
-            if let Some(l) = &lead {
+            if let Some(l) = lead.as_mut() {
                 l.progress.status(&format!("KL {kl:.4}"));
+                if let Some(o) = l.observer.as_mut() {
+                    o.kl(iter, kl);
+                }
             }
             if last {
                 report.final_kl = kl;

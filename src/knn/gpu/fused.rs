@@ -400,7 +400,8 @@ mod tests {
             })
             .unwrap()
             .0
-            .data;
+            .data
+            .into_vec();
             let list = shape.list();
             let plan = Plan::all_pairs(gpu, n).unwrap();
             for (label, host) in [("uniform", uniform), ("mixture 40", mixture)] {

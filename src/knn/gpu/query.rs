@@ -77,7 +77,10 @@ mod tests {
                 let mut points = |rows: usize| Points {
                     n: rows,
                     d,
-                    data: (0..rows * d).map(|_| rng.random_range(-5.0..5.0)).collect(),
+                    data: (0..rows * d)
+                        .map(|_| rng.random_range(-5.0..5.0))
+                        .collect::<Vec<f32>>()
+                        .into(),
                 };
                 let reference = points(n);
                 let mut new = points(m);

@@ -1,5 +1,9 @@
 //! A dense point set: n rows of d features, row-major, `f32`.
 
+mod data;
+
+pub use data::{PointData, SharedValues};
+
 /// n points in d dimensions, stored row-major (`data[i * d + j]` is feature j of point i).
 ///
 /// # Invariants
@@ -11,15 +15,53 @@ pub struct Points {
     pub n: usize,
     /// Number of features (columns).
     pub d: usize,
-    /// Row-major values, `n * d` of them.
-    pub data: Vec<f32>,
+    /// Row-major values, `n * d` of them: owned, or a caller's buffer read in place
+    /// ([`Points::shared`]).
+    pub data: PointData,
 }
 
 impl Points {
     /// Wraps row-major data; `data.len()` must equal `n * d`.
     pub fn new(n: usize, d: usize, data: Vec<f32>) -> Self {
         assert_eq!(data.len(), n * d, "Points::new: data length is not n * d");
-        Points { n, d, data }
+        Points {
+            n,
+            d,
+            data: data.into(),
+        }
+    }
+
+    /// Wraps a caller's row-major buffer of `n * d` values, read in place and copied only
+    /// if a stage writes to it ([`PointData`]).
+    pub fn shared(n: usize, d: usize, values: SharedValues) -> Self {
+        assert_eq!(
+            (*values).as_ref().len(),
+            n * d,
+            "Points::shared: data length is not n * d"
+        );
+        Points {
+            n,
+            d,
+            data: PointData::shared(values),
+        }
+    }
+
+    /// Refuses a non-finite value, naming `source`, its (1-based) row and column, as the
+    /// file readers do: points given in memory (the Python package's arrays) have not been
+    /// through a reader. Checked in parallel.
+    pub fn check_finite(&self, source: &str) -> crate::Result<()> {
+        use rayon::prelude::*;
+        let d = self.d.max(1);
+        let bad = self.data.par_iter().position_first(|x| !x.is_finite());
+        match bad {
+            None => Ok(()),
+            Some(at) => Err(crate::Error::Data(format!(
+                "{source}: row {}, column {}: {} (values must be finite numbers)",
+                at / d + 1,
+                at % d + 1,
+                self.data[at]
+            ))),
+        }
     }
 
     /// The features of point `i`.
@@ -120,6 +162,14 @@ pub(crate) fn drop_beside<T: Send + 'static>(value: T) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_non_finite_value_is_refused_with_its_row_and_column() {
+        let p = Points::new(2, 3, vec![0.0, 1.0, 2.0, 3.0, f32::NAN, 5.0]);
+        let e = p.check_finite("X").unwrap_err().to_string();
+        assert_eq!(e, "X: row 2, column 2: NaN (values must be finite numbers)");
+        assert!(Points::new(1, 2, vec![1.0, 2.0]).check_finite("X").is_ok());
+    }
 
     #[test]
     fn permutation_round_trip() {
