@@ -217,6 +217,11 @@ fn run_stages(
     let _precompile = kernels::precompile(&input, params, kind)?;
     crate::trace::event(|| "kernels: compiling, FFTs planned".into());
 
+    // A caller's points read in place (and so not scaled) may be the reference themselves.
+    let caller_points = match &input {
+        Input::Points(p) if params.keep_reference && p.data.is_shared() => Some(p.clone()),
+        _ => None,
+    };
     // Stages 2–4: prepare, kNN, affinities.
     let mut prepared = prepare(input, params, kind, seconds, progress)?;
     setup.notes.extend(prepared.notes.iter().cloned());
@@ -237,12 +242,24 @@ fn run_stages(
         ..
     } = prepared;
     let reference = match (points, d_in) {
-        (Some(points), Some(d_in)) if params.keep_reference => Some(Reference::in_input_order(
-            points,
-            basis,
-            d_in,
-            order.as_deref(),
-        )),
+        (Some(points), Some(d_in)) if params.keep_reference => {
+            Some(
+                match caller_points.filter(|_| basis.is_none() && !params.metric.transforms_rows())
+                {
+                    // Neither a PCA nor the metric changed them: the caller's buffer is the
+                    // reference, in input order, with no copy (the Python package's arrays).
+                    Some(caller) => {
+                        crate::points::drop_beside(points);
+                        Reference {
+                            points: caller,
+                            pca: None,
+                            d_in,
+                        }
+                    }
+                    None => Reference::in_input_order(points, basis, d_in, order.as_deref()),
+                },
+            )
+        }
         (Some(points), _) => {
             crate::points::drop_beside(points);
             None

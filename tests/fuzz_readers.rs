@@ -270,7 +270,7 @@ fn model_counts_that_overflow_are_damaged() {
         pca: None,
         n: 1 << 63,
         d: 2,
-        points: Vec::new(),
+        points: Vec::new().into(),
         dims: 2,
         y: Vec::new(),
         perplexity: 30.0,

@@ -105,6 +105,20 @@ impl PartialEq<PointData> for Vec<f32> {
     }
 }
 
+/// Serialised as a sequence of values, as a `Vec<f32>` is (a saved map reads back the same
+/// either way); read back as values of their own.
+impl serde::Serialize for PointData {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PointData {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<f32>::deserialize(d).map(PointData::from)
+    }
+}
+
 impl fmt::Debug for PointData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let whose = if self.is_shared() { "shared" } else { "owned" };

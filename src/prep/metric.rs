@@ -35,11 +35,16 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// Whether [`Metric::apply`] changes the rows (cosine and correlation scale them).
+    pub fn transforms_rows(self) -> bool {
+        matches!(self, Metric::Cosine | Metric::Correlation)
+    }
+
     /// Transforms the rows of `points` in place so that their Euclidean distances rank
     /// pairs as this metric does (nothing for Euclidean). Errors name the first row with no
     /// direction. The inner product ranks the rows as they are (nothing either).
     pub fn apply(self, points: &mut Points) -> Result<()> {
-        if matches!(self, Metric::Euclidean | Metric::InnerProduct) || points.d == 0 {
+        if !self.transforms_rows() || points.d == 0 {
             return Ok(());
         }
         let centre = self == Metric::Correlation;

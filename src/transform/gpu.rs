@@ -106,7 +106,7 @@ mod tests {
                     pca: None,
                     n,
                     d,
-                    points: reference.data.to_vec(),
+                    points: reference.data.clone(),
                     dims,
                     y,
                     perplexity: 30.0,

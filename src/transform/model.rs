@@ -65,8 +65,9 @@ pub struct Model {
     pub n: usize,
     /// Features of the reference points as stored (after PCA).
     pub d: usize,
-    /// The reference points after the metric's transform and PCA, n × d, input order.
-    pub points: Vec<f32>,
+    /// The reference points after the metric's transform and PCA, n × d, input order (the
+    /// caller's buffer itself when the run read it in place and changed nothing).
+    pub points: crate::points::PointData,
     /// Embedding dimension.
     pub dims: usize,
     /// The reference embedding, n × dims, input order.
@@ -94,7 +95,7 @@ impl Model {
             pca: pca.clone(),
             n: points.n,
             d: points.d,
-            points: points.data.to_vec(),
+            points: points.data.clone(),
             dims: emb.dims,
             y: emb.y.clone(),
             perplexity: params.perplexity,
@@ -104,7 +105,11 @@ impl Model {
 
     /// The reference points as [`Points`].
     pub fn reference(&self) -> Points {
-        Points::new(self.n, self.d, self.points.clone())
+        Points {
+            n: self.n,
+            d: self.d,
+            data: self.points.clone(),
+        }
     }
 
     /// Writes the model to `path` atomically (nothing is left behind on failure).
@@ -241,5 +246,54 @@ impl Model {
             return Err("non-finite values".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::{embed, EmbedParams, Input};
+    use crate::points::SharedValues;
+    use std::sync::Arc;
+
+    /// A caller's buffer read in place is the map's reference itself when neither a PCA
+    /// nor the metric changed it (no copy of the points is kept), and a copy otherwise.
+    #[test]
+    fn a_callers_points_are_the_reference_without_a_copy() {
+        let (n, d) = (300, 5);
+        let values: Vec<f32> = (0..n * d)
+            .map(|i| ((i * 7919) % 1013) as f32 / 101.3 + (i / d % 3) as f32 * 20.0)
+            .collect();
+        let original = values.clone();
+        let caller: Arc<Vec<f32>> = Arc::new(values);
+        let run = |metric| {
+            let params = EmbedParams {
+                backend: crate::backend::BackendKind::Cpu,
+                keep_reference: true,
+                metric,
+                perplexity: 10.0,
+                optim: crate::optim::OptimParams {
+                    iters: 20,
+                    ..Default::default()
+                },
+                ..EmbedParams::default()
+            };
+            let points = Points::shared(n, d, caller.clone() as SharedValues);
+            let emb = embed(
+                Input::Points(points),
+                "x",
+                None,
+                &params,
+                &crate::progress::Silent,
+            )
+            .unwrap();
+            Model::of(&emb).unwrap()
+        };
+        let plain = run(crate::prep::Metric::Euclidean);
+        assert!(plain.points.is_shared());
+        assert_eq!(plain.points.as_ptr(), caller.as_ptr());
+        let cosine = run(crate::prep::Metric::Cosine);
+        assert!(!cosine.points.is_shared());
+        assert_eq!(*caller, original, "the caller's values untouched");
     }
 }
