@@ -17,17 +17,18 @@ import threading
 from importlib import util
 from pathlib import Path
 
-# The libraries in load order (cuSOLVER needs cuBLAS), each with the soname prefix the
-# engine asks for.
+# The libraries in load order (cuSOLVER needs cuBLAS), each by the sonames of the CUDA 13
+# family the engine is built for; the wheels of other CUDA versions (e.g. cu12 ones that
+# another package pulled in) are left alone.
 _LIBRARIES = (
     # NVRTC opens its builtins by name at its first compilation.
-    ("NVRTC builtins", "libnvrtc-builtins.so."),
-    ("NVRTC", "libnvrtc.so."),
-    ("cuBLASLt", "libcublasLt.so."),
-    ("cuBLAS", "libcublas.so."),
-    ("cuFFT", "libcufft.so."),
-    ("cuSOLVER", "libcusolver.so."),
-    ("NCCL", "libnccl.so."),
+    ("NVRTC builtins", r"libnvrtc-builtins\.so\.13\.\d+"),
+    ("NVRTC", r"libnvrtc\.so\.13"),
+    ("cuBLASLt", r"libcublasLt\.so\.13"),
+    ("cuBLAS", r"libcublas\.so\.13"),
+    ("cuFFT", r"libcufft\.so\.12"),
+    ("cuSOLVER", r"libcusolver\.so\.12"),
+    ("NCCL", r"libnccl\.so\.2"),
 )
 
 _lock = threading.Lock()
@@ -47,15 +48,9 @@ def _library_dirs() -> list[Path]:
     return dirs
 
 
-def _candidates(prefix: str, dirs: list[Path]) -> list[Path]:
-    """Files named ``prefix<major>`` or ``prefix<major>.<minor>`` (the sonames) in
-    ``dirs``."""
-    found = []
-    for d in dirs:
-        for f in sorted(d.glob(prefix + "*")):
-            if re.fullmatch(r"\d+(\.\d+)?", f.name[len(prefix):]):
-                found.append(f)
-    return found
+def _candidates(soname: str, dirs: list[Path]) -> list[Path]:
+    """Files in ``dirs`` whose whole name matches the pattern ``soname``."""
+    return [f for d in dirs for f in sorted(d.iterdir()) if re.fullmatch(soname, f.name)]
 
 
 def preload() -> dict[str, str]:
@@ -72,8 +67,8 @@ def preload() -> dict[str, str]:
         loaded: dict[str, str] = {}
         if os.environ.get("SGTSNE_NO_PIP_CUDA") != "1":
             dirs = _library_dirs()
-            for name, prefix in _LIBRARIES:
-                for path in _candidates(prefix, dirs):
+            for name, soname in _LIBRARIES:
+                for path in _candidates(soname, dirs):
                     try:
                         ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
                     except OSError:

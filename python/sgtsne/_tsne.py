@@ -104,8 +104,10 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         with the embedding reached (openTSNE's callbacks).
     callbacks_every_iters : int, default=50
         Steps between two calls of the callbacks.
-    keep_map : bool, default=True
-        Keep what :meth:`transform` needs (the prepared points: n × min(d, pca) floats).
+    keep_map : bool, default=False
+        Keep what :meth:`transform` needs, as ``sgtsne embed --save-model`` does: the
+        points as searched (the caller's float32 array itself when no PCA or metric changed
+        it, else n × min(d, pca) floats), and, for a PCA, its basis fitted on the host.
 
     Attributes
     ----------
@@ -170,7 +172,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         init_rescale=False,
         callbacks=None,
         callbacks_every_iters=50,
-        keep_map=True,
+        keep_map=False,
     ):
         self.n_components = n_components
         self.perplexity = perplexity
@@ -402,7 +404,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if self.map_ is None:
             raise ValueError(
                 "this TSNE kept no map to place new points into: fit dense points with "
-                "keep_map=True and a metric other than 'precomputed'"
+                "keep_map=True (and a metric other than 'precomputed') to use transform"
             )
         X = validate_data(self, X, reset=False, dtype=np.float32, order="C", ensure_all_finite=False)
         params = {

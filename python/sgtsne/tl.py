@@ -80,7 +80,6 @@ def tsne(adata, n_pcs=None, *, use_rep=None, perplexity=30, metric="euclidean",
         learning_rate=learning_rate,
         random_state=random_state,
         n_jobs=n_jobs,
-        keep_map=False,
         **kwargs,
     )
     embedding = model.fit_transform(x)

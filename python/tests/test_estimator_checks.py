@@ -1,7 +1,7 @@
 """scikit-learn's own estimator checks on TSNE and GaussianMixture.
 
-TSNE runs with scikit-learn's own test parameters for its TSNE (perplexity 2) and few
-iterations (the checks fit dozens of times). The checks that cannot apply are declared
+TSNE runs with scikit-learn's own test parameters for its TSNE (perplexity 2), few
+iterations (the checks fit dozens of times) and its map kept, so that transform is checked. The checks that cannot apply are declared
 below, each with its reason.
 """
 
@@ -36,7 +36,8 @@ def expected_failures(estimator):
 
 @parametrize_with_checks(
     [
-        TSNE(perplexity=2, max_iter=60, early_exaggeration_iter=20, backend="cpu", n_jobs=1),
+        TSNE(perplexity=2, max_iter=60, early_exaggeration_iter=20, backend="cpu", n_jobs=1,
+             keep_map=True),
         GaussianMixture(n_components=2, backend="cpu", n_jobs=1),
     ],
     expected_failed_checks=expected_failures,

@@ -11,7 +11,7 @@ import sgtsne
 
 def test_gpu_embeds_and_transforms(gpu, digits):
     x, labels = digits
-    model = sgtsne.TSNE(backend="gpu")
+    model = sgtsne.TSNE(backend="gpu", keep_map=True)
     y = model.fit_transform(x, labels)
     assert model.report_["backend"]["kind"] == "gpu"
     assert model.report_["quality"]["knn_accuracy_10"] > 0.95
@@ -21,10 +21,14 @@ def test_gpu_embeds_and_transforms(gpu, digits):
 def test_deterministic_gpu_equals_the_cli(gpu, digits, cli, tmp_path):
     x, _ = digits
     np.save(tmp_path / "x.npy", x)
-    subprocess.run([cli, "embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "y.npy"),
-                    "--backend", "gpu", "--deterministic", "--seed", "3", "--quiet"], check=True)
-    got = sgtsne.TSNE(backend="gpu", deterministic=True, random_state=3).fit_transform(x)
-    np.testing.assert_array_equal(got, np.load(tmp_path / "y.npy"))
+    # keep_map=True is --save-model (whose PCA basis is fitted on the host): both pairs.
+    for keep_map, flags in [(False, []), (True, ["--save-model", str(tmp_path / "m.sgtsne")])]:
+        subprocess.run([cli, "embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "y.npy"),
+                        "--backend", "gpu", "--deterministic", "--seed", "3", "--quiet", *flags],
+                       check=True)
+        got = sgtsne.TSNE(backend="gpu", deterministic=True, random_state=3,
+                          keep_map=keep_map).fit_transform(x)
+        np.testing.assert_array_equal(got, np.load(tmp_path / "y.npy"))
 
 
 def test_a_second_fit_pays_no_start_up(gpu, digits):

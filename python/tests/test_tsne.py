@@ -86,7 +86,7 @@ def test_given_neighbors_equal_a_search(blobs):
 def test_transform_places_new_points_near_their_cluster(blobs):
     x, labels = blobs
     train = np.arange(300) % 5 != 0
-    model = sgtsne.TSNE(**FAST).fit(x[train])
+    model = sgtsne.TSNE(keep_map=True, **FAST).fit(x[train])
     placed = model.transform(x[~train])
     assert placed.shape == (60, 2)
     from sklearn.neighbors import KNeighborsClassifier
@@ -95,11 +95,13 @@ def test_transform_places_new_points_near_their_cluster(blobs):
     assert clf.score(placed, labels[~train]) > 0.95
     with pytest.raises(ValueError, match="features"):
         model.transform(x[:5, :4])
+    with pytest.raises(ValueError, match="keep_map=True"):
+        sgtsne.TSNE(**FAST).fit(x).transform(x[:5])
 
 
 def test_pickled_model_transforms_the_same(blobs):
     x, _ = blobs
-    model = sgtsne.TSNE(**FAST).fit(x[:250])
+    model = sgtsne.TSNE(keep_map=True, **FAST).fit(x[:250])
     again = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(again.embedding_, model.embedding_)
     np.testing.assert_array_equal(again.transform(x[250:]), model.transform(x[250:]))

@@ -10,7 +10,7 @@ Measures, on MNIST 70k (PCA 50), with the defaults:
   of the whole process;
 - `SGTSNE_BIN embed` on the same file, three runs, median wall of the process;
 - with --big N: N × 50 float32 points (made by `SGTSNE_BIN gen`) embedded by the CLI and by
-  `fit_transform` from memory (keep_map=False: no reference kept), each process's peak RSS.
+  `fit_transform` from memory (the defaults: no map kept), each process's peak RSS.
 Prints one JSON object per measure.
 """
 
@@ -34,7 +34,7 @@ BIG = r"""
 import json, resource, sys, time, numpy as np, sgtsne
 x = np.load(sys.argv[1])
 t = time.perf_counter()
-model = sgtsne.TSNE(backend="gpu", keep_map=False)
+model = sgtsne.TSNE(backend="gpu")
 model.fit_transform(x)
 print(json.dumps({"fit_seconds": time.perf_counter() - t,
                   "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
