@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{
+use super::arg_values::{
     AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, InitArg, NearFieldArg, NoneOr,
-    OnInterruptArg, PerplexityArg, PrecisionArg, RepulsionArg, SearchArgs,
+    OnInterruptArg, PerplexityArg, PrecisionArg, RepulsionArg,
 };
+use super::search_args::SearchArgs;
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").args(["input", "demo", "graph"])))]

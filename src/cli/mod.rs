@@ -15,6 +15,7 @@ pub mod interrupt;
 mod kl_cmd;
 mod knn_cmd;
 mod progress_bar;
+mod search_args;
 mod sweep_cmd;
 mod transform_cmd;
 
