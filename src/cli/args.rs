@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use super::arg_values::at_least_one;
 pub use super::arg_values::{
     AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, IndexTypeArg, InitArg, KlAffinities,
     KnnArg, MetricArg, NearFieldArg, NoneOr, OnInterruptArg, OrderArg, PrecisionArg, RepulsionArg,
@@ -204,7 +205,7 @@ pub struct KnnArgs {
     /// GPUs the approximate search's sweep is split over on the gpu backend, as `embed
     /// --gpus` splits it (default: every GPU the host shows from 1M points up, one below;
     /// CUDA_VISIBLE_DEVICES chooses which).
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one)]
     pub gpus: Option<usize>,
     /// Seed of the approximate methods and of the recall sample.
     #[arg(long, default_value_t = 0)]
