@@ -59,6 +59,11 @@ pub enum Command {
     },
     /// Print the manual page (roff) to standard output, e.g. `sgtsne man | man -l -`.
     Man,
+    /// Print the command-line reference (Markdown) to standard output: the page
+    /// docs/reference/cli.md is its output, regenerated with
+    /// `sgtsne reference > docs/reference/cli.md`.
+    #[command(hide = true)]
+    Reference,
 }
 
 #[derive(Debug, Args)]
