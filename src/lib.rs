@@ -49,6 +49,8 @@ pub mod report;
 pub mod repulse;
 pub mod sparse;
 pub mod sweep;
+#[cfg(test)]
+mod test_data;
 pub mod trace;
 pub mod transform;
 

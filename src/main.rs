@@ -26,14 +26,33 @@ fn main() -> ExitCode {
         // Ctrl-C during the optimisation (`embed --on-interrupt discard`): status 130 as
         // for a process the signal ends, so that a script stops too.
         Err(err) if is_interrupt(&err) => {
-            eprintln!("error: {err:#}; nothing written");
+            eprintln!("error: {}; nothing written", message(&err));
             ExitCode::from(cli::interrupt::EXIT_STATUS)
         }
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", message(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes in one line, each cause after a colon as anyhow's `{:#}` has
+/// them, but a cause whose text the line already holds left out: an error that shows its
+/// source in its own message (`IoError::Write`: "out.npy: cannot write: {source}") also
+/// gives it as its source, and the line would say it twice (with tempfile's "at path" of
+/// the temporary file: a full disk named the temporary file twice).
+fn message(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// Whether `err` comes from writing to a pipe whose reader has gone.
@@ -50,4 +69,41 @@ fn is_interrupt(err: &anyhow::Error) -> bool {
         err.downcast_ref::<sgtsne::Error>(),
         Some(sgtsne::Error::Interrupted { .. })
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A write to a temporary file that fails (here a file open for reading only, as a full
+    /// disk fails it) names the temporary file once, after the output's path; causes that
+    /// add something are still joined on.
+    #[test]
+    fn a_failed_write_names_its_temporary_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join(".sgtsne-1-x.tmp");
+        std::fs::write(&temp, "").unwrap();
+        let read_only = std::fs::File::open(&temp).unwrap();
+        let temp_path = tempfile::TempPath::try_from_path(&temp).unwrap();
+        let mut file = tempfile::NamedTempFile::from_parts(read_only, temp_path);
+        let source = file.write_all(b"x").unwrap_err();
+        let out = dir.path().join("out.npy");
+        let err = anyhow::Error::from(sgtsne::io::IoError::Write {
+            path: out.clone(),
+            source,
+        });
+        let line = message(&err);
+        assert!(
+            line.starts_with(&format!("{}: cannot write: ", out.display())),
+            "{line}"
+        );
+        assert_eq!(line.matches(".sgtsne-1-x.tmp").count(), 1, "{line}");
+        let err = err.context("writing the points");
+        assert!(
+            message(&err).starts_with("writing the points: "),
+            "{}",
+            message(&err)
+        );
+    }
 }

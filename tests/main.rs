@@ -39,6 +39,8 @@ mod near_field;
 /// Neighbours and affinities computed elsewhere (`--knn-from`, `--affinities`) and the
 /// `knn` tool.
 mod neighbors;
+/// The command-line reference page (`docs/reference/cli.md`) against `sgtsne reference`.
+mod reference;
 /// The grid-size sweep: a tiny sweep's CSV and charts, configuration errors.
 mod sweep;
 /// New points into a saved map: `embed --save-model`, `transform`, bad models.

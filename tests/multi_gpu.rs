@@ -236,13 +236,15 @@ fn gpus_flag_is_checked() {
         &lists,
         &["--gpus applies to --backend gpu"],
     );
-    if sgtsne::gpu::device_count().is_ok() {
+    // No GPU at all is not "one": refused by the flag's name with or without a GPU, on
+    // any backend.
+    for backend in ["auto", "gpu", "cpu"] {
         fails_cleanly_env(
             &[
                 "embed",
                 "--demo",
                 "--backend",
-                "gpu",
+                backend,
                 "--gpus",
                 "0",
                 "-o",
@@ -250,9 +252,24 @@ fn gpus_flag_is_checked() {
             ],
             &[],
             &out,
-            &["gpus", "at least 1"],
+            &["--gpus", "must be at least 1"],
         );
     }
+    fails_cleanly_env(
+        &[
+            "knn",
+            &points,
+            "-k",
+            "10",
+            "--gpus",
+            "0",
+            "-o",
+            lists.to_str().unwrap(),
+        ],
+        &[],
+        &lists,
+        &["--gpus", "must be at least 1"],
+    );
 }
 
 /// `sgtsne knn --gpus 2` finds the neighbours `--gpus 1` finds (the approximate sweep and

@@ -188,6 +188,16 @@ impl FromStr for GridArg {
     }
 }
 
+/// The value of a count that must be at least 1 (`--gpus`): 0 is refused here, naming the
+/// flag, rather than read further on as one or as the default.
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("expected a whole number of 1 or more, got `{s}`")),
+    }
+}
+
 /// `auto` or a value.
 #[derive(Clone, Copy, Debug)]
 pub enum AutoOr<T> {

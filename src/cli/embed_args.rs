@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{
-    AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, InitArg, NearFieldArg, NoneOr,
-    OnInterruptArg, PerplexityArg, PrecisionArg, RepulsionArg, SearchArgs,
+use super::arg_values::{
+    at_least_one, AffinitiesArg, AutoOr, BackendArg, ClustersOnArg, GridArg, InitArg, NearFieldArg,
+    NoneOr, OnInterruptArg, PerplexityArg, PrecisionArg, RepulsionArg,
 };
+use super::search_args::SearchArgs;
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").args(["input", "demo", "graph"])))]
@@ -227,7 +228,7 @@ pub struct EmbedArgs {
     /// every GPU the host shows from 1M points up, one below; CUDA_VISIBLE_DEVICES chooses
     /// which). The approximate kNN's sweep splits over them too (its refinement over two);
     /// the rest of the search and the affinities run on the first.
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one)]
     pub gpus: Option<usize>,
     /// Precision of the FFT repulsion's grids: `f32`, or `f64` as the reference thesis did.
     /// Meant for `--backend hybrid`, where the repulsion is hidden behind the CPU attraction;

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use clap::{Args, ValueEnum};
 
-use super::args::{AutoOr, NoneOr};
+use super::arg_values::{AutoOr, NoneOr};
 
 #[derive(Debug, Args)]
 pub struct GmmArgs {

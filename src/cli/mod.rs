@@ -15,6 +15,8 @@ pub mod interrupt;
 mod kl_cmd;
 mod knn_cmd;
 mod progress_bar;
+mod reference;
+mod search_args;
 mod sweep_cmd;
 mod transform_cmd;
 
@@ -48,6 +50,12 @@ pub fn run(cli: args::Cli) -> Result<()> {
             clap_mangen::Man::new(cmd)
                 .render(&mut std::io::stdout())
                 .context("writing the manual page to standard output")
+        }
+        args::Command::Reference => {
+            let cmd = <args::Cli as clap::CommandFactory>::command();
+            std::io::stdout()
+                .write_all(reference::markdown(cmd).as_bytes())
+                .context("writing the command-line reference to standard output")
         }
     }
 }

@@ -516,14 +516,16 @@ mod tests {
 
     /// The real data set, where it is at hand: deformed digits stay close to their source.
     #[test]
-    #[ignore = "needs /work/shared/data/mnist; run with --ignored"]
+    #[ignore = "needs MNIST in SGTSNE_DATA_DIR; run with --ignored"]
     fn mnist_deformed_digits_resemble_their_source() {
-        let dir = Path::new("/work/shared/data/mnist");
-        let set = ImageSet::read(
-            &dir.join("mnist70k_784_u8.npy"),
-            &dir.join("mnist70k_labels_u8.npy"),
-        )
-        .unwrap();
+        let data_file = crate::test_data::data_file;
+        let (Some(images), Some(labels)) = (
+            data_file("mnist70k_784_u8.npy"),
+            data_file("mnist70k_labels_u8.npy"),
+        ) else {
+            return;
+        };
+        let set = ImageSet::read(&images, &labels).unwrap();
         assert_eq!((set.len(), set.side()), (70_000, 28));
         let d = Deformer::new(28, DeformParams::default()).unwrap();
         let mut ws = d.workspace();

@@ -1,6 +1,7 @@
 //! Timings on MNIST (70000 × 50 and 70000 × 784), run by hand:
 //! `cargo test --release --lib knn::bench -- --ignored --nocapture --test-threads 1`.
-//! Threads: `SGTSNE_BENCH_THREADS` (default 2). Skipped when the data files are absent.
+//! Threads: `SGTSNE_BENCH_THREADS` (default 2). The data files are read from the folder
+//! `SGTSNE_DATA_DIR` names (`crate::test_data`); skipped when they are absent.
 
 use std::time::Instant;
 
@@ -8,10 +9,8 @@ use super::{exact, hnsw_with, recall, HnswParams, Key};
 use crate::progress::Silent;
 use crate::Points;
 
-const DIR: &str = "/work/shared/data/mnist";
-
 fn load_f32(name: &str) -> Option<Points> {
-    let f = std::fs::File::open(format!("{DIR}/{name}")).ok()?;
+    let f = std::fs::File::open(crate::test_data::data_file(name)?).ok()?;
     let npy = npyz::NpyFile::new(std::io::BufReader::new(f)).ok()?;
     let (n, d) = (npy.shape()[0] as usize, npy.shape()[1] as usize);
     let data: Vec<f32> = if name.contains("u8") {

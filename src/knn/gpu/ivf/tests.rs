@@ -1,9 +1,15 @@
 //! The approximate kNN against the exact one: recall at tight and loose settings, the
 //! self-estimate, awkward inputs.
+use super::takes::{BlockQueue, PlanFeed, TakePlan};
 use super::*;
 use crate::gen::{gaussian_mixture, MixtureParams};
+use crate::gpu::kernels::knn_fused::{CHUNK, QUERIES};
+use crate::gpu::Gpu;
+use crate::knn::ivf::{self as host, Cells, IvfParams, ProbePlanner};
 use crate::knn::{exact, recall};
+use crate::knn::{Key, Neighbors};
 use crate::progress::Silent;
+use crate::Points;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 /// The fraction of each row's approximate neighbours within the exact k-th distance, so
