@@ -273,7 +273,13 @@ fn run_stages(
     let mut in_order =
         observer.map(|inner| optimise::InputOrder::new(inner, order.as_deref(), dims));
     let observer = in_order.as_mut().map(|o| o as &mut dyn Observer<[f32]>);
-    let optimise = optimise::optimise(p, &mut y, params, kind, seconds, progress, observer)?;
+    let mut optimise = optimise::optimise(p, &mut y, params, kind, seconds, progress, observer)?;
+    let done = optimise.interrupted_at.unwrap_or(params.optim.iters);
+    optimise.convergence = crate::optim::convergence(
+        &optimise.kl_history,
+        done,
+        params.optim.early_exaggeration_iters,
+    );
 
     // Quality measures, in the internal numbering; then Y back in input order.
     let t = seconds.start("quality");

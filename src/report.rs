@@ -210,6 +210,14 @@ impl Report {
             line += &format!(", device {:.2} GiB", dev as f64 / (1u64 << 30) as f64);
         }
         lines.push(line);
+        if let Some(c) = &r.optimise.convergence {
+            lines.push(format!(
+                "  the KL fell {:.2} % over iterations {}–{}, the last tenth of the run",
+                c.kl_drop * 100.0,
+                c.from,
+                c.to
+            ));
+        }
         if let Some(c) = &r.clusters {
             let ari = c.adjusted_rand_index.map_or(String::new(), |a| {
                 format!(", adjusted Rand index {a:.4} against the labels")

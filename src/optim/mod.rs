@@ -6,12 +6,14 @@
 //! $g_i = α F_{attr,i} − F_{rep,i}$, so a learning rate here means the same as there
 //! (auto = max(n / early exaggeration, 50), Belkina et al. 2019).
 
+pub mod convergence;
 pub mod gpu;
 pub mod gradient;
 mod overlap;
 pub mod schedule;
 pub mod snapshots;
 
+pub use convergence::{convergence, Convergence};
 pub use gradient::{Gradient, GradientInfo};
 pub use overlap::Overlap;
 pub use schedule::OptimParams;
@@ -58,6 +60,10 @@ pub struct OptimReport {
     /// run went to the end. Y, the final KL and all that follows are those after them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted_at: Option<usize>,
+    /// How far the run stopped from convergence ([`convergence()`]); absent when the KL
+    /// history cannot tell (a short run, no KL reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub convergence: Option<Convergence>,
 }
 
 /// One GPU's share of a run over several ([`OptimReport::per_gpu`]).
