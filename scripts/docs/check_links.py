@@ -42,8 +42,8 @@ def slug(heading: str) -> str:
     return "".join(out)
 
 
-def prose_lines(text: str):
-    """(line number, line) outside fenced code blocks, code spans blanked."""
+def prose_lines(text: str, keep_code_spans: bool = False):
+    """(line number, line) outside fenced code blocks, code spans blanked unless asked."""
     fence = None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
@@ -57,7 +57,7 @@ def prose_lines(text: str):
                 continue
         if fence is not None:
             continue
-        yield number, CODE_SPAN.sub("", line)
+        yield number, line if keep_code_spans else CODE_SPAN.sub("", line)
 
 
 _anchors: dict[Path, set[str]] = {}
@@ -67,7 +67,7 @@ def anchors(path: Path) -> set[str]:
     if path not in _anchors:
         seen: dict[str, int] = {}
         found = set()
-        for _, line in prose_lines(path.read_text(encoding="utf-8")):
+        for _, line in prose_lines(path.read_text(encoding="utf-8"), keep_code_spans=True):
             m = HEADING.match(line)
             if not m:
                 continue
@@ -84,25 +84,26 @@ def anchors(path: Path) -> set[str]:
 
 def check(path: Path) -> list[str]:
     problems = []
-    text = path.read_text(encoding="utf-8")
-    # code spans blanked line by line; the raw line keeps the targets of links whose text
-    # is a code span, so extract from the raw line but skip matches inside code spans.
-    for number, line in prose_lines(text):
-        targets = []
-        for rx in (LINK, IMAGE, SRC):
-            targets += [m.group(1) for m in rx.finditer(line)]
-        for target in targets:
-            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):
-                continue  # http:, https:, mailto:, …
-            file_part, _, fragment = target.partition("#")
-            dest = (path.parent / file_part).resolve() if file_part else path.resolve()
-            where = f"{path.relative_to(ROOT)}:{number}: {target}"
-            if not dest.exists():
-                problems.append(f"{where}: no such file")
-                continue
-            if fragment and dest.suffix.lower() == ".md" and dest.is_file():
-                if fragment.lower() not in anchors(dest):
-                    problems.append(f"{where}: no heading #{fragment} in {dest.relative_to(ROOT)}")
+    # The prose as one text (fenced blocks blanked, line numbers kept), so that a link whose
+    # text runs over two lines is found. Code spans are blanked first, so that `[a](b)`
+    # written as code is not a link; a link whose text is a code span keeps its target.
+    lines = dict(prose_lines(path.read_text(encoding="utf-8")))
+    text = "\n".join(lines.get(i, "") for i in range(1, max(lines, default=0) + 1))
+    found = []
+    for rx in (LINK, IMAGE, SRC):
+        found += [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in rx.finditer(text)]
+    for number, target in sorted(found):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):
+            continue  # http:, https:, mailto:, …
+        file_part, _, fragment = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path.resolve()
+        where = f"{path.relative_to(ROOT)}:{number}: {target}"
+        if not dest.exists():
+            problems.append(f"{where}: no such file")
+            continue
+        if fragment and dest.suffix.lower() == ".md" and dest.is_file():
+            if fragment.lower() not in anchors(dest):
+                problems.append(f"{where}: no heading #{fragment} in {dest.relative_to(ROOT)}")
     return problems
 
 
@@ -121,7 +122,7 @@ def main() -> int:
     files = markdown_files(sys.argv[1:])
     problems = [problem for f in files for problem in check(f.resolve())]
     for problem in problems:
-        print(problem)
+        print(problem, flush=True)
     print(f"{len(files)} files, {len(problems)} broken links", file=sys.stderr)
     return 1 if problems else 0
 
