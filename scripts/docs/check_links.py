@@ -8,13 +8,15 @@ hyphens). Links inside code spans and fenced code blocks are ignored.
 
     python3 scripts/docs/check_links.py [FILE_OR_DIR ...]
 
-With no arguments it checks README.md, docs/, benches/, examples/ and python/README.md.
+With no arguments it checks every Markdown file git tracks (or, outside a git checkout,
+README.md, docs/, benches/, examples/ and python/README.md).
 Prints one line per broken link and exits 1 when there is any, 0 otherwise.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import unicodedata
 from pathlib import Path
@@ -108,6 +110,14 @@ def check(path: Path) -> list[str]:
 
 
 def markdown_files(args: list[str]) -> list[Path]:
+    if not args:
+        try:
+            listed = subprocess.run(
+                ["git", "ls-files", "*.md"], cwd=ROOT, capture_output=True, text=True, check=True
+            ).stdout.split()
+            return [ROOT / name for name in listed if (ROOT / name).exists()]
+        except (OSError, subprocess.CalledProcessError):
+            pass
     files = []
     for arg in args or DEFAULT:
         p = (ROOT / arg) if not Path(arg).is_absolute() else Path(arg)
