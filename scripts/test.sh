@@ -8,8 +8,9 @@
 #   `cuda` extra, whose NVRTC compiles every kernel in the Rust tests (no GPU needed) and
 #   whose libraries the Python package must find inside the environment.
 # - `cargo test --release`; the Python package built by maturin into that environment and its
-#   pytest suite (python/tests) against the CLI just built; the viewer's browser tests when
-#   they exist (scripts/test/browser.sh installs Debian's chromium).
+#   pytest suite (python/tests) against the CLI just built; the examples (examples/run_all.sh);
+#   the guide's links (scripts/docs/check_links.py); the viewer's browser tests
+#   (scripts/test/browser.sh installs Debian's chromium).
 #
 # Each SGTSNE_REQUIRE_* makes a missing tool a failure, so no check passes by skipping; GPU
 # tests skip without a GPU (scripts/bench/gpu_tests.sh runs them on a GPU machine).
@@ -43,6 +44,12 @@ rm -rf target/wheels
 "$venv/bin/pip" install --quiet --force-reinstall --no-deps target/wheels/sgtsne-*.whl
 SGTSNE_BIN="$PWD/target/release/sgtsne" SGTSNE_REQUIRE_CLI=1 SGTSNE_REQUIRE_CUDA_WHEELS=1 \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+
+echo "== Examples: examples/run_all.sh"
+SGTSNE_BIN="$PWD/target/release/sgtsne" PYTHON="$venv/bin/python" examples/run_all.sh
+
+echo "== Docs: every relative link and anchor of the Markdown files"
+"$venv/bin/python" scripts/docs/check_links.py
 
 if [ -x scripts/test/browser.sh ]; then
   echo "== Browser: the viewer in headless Chromium"
