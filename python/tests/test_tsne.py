@@ -202,3 +202,10 @@ def test_verbose_prints_progress_and_the_summary(blobs, capsys):
     sgtsne.TSNE(verbose=True, **FAST).fit(blobs[0])
     err = capsys.readouterr().err
     assert "[sgtsne] optimise" in err and "KL" in err and "embedded X (300 × 10)" in err
+
+
+def test_memory_that_cannot_be_had_is_a_memory_error(blobs, monkeypatch):
+    # The engine plans a run's memory before the work; a cap below the plan refuses it.
+    monkeypatch.setenv("SGTSNE_MAX_HOST_BYTES", "1000")
+    with pytest.raises(MemoryError, match="memory"):
+        sgtsne.TSNE(**FAST).fit(blobs[0])

@@ -355,8 +355,9 @@ pub(crate) fn nvrtc_for_test() -> bool {
     false
 }
 
-/// Compiles every kernel file and variant ([`every_variant`]) for `arch` (e.g. `sm_90`)
-/// with this process's NVRTC, on `threads` threads, caching nothing: no device is needed.
+/// Compiles every kernel file and variant (the double grids, the list lengths) for `arch`
+/// (e.g. `sm_90`) with this process's NVRTC, on `threads` threads, caching nothing: no
+/// device is needed.
 /// Tells whether the NVRTC found (e.g. NVIDIA's pip wheel, for the Python package) builds
 /// the kernels; returns how many variants compiled, or the first failure with its log.
 pub fn compile_every_kernel(arch: &'static str, threads: usize) -> crate::Result<usize> {
