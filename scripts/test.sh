@@ -33,9 +33,12 @@ nvrtc_lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cu13/lib)
 export SGTSNE_ANNDATA_PYTHON="$venv/bin/python" SGTSNE_REQUIRE_ANNDATA=1
 export SGTSNE_SKLEARN_PYTHON="$venv/bin/python" SGTSNE_REQUIRE_SKLEARN=1
 export SGTSNE_REQUIRE_NVRTC=1
+# For every step, not the Rust tests alone: the same environment lets the later builds
+# reuse the tests' (a changed LD_LIBRARY_PATH rebuilds the crates whose build scripts read it).
+export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 echo "== Rust: cargo test --release"
-LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" cargo test --release
+cargo test --release
 
 echo "== Python: the package (python/), built and tested"
 cargo build --release --bin sgtsne
