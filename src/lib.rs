@@ -51,6 +51,7 @@ pub mod sparse;
 pub mod sweep;
 pub mod trace;
 pub mod transform;
+pub mod view;
 
 pub use csr_points::CsrPoints;
 pub use error::{Error, Result};

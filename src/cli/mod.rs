@@ -17,6 +17,7 @@ mod knn_cmd;
 mod progress_bar;
 mod sweep_cmd;
 mod transform_cmd;
+mod view_cmd;
 
 use std::io::Write;
 
@@ -33,6 +34,7 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Kl(a) => kl_cmd::run(a),
         args::Command::Knn(a) => knn_cmd::run(*a),
         args::Command::Transform(a) => transform_cmd::run(*a),
+        args::Command::View(a) => view_cmd::run(*a),
         args::Command::Completions { shell } => {
             // Generated into memory first: clap_complete panics on a failed write (a closed
             // pipe), where a write of our own returns the error.
