@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The viewer's numbers (benches/view.md): file size and write time of `sgtsne view` at 1M and
 # 10M points (ten Gaussian blobs, one 10-class label), first full paint in headless Chromium
-# (software WebGL) of the 1M file and of the 10M map served by `--serve`.
+# (software WebGL) of the 1M file and of the 10M map served by `--serve`; for the 10M file
+# also a frame while the view moves and the full redraw once it rests.
 # Needs what scripts/test/browser.sh sets up (chromium, the browser venv) and a release build.
 #   scripts/bench/view.sh [ROW]     ROW: size | write | paint1m | serve10m | file10m (default: all)
 set -euo pipefail
@@ -30,9 +31,10 @@ if [ "$row" = all ] || [ "$row" = paint1m ]; then
 fi
 if [ "$row" = all ] || [ "$row" = file10m ]; then
   [ -f "$dir/m10000000.html" ] || "$bin" view "$dir/y10000000.npy" --labels "$dir/l10000000.npy" -o "$dir/m10000000.html" --quiet
-  echo "10M file: $("$py" scripts/bench/view_paint.py "$dir/m10000000.html" --runs 3)"
+  echo "10M file: $("$py" scripts/bench/view_paint.py "$dir/m10000000.html" --runs 3 --frames)"
 fi
 if [ "$row" = all ] || [ "$row" = serve10m ]; then
+  rm -f "$dir/url"
   "$bin" view "$dir/y10000000.npy" --labels "$dir/l10000000.npy" --serve --port 0 --quiet > "$dir/url" &
   server=$!
   trap 'kill $server 2>/dev/null' EXIT

@@ -152,6 +152,28 @@ def test_numbers_get_a_colour_bar(page, blobs_map):
     assert first[2] > first[1] and last[0] > 150 and last[1] > 150 and last[2] < 120, (first, last)
 
 
+def test_pan_and_zoom_move_the_points(page, blobs_map):
+    open_map(page, str(blobs_map))
+    x, y = screen_of(page, LONE)
+    page.mouse.move(x + 30, y + 40)
+    page.mouse.down()
+    page.mouse.move(x + 130, y + 10, steps=5)
+    page.mouse.up()
+    moved = screen_of(page, LONE)
+    assert abs(moved[0] - (x + 100)) < 0.5 and abs(moved[1] - (y - 30)) < 0.5
+    # The wheel zooms around the cursor: the point under it stays, the others move out.
+    other = screen_of(page, 0)
+    page.mouse.move(*moved)
+    page.mouse.wheel(0, -300)
+    page.evaluate("() => window.sgtsneView.drawn()")
+    after = screen_of(page, LONE)
+    assert abs(after[0] - moved[0]) < 1 and abs(after[1] - moved[1]) < 1
+    zoomed = screen_of(page, 0)
+    assert abs(zoomed[0] - after[0]) > 1.5 * abs(other[0] - moved[0])
+    shot = screenshot(page)
+    assert at(shot, after) != WHITE
+
+
 def test_png_export_and_density(page, blobs_map):
     open_map(page, str(blobs_map))
     page.check("#density")

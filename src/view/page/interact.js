@@ -33,7 +33,7 @@ function setupMouse() {
         state.cx -= dx / state.scale;
         state.cy += dy / state.scale;
       }
-      redraw();
+      redrawMoving();
       return;
     }
     clearTimeout(hoverTimer);
@@ -58,7 +58,7 @@ function setupMouse() {
     state.scale *= f;
     state.cx = mx - (e.offsetX - rect.w / 2) / state.scale;
     state.cy = my + (e.offsetY - rect.h / 2) / state.scale;
-    redraw();
+    redrawMoving();
   }, { passive: false });
 }
 
@@ -184,6 +184,7 @@ async function start() {
     state.q = q;
     state.comps = comps;
     renderer.setCoordinates(q, comps);
+    renderer.setPreview(PREVIEW_POINTS);
     setupPanel();
     setupMouse();
     resetView();
@@ -226,9 +227,14 @@ const hook = {
   },
   /** The colour (r, g, b) of category k of the column shown. */
   categoryColour: (k) => categoryColour(k),
-  /** Resolves once the frame after any queued change is drawn. */
+  /** Resolves once every point is drawn after any queued change (a moving view first
+   * comes to rest). */
   drawn() {
-    return new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(res)));
+    return new Promise((res) => {
+      const wait = () => (moving || frameQueued ? setTimeout(wait, 20)
+        : requestAnimationFrame(() => requestAnimationFrame(res)));
+      wait();
+    });
   },
 };
 window.sgtsneView = hook;

@@ -67,6 +67,7 @@ class Renderer {
     this.palette = gl.createTexture();
     this.selection = null;
     this.selectionCount = 0;
+    this.preview = null;
   }
 
   /** Uploads the n × 3 (or fewer) u16 steps. */
@@ -150,6 +151,21 @@ class Renderer {
     pointer();
   }
 
+  /** A random sample of at most `size` points (stratified: one in each of `size` equal
+   * runs of indices), drawn alone while the view moves. */
+  setPreview(size) {
+    const n = this.n;
+    if (n <= size) return;
+    const idx = new Uint32Array(size), run = n / size;
+    for (let k = 0; k < size; k++) idx[k] = Math.min(n - 1, Math.floor((k + Math.random()) * run));
+    const gl = this.gl;
+    gl.bindVertexArray(this.vao);
+    this.preview = gl.createBuffer();
+    gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, this.preview);
+    gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, idx, gl.STATIC_DRAW);
+    this.previewCount = size;
+  }
+
   /** The selected points (Uint32Array of indices), drawn again on top of the rest. */
   setSelection(indices) {
     const gl = this.gl;
@@ -162,9 +178,10 @@ class Renderer {
 
   /**
    * Draws every point: `t` the affine map (ax, ay, bx, by) from steps to CSS pixels, `dpr`
-   * device pixels per CSS pixel, `style` {size, opacity, density, background}.
+   * device pixels per CSS pixel, `style` {size, opacity, density, faded (some colours are
+   * translucent), background}; with `moving`, only the preview sample when there is one.
    */
-  draw(t, dpr, style) {
+  draw(t, dpr, style, moving) {
     const gl = this.gl;
     const w = this.canvas.width, h = this.canvas.height;
     gl.viewport(0, 0, w, h);
@@ -184,13 +201,23 @@ class Renderer {
     gl.uniform1f(this.loc.u_size, style.size * dpr);
     gl.activeTexture(gl.TEXTURE0);
     gl.bindTexture(gl.TEXTURE_2D, this.palette);
-    gl.enable(gl.BLEND);
-    // Density: colours add up where points pile, so crowded regions glow instead of
-    // hiding how many points lie under the top one.
-    gl.blendFunc(gl.SRC_ALPHA, style.density ? gl.ONE : gl.ONE_MINUS_SRC_ALPHA);
     const selected = this.selectionCount > 0;
+    // Opaque points need no blending, which software WebGL pays for per fragment.
+    if (style.density || style.opacity < 1 || style.faded || selected) {
+      gl.enable(gl.BLEND);
+      // Density: colours add up where points pile, so crowded regions glow instead of
+      // hiding how many points lie under the top one.
+      gl.blendFunc(gl.SRC_ALPHA, style.density ? gl.ONE : gl.ONE_MINUS_SRC_ALPHA);
+    } else {
+      gl.disable(gl.BLEND);
+    }
     gl.uniform1f(this.loc.u_alpha, style.opacity * (selected ? 0.15 : 1));
-    gl.drawArrays(gl.POINTS, 0, this.n);
+    if (moving && this.preview) {
+      gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, this.preview);
+      gl.drawElements(gl.POINTS, this.previewCount, gl.UNSIGNED_INT, 0);
+    } else {
+      gl.drawArrays(gl.POINTS, 0, this.n);
+    }
     if (selected) {
       gl.uniform1f(this.loc.u_alpha, Math.max(style.opacity, 0.5));
       gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, this.selection);

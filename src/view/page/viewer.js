@@ -120,7 +120,12 @@ function insidePolygon(poly) {
   return Uint32Array.from(out);
 }
 
-let renderer = null, frameQueued = false;
+let renderer = null, frameQueued = false, moving = false, settle = 0;
+
+/** Points drawn while the view moves, on maps larger than this (all of them once it rests
+ * for `SETTLE_MS`): software WebGL draws about 2M points a second, a GPU far more. */
+const PREVIEW_POINTS = 500000;
+const SETTLE_MS = 200;
 
 function background() {
   return state.style.density ? [0.07, 0.07, 0.09] : [1, 1, 1];
@@ -131,12 +136,22 @@ function draw() {
   const c = $("map"), dpr = window.devicePixelRatio || 1, rect = canvasSize();
   const w = Math.max(1, Math.round(rect.w * dpr)), h = Math.max(1, Math.round(rect.h * dpr));
   if (c.width !== w || c.height !== h) { c.width = w; c.height = h; }
-  renderer.draw(transform(), dpr, { ...state.style, background: background() });
+  const faded = state.search !== "" && state.column && state.column.kind === "categories";
+  renderer.draw(transform(), dpr, { ...state.style, faded, background: background() }, moving);
   state.frames++;
 }
 
 function redraw() {
   if (!frameQueued) { frameQueued = true; requestAnimationFrame(draw); }
+}
+
+/** A redraw while the view moves (pan, zoom, rotate): the preview now, everything when the
+ * motion stops. */
+function redrawMoving() {
+  moving = true;
+  redraw();
+  clearTimeout(settle);
+  settle = setTimeout(() => { moving = false; redraw(); }, SETTLE_MS);
 }
 
 /** The palette of the column shown: toggled-off categories transparent, those the search
