@@ -4,7 +4,9 @@
 # (software WebGL) of the 1M file and of the 10M map served by `--serve`; for the 10M file
 # also a frame while the view moves and the full redraw once it rests.
 # Needs what scripts/test/browser.sh sets up (chromium, the browser venv) and a release build.
-#   scripts/bench/view.sh [ROW]     ROW: size | write | paint1m | serve10m | file10m (default: all)
+# `regl` (not part of all) times the same 1M and 10M files drawn by regl-scatterplot instead
+# (scripts/bench/view_regl/, needs node and npm).
+#   scripts/bench/view.sh [ROW]     ROW: size | write | paint1m | serve10m | file10m | regl (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${SGTSNE_BIN:-target/release/sgtsne}
@@ -40,4 +42,11 @@ if [ "$row" = all ] || [ "$row" = serve10m ]; then
   trap 'kill $server 2>/dev/null' EXIT
   for _ in $(seq 100); do [ -s "$dir/url" ] && break; sleep 0.1; done
   echo "10M served: $("$py" scripts/bench/view_paint.py "$(head -1 "$dir/url")" --runs 3)"
+fi
+if [ "$row" = regl ]; then
+  for n in 1000000 10000000; do
+    [ -f "$dir/m$n.html" ] || "$bin" view "$dir/y$n.npy" --labels "$dir/l$n.npy" -o "$dir/m$n.html" --quiet
+    scripts/bench/view_regl/build.sh "$dir/m$n.html" >/dev/null
+    echo "regl-scatterplot $n: $("$py" scripts/bench/view_paint.py "$dir/m$n-regl.html" --runs "$([ "$n" = 1000000 ] && echo 5 || echo 1)")"
+  done
 fi
