@@ -143,3 +143,78 @@ fn view_refuses_bad_input_and_writes_nothing() {
         &["expected one of .html"],
     );
 }
+
+#[test]
+fn embed_writes_the_map_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.html");
+    let o = out.to_str().unwrap();
+    let run = sgtsne(&[
+        "embed",
+        "--demo",
+        "--iters",
+        "60",
+        "--early-exaggeration-iters",
+        "30",
+        "--view",
+        o,
+        "-q",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let m = manifest(&out);
+    assert_eq!(m["n"].as_u64(), Some(1797));
+    assert_eq!(names(&m), ["labels:categories"]);
+    // A wrong extension is refused before the run.
+    let png = dir.path().join("demo.png");
+    fails_cleanly_with(
+        &["embed", "--demo", "--view", png.to_str().unwrap(), "-q"],
+        &png,
+        &["expected one of .html"],
+    );
+}
+
+/// `view --serve`: the page at `/` (without inline buffers) and each buffer as binary.
+#[test]
+fn served_map_answers_the_page_and_its_buffers() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let y = write(&dir, "y.csv", b"0,0\n1,2\n2,4\n");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_sgtsne"))
+        .args(["view", y.to_str().unwrap(), "--serve", "--port", "0", "-q"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let addr = url
+        .trim()
+        .strip_prefix("http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap()
+        .to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "{url}");
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut body = Vec::new();
+        s.read_to_end(&mut body).unwrap();
+        body
+    };
+    let page = String::from_utf8(get("/")).unwrap();
+    let buffer = get("/buffer/0");
+    let missing = String::from_utf8(get("/buffer/9")).unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(
+        page.starts_with("HTTP/1.0 200") && page.contains("\"inline\":false"),
+        "{page}"
+    );
+    assert!(!page.contains("sgtsne-buffer-0"));
+    // 3 points × 2 axes × 2 bytes, the last point at the box's far corner.
+    assert!(buffer.ends_with(&[0, 0, 0, 0, 0, 128, 0, 128, 255, 255, 255, 255]));
+    assert!(missing.starts_with("HTTP/1.0 404"), "{missing}");
+}
