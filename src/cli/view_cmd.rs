@@ -1,6 +1,7 @@
 //! `sgtsne view`: an embedding, its labels and metadata → one HTML page (or a local server),
 //! every input and the output checked before the page is built.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -72,7 +73,7 @@ pub fn run(args: ViewArgs) -> Result<()> {
         view::write_map(out, &map)?;
         if !args.quiet {
             eprintln!(
-                "{}: {} points, {} columns, {:.1} MB in {:.2} s",
+                "{}: {} points, {} columns to colour by, {:.1} MB in {:.2} s",
                 out.display(),
                 map.len(),
                 columns.len(),
@@ -84,7 +85,8 @@ pub fn run(args: ViewArgs) -> Result<()> {
     if args.serve {
         drop(columns);
         view::serve(&map, args.port, |url| {
-            println!("{url}");
+            // A reader of the URL that has gone (`| head -1`) does not stop the server.
+            let _ = writeln!(std::io::stdout(), "{url}");
             if !args.quiet {
                 eprintln!("serving {} points on {url} (Ctrl-C stops)", map.len());
             }

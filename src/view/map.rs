@@ -132,11 +132,6 @@ impl Map {
     pub fn is_empty(&self) -> bool {
         self.manifest.n == 0
     }
-
-    /// Bytes of the binary buffers (before base64).
-    pub fn buffer_bytes(&self) -> usize {
-        self.buffers.iter().map(Vec::len).sum()
-    }
 }
 
 /// Per axis, the least and greatest coordinate (in parallel: 10M points in a few ms).
