@@ -139,6 +139,22 @@ def test_search_fades_the_other_labels(page, blobs_map, data):
     assert page.eval_on_selector_all("#legend li", "els => els.map(e => e.dataset.category)") == ["delta"]
 
 
+def test_map_comes_back_after_a_lost_context(page, blobs_map, data):
+    open_map(page, str(blobs_map))
+    page.click('#legend li[data-category="beta"]')
+    page.evaluate("""() => {
+        window.loseContext = document.getElementById("map").getContext("webgl2").getExtension("WEBGL_lose_context");
+        window.loseContext.loseContext();
+    }""")
+    page.wait_for_function("window.sgtsneView.contextLost")
+    page.evaluate("() => window.loseContext.restoreContext()")
+    page.evaluate("() => window.sgtsneView.drawn()")
+    shot = screenshot(page)
+    assert close(at(shot, screen_of(page, centre_point(data, "gamma"))), swatch(page, "gamma"))
+    # The toggle made before the loss still holds.
+    assert at(shot, screen_of(page, centre_point(data, "beta"))) == WHITE
+
+
 def test_numbers_get_a_colour_bar(page, blobs_map):
     open_map(page, str(blobs_map))
     page.select_option("#colour-by", label="score")

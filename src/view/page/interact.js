@@ -176,10 +176,38 @@ function densityOpacity() {
   return Math.max(0.02, Math.min(0.5, 2000 / state.n));
 }
 
+/**
+ * A WebGL context lost (the browser reset its GPU process, or reclaimed the context) takes
+ * every buffer and texture with it: once it is back, the renderer is made again from the
+ * data the page keeps, and the map redrawn as it was.
+ */
+function watchContext() {
+  const c = $("map");
+  c.addEventListener("webglcontextlost", (e) => {
+    e.preventDefault();
+    hook.contextLost = true;
+    $("status").textContent = "the graphics context was lost; waiting for it to come back";
+  });
+  c.addEventListener("webglcontextrestored", () => {
+    renderer = new Renderer(c);
+    renderer.setCoordinates(state.q, state.comps);
+    renderer.setPreview(PREVIEW_POINTS);
+    for (const col of MANIFEST.columns) {
+      for (const a of [col.values, col.gpu]) if (a) delete a.glBuffer;
+    }
+    applyColumn();
+    if (state.selection.length) renderer.setSelection(state.selection);
+    hook.contextLost = false;
+    $("status").textContent = "";
+    redraw();
+  });
+}
+
 async function start() {
   const status = $("status");
   try {
     renderer = new Renderer($("map"));
+    watchContext();
     const { q, comps } = await loadCoordinates();
     state.q = q;
     state.comps = comps;
@@ -211,6 +239,7 @@ const hook = {
   ready: new Promise((res, rej) => { readyResolve = res; readyReject = rej; }),
   firstPaintMs: null,
   columnsLoaded: false,
+  contextLost: false,
   get n() { return state.n; },
   get frames() { return state.frames; },
   get selected() { return state.selection.length; },
@@ -228,10 +257,10 @@ const hook = {
   /** The colour (r, g, b) of category k of the column shown. */
   categoryColour: (k) => categoryColour(k),
   /** Resolves once every point is drawn after any queued change (a moving view first
-   * comes to rest). */
+   * comes to rest, a lost context comes back). */
   drawn() {
     return new Promise((res) => {
-      const wait = () => (moving || frameQueued ? setTimeout(wait, 20)
+      const wait = () => (moving || frameQueued || hook.contextLost ? setTimeout(wait, 20)
         : requestAnimationFrame(() => requestAnimationFrame(res)));
       wait();
     });

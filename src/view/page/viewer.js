@@ -170,19 +170,21 @@ async function showColumn(c) {
   state.column = c;
   state.search = "";
   $("search").value = "";
-  if (!c) {
-    renderer.setPlain();
-  } else {
+  if (c) {
     await columnValues(c);
-    if (c.kind === "categories") {
-      state.hidden = c.names.map(() => false);
-      renderer.setCategories(c.values, palette(c));
-    } else {
-      renderer.setNumbers(c.gpu, [c.lo, c.hi], ramp());
-    }
+    if (c.kind === "categories") state.hidden = c.names.map(() => false);
   }
+  applyColumn();
   updateLegend();
   redraw();
+}
+
+/** Hands the column shown (its values loaded) to the renderer. */
+function applyColumn() {
+  const c = state.column;
+  if (!c) renderer.setPlain();
+  else if (c.kind === "categories") renderer.setCategories(c.values, palette(c));
+  else renderer.setNumbers(c.gpu, [c.lo, c.hi], ramp());
 }
 
 /** Most legend entries listed; the search reaches the rest. */
