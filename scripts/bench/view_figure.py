@@ -1,14 +1,19 @@
 """A screenshot of a map as a person first sees it, for the README and docs/viewer.md
-(docs/figures/view_*.png): headless Chromium, software WebGL, 1000 × 640.
+(docs/figures/view_*.png): headless Chromium, software WebGL, 1000 × 640, reduced to a
+256-colour palette to keep the repository small.
 
     python view_figure.py MAP.html OUT.png [--density]
+
+scripts/bench/view_figures.sh makes the maps and runs this for every figure.
 """
 
 import argparse
+import io
 import sys
 import tempfile
 from pathlib import Path
 
+from PIL import Image
 from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "browser"))
@@ -32,8 +37,9 @@ def main():
         if a.density:
             page.check("#density")
         page.evaluate("() => window.sgtsneView.drawn()")
-        page.screenshot(path=a.out)
+        shot = Image.open(io.BytesIO(page.screenshot()))
         ctx.close()
+    shot.convert("RGB").quantize(256, dither=Image.Dither.NONE).save(a.out, optimize=True)
 
 
 if __name__ == "__main__":
