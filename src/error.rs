@@ -63,6 +63,9 @@ pub enum Error {
     /// A model file cannot be used (the message names it).
     #[error(transparent)]
     Model(#[from] crate::transform::ModelError),
+    /// An embedding or its columns cannot be drawn as a map, or the map cannot be served.
+    #[error(transparent)]
+    View(#[from] crate::view::ViewError),
     /// A sweep configuration cannot be used.
     #[error(transparent)]
     SweepConfig(#[from] crate::sweep::ConfigError),

@@ -53,6 +53,7 @@ pub mod sweep;
 mod test_data;
 pub mod trace;
 pub mod transform;
+pub mod view;
 
 pub use csr_points::CsrPoints;
 pub use error::{Error, Result};

@@ -149,7 +149,7 @@ fn no_output_warns() {
     args.extend(["cpu", "-q"]);
     let run = sgtsne(&args);
     assert!(run.status.success(), "{}", stderr(&run));
-    assert!(stderr(&run).contains("warning: no -o, --plot or --report"));
+    assert!(stderr(&run).contains("warning: no -o, --plot, --view or --report"));
 }
 
 #[test]

@@ -45,3 +45,6 @@ mod reference;
 mod sweep;
 /// New points into a saved map: `embed --save-model`, `transform`, bad models.
 mod transform;
+/// `sgtsne view`: the page written for each input kind, and bad input refused (the page
+/// in a browser: `tests/browser/`, `scripts/test/browser.sh`).
+mod view;

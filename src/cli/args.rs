@@ -51,6 +51,10 @@ pub enum Command {
     /// Score an embedding of the points, by any tool: KL(P‖Q) with P as `embed` builds it
     /// (exact kNN) and the exact Z.
     Kl(KlArgs),
+    /// Write an interactive map of an embedding: one self-contained HTML page (WebGL; opens
+    /// from disk, no network) to pan, zoom, colour by labels and metadata, hover, search,
+    /// lasso and export; or serve it on 127.0.0.1 for maps too large for one file.
+    View(Box<super::view_cmd::ViewArgs>),
     /// Print a completion script for a shell to standard output, e.g.
     /// `sgtsne completions bash > ~/.local/share/bash-completion/completions/sgtsne`.
     Completions {

@@ -55,6 +55,10 @@ pub struct EmbedArgs {
     /// Write a PNG scatter plot of the embedding.
     #[arg(long, value_name = "OUT.png")]
     pub plot: Option<PathBuf>,
+    /// Write an interactive map of the embedding (one self-contained .html, as `sgtsne
+    /// view` writes), coloured by the labels (or the --clusters).
+    #[arg(long, value_name = "MAP.html")]
+    pub view: Option<PathBuf>,
     /// Fit a Gaussian mixture of K components to the embedding (or --clusters-on data), as
     /// `sgtsne gmm -k K` with its defaults (five starts on the embedding, the best kept):
     /// --plot is coloured by cluster when no --labels are given, and the report holds the

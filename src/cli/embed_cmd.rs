@@ -10,6 +10,7 @@ use sgtsne::embed::{self, EmbedParams, Embedding, Input};
 use sgtsne::io::{self, Labels, OutputKind};
 use sgtsne::optim::Snapshots;
 use sgtsne::transform::Model;
+use sgtsne::view::Column;
 use sgtsne::Points;
 
 use super::args::{AffinitiesArg, ClustersOnArg, EmbedArgs, InitArg, OnInterruptArg};
@@ -202,6 +203,7 @@ fn plan(args: &EmbedArgs) -> Result<Plan<'_>> {
     for (path, kind) in [
         (&output, OutputKind::Embedding),
         (&args.plot, OutputKind::Plot),
+        (&args.view, OutputKind::Map),
         (&args.report, OutputKind::Report),
         (&args.animate, OutputKind::Animation),
         (&args.save_model, OutputKind::Model),
@@ -218,9 +220,14 @@ fn plan(args: &EmbedArgs) -> Result<Plan<'_>> {
         }
         _ => None,
     };
-    if output.is_none() && args.plot.is_none() && args.report.is_none() && snapshots.is_none() {
+    if output.is_none()
+        && args.plot.is_none()
+        && args.view.is_none()
+        && args.report.is_none()
+        && snapshots.is_none()
+    {
         eprintln!(
-            "warning: no -o, --plot or --report: the embedding will be computed and not kept"
+            "warning: no -o, --plot, --view or --report: the embedding will be computed and not kept"
         );
     }
     Ok(Plan {
@@ -237,6 +244,7 @@ fn install_interrupts(args: &EmbedArgs, output: Option<&Path>) -> Result<Interru
     let dirs = [
         output,
         args.plot.as_deref(),
+        args.view.as_deref(),
         args.report.as_deref(),
         args.animate.as_deref(),
     ]
@@ -281,6 +289,28 @@ fn write_outputs(
         let title = format!("sgtsne: {name}, KL {:.3}", result.report.optimise.final_kl);
         io::plot::scatter_png(plot, &result.y, result.dims, plot_labels, &title)?;
     }
+    if let Some(map) = &args.view {
+        let columns: Vec<Column> = plot_labels
+            .map(|l| {
+                Column::categorical(
+                    if labels.is_some() {
+                        "labels"
+                    } else {
+                        "clusters"
+                    },
+                    l.clone(),
+                )
+            })
+            .into_iter()
+            .collect();
+        sgtsne::view::write_html(
+            map,
+            &result.y,
+            result.dims,
+            &columns,
+            &format!("sgtsne: {name}"),
+        )?;
+    }
     if let (Some(gif), Some(s)) = (&args.animate, &plan.snapshots) {
         let title = format!("sgtsne: {name}");
         io::plot::animate_gif(gif, s.written(), result.dims, plot_labels, &title)?;
@@ -312,6 +342,7 @@ fn check_outputs_spare_inputs(args: &EmbedArgs, output: Option<&Path>, h5ad: boo
     let outputs = [
         ("-o", output.filter(|_| !args.in_place)),
         ("--plot", args.plot.as_deref()),
+        ("--view", args.view.as_deref()),
         ("--report", args.report.as_deref()),
         ("--clusters-out", args.clusters_out.as_deref()),
     ];

@@ -19,6 +19,7 @@ mod reference;
 mod search_args;
 mod sweep_cmd;
 mod transform_cmd;
+mod view_cmd;
 
 use std::io::Write;
 
@@ -35,6 +36,7 @@ pub fn run(cli: args::Cli) -> Result<()> {
         args::Command::Kl(a) => kl_cmd::run(a),
         args::Command::Knn(a) => knn_cmd::run(*a),
         args::Command::Transform(a) => transform_cmd::run(*a),
+        args::Command::View(a) => view_cmd::run(*a),
         args::Command::Completions { shell } => {
             // Generated into memory first: clap_complete panics on a failed write (a closed
             // pipe), where a write of our own returns the error.

@@ -31,6 +31,7 @@ mod write;
 
 pub use error::{IoError, Place};
 pub use images::{image_side, read_images};
+pub(crate) use labels::integral;
 pub use labels::{read_labels, read_labels_bytes, read_labels_npy_bytes, Labels};
 pub use mixture::write_mixture;
 pub use mtx::{read_graph, read_graph_bytes};
@@ -40,6 +41,7 @@ pub use npy::read_points_npy_bytes;
 pub(crate) use npy::tests::npy_file as npy_test_file;
 pub use npz::{write_matrix, NpyNumber};
 pub use read::{read_points, read_points_bytes};
+pub use text::read_table;
 pub(crate) use write::temp_prefix;
 pub use write::{
     check_output_path, remove_temp_files, write_atomic, write_embedding, write_embedding_text,

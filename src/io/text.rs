@@ -287,6 +287,55 @@ pub(crate) fn read_label_fields_from(
     Ok(out)
 }
 
+/// A table with a header row: its column names and, per column, one text field per row
+/// (blank lines skipped). `.csv` or `.tsv`; a row with another number of fields than the
+/// header is an error naming its line.
+pub fn read_table(path: &Path) -> Result<Vec<(String, Vec<String>)>, IoError> {
+    let delimiter = match super::error::extension(path).as_str() {
+        "csv" => b',',
+        "tsv" => b'\t',
+        _ => {
+            return Err(super::error::unknown_extension(
+                path,
+                "a table",
+                ".csv, .tsv",
+            ))
+        }
+    };
+    let mut splitter = Splitter::new(delimiter);
+    let mut columns: Vec<(String, Vec<String>)> = Vec::new();
+    for_each_line(open(path)?, path, |line, text| {
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        splitter.split(path, line, text, |fields| {
+            if columns.is_empty() {
+                columns = fields.iter().map(|f| (f.to_string(), Vec::new())).collect();
+                return Ok(());
+            }
+            if fields.len() != columns.len() {
+                return Err(IoError::format(
+                    path,
+                    Some(Place::Line(line)),
+                    format!(
+                        "{} fields where the header has {}",
+                        fields.len(),
+                        columns.len()
+                    ),
+                ));
+            }
+            for (c, f) in columns.iter_mut().zip(fields) {
+                c.1.push(f.to_string());
+            }
+            Ok(())
+        })
+    })?;
+    if columns.first().is_none_or(|c| c.1.is_empty()) {
+        return Err(IoError::no_data(path, "no rows under a header"));
+    }
+    Ok(columns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,5 +442,28 @@ mod tests {
             assert!(matches!(e, IoError::NoData { .. }), "{name}: {e}");
             assert!(e.to_string().contains("no data"), "{e}");
         }
+    }
+
+    #[test]
+    fn tables_have_a_header_and_even_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "t.csv", "type,depth\nT,1.5\n\n\"B, naive\",2\n");
+        let t = read_table(&p).unwrap();
+        assert_eq!(
+            t[0],
+            (
+                "type".to_string(),
+                vec!["T".to_string(), "B, naive".to_string()]
+            )
+        );
+        assert_eq!(t[1].1, ["1.5", "2"]);
+        let p = write(&dir, "r.tsv", "a\tb\n1\n");
+        let e = read_table(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2") && e.contains("1 fields where the header has 2"),
+            "{e}"
+        );
+        let p = write(&dir, "h.csv", "a,b\n");
+        assert!(matches!(read_table(&p), Err(IoError::NoData { .. })));
     }
 }

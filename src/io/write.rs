@@ -33,6 +33,8 @@ pub enum OutputKind {
     Matrix,
     /// A table: `.csv`.
     Table,
+    /// The interactive map ([`crate::view`]): `.html`.
+    Map,
 }
 
 impl OutputKind {
@@ -48,6 +50,7 @@ impl OutputKind {
             OutputKind::Mixture => "a mixture model",
             OutputKind::Matrix => "a matrix",
             OutputKind::Table => "a table",
+            OutputKind::Map => "a map",
         }
     }
 
@@ -63,6 +66,7 @@ impl OutputKind {
             OutputKind::Mixture => &["json", "npz"],
             OutputKind::Matrix => &["npy"],
             OutputKind::Table => &["csv"],
+            OutputKind::Map => &["html"],
         }
     }
 
@@ -78,6 +82,7 @@ impl OutputKind {
             OutputKind::Mixture => ".json, .npz",
             OutputKind::Matrix => ".npy",
             OutputKind::Table => ".csv",
+            OutputKind::Map => ".html",
         }
     }
 }

@@ -18,10 +18,7 @@ const MISSING: &str = "NA";
 pub fn read_h5ad_labels(path: &Path, column: &str) -> Result<Labels, IoError> {
     let file = open(path)?;
     let element = format!("obs/{column}");
-    let columns: Vec<String> = members(&file, "obs")
-        .into_iter()
-        .filter(|c| c != "_index" && c != "__categories")
-        .collect();
+    let columns = columns_of(&file);
     if !columns.iter().any(|c| c == column) {
         return Err(IoError::format(
             path,
@@ -43,6 +40,41 @@ pub fn read_h5ad_labels(path: &Path, column: &str) -> Result<Labels, IoError> {
                 other.unwrap_or("group")
             ),
         )),
+    }
+}
+
+/// The columns of the AnnData file's `obs` data frame (its index left out), sorted.
+pub fn read_h5ad_obs_columns(path: &Path) -> Result<Vec<String>, IoError> {
+    Ok(columns_of(&open(path)?))
+}
+
+fn columns_of(file: &File) -> Vec<String> {
+    members(file, "obs")
+        .into_iter()
+        .filter(|c| c != "_index" && c != "__categories")
+        .collect()
+}
+
+/// The values of a floating-point `obs` column (`n_counts`, a score), NaN where pandas has
+/// a missing value; other columns are labels ([`read_h5ad_labels`]).
+pub fn read_h5ad_numbers(path: &Path, column: &str) -> Result<Vec<f64>, IoError> {
+    let file = open(path)?;
+    let what = format!("obs['{column}']");
+    let ds = file
+        .dataset(&format!("obs/{column}"))
+        .map_err(|e| h5_error(path, &what, e))?;
+    match ds
+        .dtype()
+        .map_err(|e| h5_error(path, &format!("{what}: datatype"), e))?
+    {
+        DType::F32 | DType::F64 => ds
+            .read_f64()
+            .map_err(|e| h5_error(path, &format!("{what}: reading"), e)),
+        other => Err(IoError::Dtype {
+            path: path.into(),
+            dtype: format!("{other} in {what}"),
+            reason: "numbers must be floats",
+        }),
     }
 }
 

@@ -26,7 +26,7 @@ mod write;
 
 use std::path::Path;
 
-pub use labels::read_h5ad_labels;
+pub use labels::{read_h5ad_labels, read_h5ad_numbers, read_h5ad_obs_columns};
 pub use read::{read_h5ad_obsp, read_h5ad_points, H5adMatrix, H5adPoints, Rep};
 pub use write::write_h5ad;
 
