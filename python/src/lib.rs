@@ -1,5 +1,5 @@
 //! `sgtsne._sgtsne`: the Python package's extension, a thin layer over the library's own
-//! `embed`, `transform`, `search_neighbors`, `kl_of_embedding`, `gmm` and GPU probe — the
+//! `embed`, `transform`, `search_neighbors`, `kl_of_embedding`, `gmm`, `view` and GPU probe — the
 //! calls the CLI makes. Arrays and parameters are converted here; everything else is the
 //! library's. The pure-Python part (`python/sgtsne/`) validates inputs the scikit-learn way
 //! and shapes the results.
@@ -10,6 +10,7 @@ mod gmm;
 mod params;
 mod progress;
 mod run;
+mod view;
 
 use std::sync::atomic::AtomicBool;
 
@@ -462,5 +463,6 @@ fn _sgtsne(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nccl_present, m)?)?;
     m.add_function(wrap_pyfunction!(compile_kernels, m)?)?;
     gmm::register(m)?;
+    view::register(m)?;
     Ok(())
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The viewer's numbers (benches/view.md): file size and write time of `sgtsne view` at 1M and
+# The viewer's numbers (benches/RESULTS.md, the interactive map): file size and write time of `sgtsne view` at 1M and
 # 10M points (ten Gaussian blobs, one 10-class label), first full paint in headless Chromium
 # (software WebGL) of the 1M file and of the 10M map served by `--serve`; for the 10M file
 # also a frame while the view moves and the full redraw once it rests.

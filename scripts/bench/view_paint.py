@@ -1,5 +1,5 @@
 """Time to the first full paint of a map in headless Chromium (software WebGL), as
-benches/view.md reports it: from the navigation's start to the page's first drawing done
+benches/RESULTS.md reports it: from the navigation's start to the page's first drawing done
 (the page reads a pixel back, which waits for the drawing). Prints the median of --runs
 fresh tabs, in seconds, with the wall time the driver saw beside it. With --frames, also
 the time of a frame while the view moves (a wheel step: the preview sample on large maps)

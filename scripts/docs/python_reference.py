@@ -18,6 +18,7 @@ ENTRIES = [
     ("sgtsne.tl.tsne", sgtsne.tl.tsne),
     ("sgtsne.knn", sgtsne.knn),
     ("sgtsne.kl_divergence", sgtsne.kl_divergence),
+    ("sgtsne.view", sgtsne.view),
     ("sgtsne.info", sgtsne.info),
     ("sgtsne.GaussianMixture", sgtsne.GaussianMixture),
 ]

@@ -107,7 +107,7 @@ fn read_embedding(path: &Path, key: &str) -> Result<(Vec<f32>, usize)> {
     } else {
         io::read_points(path)?
     };
-    Ok((points.data, points.d))
+    Ok((points.data.into_vec(), points.d))
 }
 
 /// The columns in the order of the "colour by" list: each --labels, then the .h5ad's

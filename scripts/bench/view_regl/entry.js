@@ -1,5 +1,5 @@
 // The map of `sgtsne view` (its manifest and inline buffers) drawn by regl-scatterplot, to
-// time its first full paint against the page's own renderer (benches/view.md).
+// time its first full paint against the page's own renderer (benches/RESULTS.md).
 import createScatterplot from "regl-scatterplot";
 
 const hook = { firstPaintMs: null };
