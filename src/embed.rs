@@ -20,18 +20,17 @@ mod graph;
 mod kernels;
 pub mod memory;
 mod optimise;
-mod params;
 mod prepare;
 mod screen;
 mod search;
 mod setup;
 mod sparse;
 
-pub use kernels::compile_ahead;
-pub use params::{
+pub use crate::params::{
     perplexity_for, AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
     AUTO_APPROX_GPU_MIN, AUTO_EXACT_MAX, MAX_NEIGHBORS,
 };
+pub use kernels::compile_ahead;
 pub(crate) use prepare::prepare_points;
 pub use search::{reduced_points, search_neighbors, Searched};
 pub(crate) use setup::resolve_search;

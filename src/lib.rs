@@ -17,6 +17,7 @@
 //! | repulsion | [`repulse`] | Y → F_rep, Z |
 //! | optimise | [`optim`] | gradient descent with momentum and gains |
 //! | orchestration | [`backend`], [`embed`] | the whole run, with a [`report::Report`] |
+//! | parameters | [`params`] | every parameter of a run, its default and range check |
 //! | new points into a map | [`transform`] | model + new points → their coordinates |
 //! | grid-size sweeps | [`sweep`] | (n × grid) → error and time tables, heat maps |
 //! | clustering | [`gmm`] | points or an embedding → a Gaussian mixture, labels |
@@ -41,6 +42,7 @@ pub mod kernel;
 pub mod knn;
 pub mod optim;
 pub mod ordered;
+pub mod params;
 pub mod points;
 pub mod prep;
 pub mod progress;

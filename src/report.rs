@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use crate::backend::Resolved;
-use crate::embed::EmbedParams;
 use crate::optim::OptimReport;
+use crate::params::EmbedParams;
 
 /// Everything a run reports. Stages the CLI times itself (`load`, `write`) are filled in
 /// by the caller.
@@ -34,7 +34,7 @@ pub struct Report {
     /// Peak resident memory of the process in bytes (Linux `VmHWM`), at report time.
     pub peak_rss_bytes: Option<u64>,
     /// The memory estimated before the work and the device's peak.
-    pub memory: crate::embed::memory::MemoryReport,
+    pub memory: MemoryReport,
     /// What the run changed of what it was given (a lowered perplexity, affinities
     /// symmetrised or normalised), each a sentence; the command line prints them.
     pub notes: Vec<String>,
@@ -137,6 +137,18 @@ pub struct Quality {
     pub knn_accuracy_10: Option<f64>,
     /// Fraction of the 10 input-space neighbours kept among the 10 embedding neighbours.
     pub knn_preservation_10: Option<f64>,
+}
+
+/// What a run is estimated to need, and what it used.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct MemoryReport {
+    /// Host bytes estimated before the work started.
+    pub estimated_host_bytes: u64,
+    /// Device bytes estimated before the work started (0 on the cpu backend).
+    pub estimated_device_bytes: u64,
+    /// The most device memory this run held at once, sampled every few milliseconds
+    /// ([`crate::embed::memory::DeviceWatch`]); `None` on the cpu backend.
+    pub peak_device_bytes: Option<u64>,
 }
 
 /// Peak resident set size of this process, from `/proc/self/status` (Linux only).

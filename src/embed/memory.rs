@@ -14,11 +14,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::{AffinityMethod, EmbedParams, Input, KnnMethod};
 use crate::backend::BackendKind;
 use crate::gpu::Gpu;
+use crate::report::MemoryReport;
 use crate::{Error, Result};
 
 /// Bytes the process needs beside the data (code, runtime, CUDA context on the host).
@@ -41,18 +40,6 @@ pub struct RunShape {
     pub dims: usize,
     /// GPUs of the run (`--gpus`; 1 on the cpu and hybrid backends).
     pub gpus: usize,
-}
-
-/// What a run is estimated to need, and what it used.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct MemoryReport {
-    /// Host bytes estimated before the work started.
-    pub estimated_host_bytes: u64,
-    /// Device bytes estimated before the work started (0 on the cpu backend).
-    pub estimated_device_bytes: u64,
-    /// The most device memory this run held at once, sampled every few milliseconds
-    /// ([`DeviceWatch`]); `None` on the cpu backend.
-    pub peak_device_bytes: Option<u64>,
 }
 
 /// The estimate for `shape` on `backend` with the kNN `method`.

@@ -3,7 +3,7 @@
 //! values screened and the memory planned, so that a run that cannot succeed fails in
 //! seconds with the flag to change, not after minutes of kNN.
 
-use super::memory::{self, DeviceWatch, MemoryReport};
+use super::memory::{self, DeviceWatch};
 use super::screen::{input_info, screen};
 use super::{AffinityMethod, EmbedParams, Input, KnnMethod, PointOrder};
 use crate::backend::{multi, BackendKind, Resolved};
@@ -11,6 +11,7 @@ use crate::io::Labels;
 use crate::knn::Neighbors;
 use crate::optim::OptimReport;
 use crate::progress::Progress;
+use crate::report::MemoryReport;
 use crate::report::{InputInfo, KnnReport, Quality, Report, StageSeconds};
 use crate::repulse::GridSpec;
 use crate::{Error, Result};

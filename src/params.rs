@@ -173,7 +173,7 @@ pub struct EmbedParams {
     /// k = ⌈3·perplexity⌉ per point lower the perplexity, with a note.
     #[serde(skip)]
     pub knn_given: Option<std::sync::Arc<crate::knn::Neighbors>>,
-    /// Keep what placing new points needs ([`Embedding::reference`](super::Embedding)):
+    /// Keep what placing new points needs ([`Embedding::reference`](crate::embed::Embedding)):
     /// the prepared points and the PCA basis (default off; not in the report). Dense points
     /// only. With PCA the basis is fitted on the host whatever the backend, since the GPU's
     /// and the wide data's PCA do not keep it.
