@@ -2,13 +2,14 @@
 """sgtsne from Python against its CLI, openTSNE and scikit-learn on MNIST, CPU threads only
 (benches/RESULTS.md, Python rows).
 
-    python3 scripts/bench/python_cpu.py SGTSNE_BIN MNIST_PCA50.npy [--threads 2] [--peers]
+    python3 scripts/bench/python_cpu.py SGTSNE_BIN MNIST_PCA50.npy [--threads 2]
+        [--tools python,cli,opentsne,sklearn]
 
 Each tool embeds the same 70,000 × 50 points with its defaults on `--threads` threads; each
 embedding is scored by `sgtsne.kl_divergence` on one P (perplexity 30, exact neighbours), so
 the KLs compare. sgtsne runs twice from Python (the median is reported) and twice as
-`SGTSNE_BIN embed --backend cpu`. With --peers, openTSNE and scikit-learn's TSNE run once
-each (minutes). Prints one JSON object per tool.
+`SGTSNE_BIN embed --backend cpu`; openTSNE and scikit-learn's TSNE once each (minutes).
+`--tools` picks which (default: all four, in that order). Prints one JSON object per tool.
 """
 
 import argparse
@@ -30,39 +31,44 @@ def main():
     ap.add_argument("sgtsne_bin")
     ap.add_argument("mnist")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--peers", action="store_true")
+    ap.add_argument("--tools", default="python,cli,opentsne,sklearn")
     a = ap.parse_args()
     import sgtsne
 
     x = np.ascontiguousarray(np.load(a.mnist), dtype=np.float32)
     score = lambda y: sgtsne.kl_divergence(x, y, n_jobs=a.threads)  # noqa: E731
 
+    tools = a.tools.split(",")
     walls, y = [], None
-    for _ in range(2):
+    for _ in range(2 if "python" in tools else 0):
         t = time.perf_counter()
         y = sgtsne.TSNE(backend="cpu", n_jobs=a.threads).fit_transform(x)
         walls.append(time.perf_counter() - t)
-    say(tool="sgtsne (Python)", seconds=statistics.median(walls), runs=walls, kl=score(y))
+    if walls:
+        say(tool="sgtsne (Python)", seconds=statistics.median(walls), runs=walls, kl=score(y))
 
     with tempfile.TemporaryDirectory() as tmp:
-        walls = []
-        for _ in range(2):
+        walls, cli_y = [], None
+        for _ in range(2 if "cli" in tools else 0):
             t = time.perf_counter()
             subprocess.run([a.sgtsne_bin, "embed", a.mnist, "-o", f"{tmp}/y.npy", "--quiet",
                             "--backend", "cpu", "--threads", str(a.threads)], check=True)
             walls.append(time.perf_counter() - t)
-        cli_y = np.load(f"{tmp}/y.npy")
-    say(tool="sgtsne (CLI)", seconds=statistics.median(walls), runs=walls, kl=score(cli_y),
-        same_as_python=bool(np.array_equal(cli_y, y)))
+            cli_y = np.load(f"{tmp}/y.npy")
+    if walls:
+        say(tool="sgtsne (CLI)", seconds=statistics.median(walls), runs=walls, kl=score(cli_y),
+            same_as_python=y is not None and bool(np.array_equal(cli_y, y)))
 
-    if not a.peers:
+    if "opentsne" in tools:
+        import openTSNE
+
+        t = time.perf_counter()
+        y = np.asarray(openTSNE.TSNE(n_jobs=a.threads, random_state=0).fit(x))
+        say(tool=f"openTSNE {openTSNE.__version__}", seconds=time.perf_counter() - t,
+            kl=score(y))
+
+    if "sklearn" not in tools:
         return
-    import openTSNE
-
-    t = time.perf_counter()
-    y = np.asarray(openTSNE.TSNE(n_jobs=a.threads, random_state=0).fit(x))
-    say(tool=f"openTSNE {openTSNE.__version__}", seconds=time.perf_counter() - t, kl=score(y))
-
     import sklearn
     from sklearn.manifold import TSNE
     from threadpoolctl import threadpool_limits
