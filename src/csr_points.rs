@@ -37,6 +37,20 @@ impl CsrPoints {
         self.data.len()
     }
 
+    /// Refuses a non-finite stored value, naming `source`, its (1-based) row and column, as
+    /// [`Points::check_finite`] does for dense points given in memory.
+    pub fn check_finite(&self, source: &str) -> crate::Result<()> {
+        let Some(t) = self.data.iter().position(|v| !v.is_finite()) else {
+            return Ok(());
+        };
+        let row = self.indptr.partition_point(|&p| p as usize <= t);
+        Err(crate::Error::Data(format!(
+            "{source}: row {row}, column {}: {} (values must be finite numbers)",
+            self.indices[t] + 1,
+            self.data[t]
+        )))
+    }
+
     /// The stored (column, value) pairs of row `i`.
     pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, f32)> + '_ {
         let (a, b) = (self.indptr[i] as usize, self.indptr[i + 1] as usize);
@@ -99,6 +113,19 @@ impl CsrPoints {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_non_finite_stored_value_is_refused_with_its_row_and_column() {
+        let rows = CsrPoints {
+            n: 3,
+            d: 4,
+            indptr: vec![0, 1, 1, 3],
+            indices: vec![2, 0, 3],
+            data: vec![1.0, 2.0, f32::INFINITY],
+        };
+        let e = rows.check_finite("X").unwrap_err().to_string();
+        assert_eq!(e, "X: row 3, column 4: inf (values must be finite numbers)");
+    }
 
     #[test]
     fn dense_copy_sums_repeated_columns() {

@@ -30,7 +30,7 @@ pub use crate::params::{
     perplexity_for, AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
     AUTO_APPROX_GPU_MIN, AUTO_EXACT_MAX, MAX_NEIGHBORS,
 };
-pub use kernels::compile_ahead;
+pub use kernels::{compile_ahead, WarmUp};
 pub(crate) use prepare::prepare_points;
 pub use search::{reduced_points, search_neighbors, Searched};
 pub(crate) use setup::resolve_search;

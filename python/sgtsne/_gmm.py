@@ -117,8 +117,7 @@ class GaussianMixture(DensityMixin, BaseEstimator):
 
     def predict(self, X):
         """Each sample's most responsible component."""
-        resp, _, _ = self._score(X)
-        return resp.argmax(axis=1)
+        return self._score(X)[0].argmax(axis=1)
 
     def predict_proba(self, X):
         """p(component | sample), n_samples × n_components."""
@@ -132,20 +131,15 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         """The mean log-likelihood per sample."""
         return float(self._score(X)[2])
 
-    def _n_parameters(self):
-        k, d = self.means_.shape
-        cov = {"full": k * d * (d + 1) / 2, "diag": k * d, "spherical": k}[self.covariance_type]
-        return int(cov + k * d + k - 1)
-
     def bic(self, X):
         """Bayesian information criterion on ``X`` (lower is better)."""
-        n = np.asarray(X).shape[0]
-        return -2 * self.score(X) * n + self._n_parameters() * np.log(n)
+        _, ll, mean, n_parameters = self._score(X)
+        return -2 * mean * ll.shape[0] + n_parameters * np.log(ll.shape[0])
 
     def aic(self, X):
         """Akaike information criterion on ``X`` (lower is better)."""
-        n = np.asarray(X).shape[0]
-        return -2 * self.score(X) * n + 2 * self._n_parameters()
+        _, ll, mean, n_parameters = self._score(X)
+        return -2 * mean * ll.shape[0] + 2 * n_parameters
 
     def sample(self, n_samples=1):
         """Draws ``n_samples`` from the fitted mixture: (X, component labels)."""

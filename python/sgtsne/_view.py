@@ -11,16 +11,15 @@ import numpy as np
 
 from . import _sgtsne as _ext
 
-#: Whole-numbered columns with at most this many distinct values are shown as categories.
-_MAX_CATEGORIES = 32
-
 
 def _column(name, values):
-    """``(name, values)`` as the engine takes a column: float64 numbers or texts."""
+    """``(name, values)`` as the engine takes a column: float64 numbers, or texts whose kind
+    the engine guesses as for ``sgtsne view --meta`` (whole numbers with few values and any
+    text are categories)."""
     v = np.asarray(values)
     if v.ndim != 1:
         raise ValueError(f"column {name!r} has shape {v.shape}; one value per point expected")
-    if v.dtype.kind in "fc" or (v.dtype.kind in "iu" and len(np.unique(v)) > _MAX_CATEGORIES):
+    if v.dtype.kind == "f":
         return str(name), np.ascontiguousarray(v, dtype=np.float64)
     return str(name), [str(x) for x in v.tolist()]
 

@@ -29,8 +29,14 @@ fn samples(x: &Bound<'_, PyArray2<f64>>) -> PyResult<Samples<f64>> {
     Ok(Samples { n, d, data })
 }
 
-/// Responsibilities, log-likelihoods and their mean, handed back.
-type ScoreArrays<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>, f64);
+/// Responsibilities, log-likelihoods, their mean and the model's free parameters (for the
+/// BIC and AIC), handed back.
+type ScoreArrays<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    f64,
+    usize,
+);
 
 /// The model's arrays: (weights K, means K × d, covariances K × len).
 type ModelArrays<'py> = (
@@ -121,7 +127,7 @@ fn gmm_fit<'py>(
 }
 
 /// The responsibilities (n × K) and log-likelihoods (n) of `x` under the model given by
-/// its arrays, and their mean.
+/// its arrays, their mean, and the model's free parameters.
 #[pyfunction]
 #[pyo3(signature = (covariance_type, weights, means, covariances, x, threads=None))]
 fn gmm_score<'py>(
@@ -150,6 +156,7 @@ fn gmm_score<'py>(
         arrays::to_array2(py, scored.responsibilities, k)?,
         PyArray1::from_vec(py, scored.log_likelihood),
         scored.mean_log_likelihood,
+        model.n_parameters(),
     ))
 }
 

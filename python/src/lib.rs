@@ -18,9 +18,9 @@ use numpy::{PyArray1, PyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use sgtsne::embed::{self, EmbedParams, Input};
+use sgtsne::embed::{self, Input};
 use sgtsne::io::{Labels, NeighborLists};
-use sgtsne::transform::{Model, TransformParams};
+use sgtsne::transform::Model;
 use sgtsne::CsrPoints;
 
 use errors::IntoPy;
@@ -103,22 +103,15 @@ fn input(
             "sparse input: an index is out of range",
         ));
     }
-    let data: Vec<f32> = arrays::vec1(&data)?;
-    if let Some(t) = data.iter().position(|v| !v.is_finite()) {
-        let row = indptr.partition_point(|&p| p as usize <= t);
-        return Err(PyValueError::new_err(format!(
-            "X: row {row}, column {}: {} (values must be finite numbers)",
-            indices[t] + 1,
-            data[t]
-        )));
-    }
-    Ok(Some(Input::Sparse(CsrPoints {
+    let rows = CsrPoints {
         n,
         d,
         indptr: indptr.into_iter().map(|p| p as u64).collect(),
         indices: indices.into_iter().map(|j| j as u32).collect(),
-        data,
-    })))
+        data: arrays::vec1(&data)?,
+    };
+    rows.check_finite("X").py_err()?;
+    Ok(Some(Input::Sparse(rows)))
 }
 
 /// P in the layout [`Input::Affinities`] takes.
@@ -187,28 +180,7 @@ impl Map {
         threads: Option<usize>,
     ) -> PyResult<WithReport<'py>> {
         let points = finite_points(&x, "X")?;
-        let mut p = TransformParams::default();
-        for (key, slot) in [
-            ("perplexity", &mut p.perplexity),
-            ("learning_rate", &mut p.learning_rate),
-            ("exaggeration", &mut p.exaggeration),
-            ("momentum", &mut p.momentum),
-        ] {
-            if let Some(v) = params.get_item(key)?.filter(|v| !v.is_none()) {
-                *slot = v.extract()?;
-            }
-        }
-        for (key, slot) in [
-            ("iters", &mut p.iters),
-            ("init_neighbors", &mut p.init_neighbors),
-        ] {
-            if let Some(v) = params.get_item(key)?.filter(|v| !v.is_none()) {
-                *slot = v.extract()?;
-            }
-        }
-        if let Some(v) = params.get_item("backend")?.filter(|v| !v.is_none()) {
-            p.backend = params::backend(&v.extract::<String>()?)?;
-        }
+        let p = params::transform_params(&params)?;
         let pool = pool(threads)?;
         let stop = AtomicBool::new(false);
         let model = &self.model;
@@ -281,7 +253,12 @@ fn embed_points<'py>(
     let stop = AtomicBool::new(false);
     let dims = p.dims;
     let mut watch = run::Watch::new(&stop, callbacks, callbacks_every, dims);
-    let warm = warm_up(&p);
+    // The GPU starts and the kernels compile while the run sets up; the context and the
+    // compiled kernels stay for the process's next run.
+    let warm = embed::WarmUp::start(&p);
+    // Over several GPUs, NCCL's communicators made ahead end before the call returns,
+    // whether the run succeeds or not (dropped before `warm`, as the CLI does).
+    let ended = sgtsne::gpu::comm::EndedOnDrop;
     let result = run::detached(py, &pool, &stop, || {
         embed::embed_observed(
             input,
@@ -292,6 +269,7 @@ fn embed_points<'py>(
             Some(&mut watch),
         )
     });
+    drop(ended);
     drop(warm);
     if let Some(e) = watch.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
         return Err(e);
@@ -317,24 +295,6 @@ fn embed_points<'py>(
         report,
         map,
     })
-}
-
-/// Starts the GPU and compiles the run's kernels on a side thread while the run sets up (as
-/// the CLI does while it reads the input); joined when dropped. The GPU's context and the
-/// compiled kernels stay for the process's next run.
-fn warm_up(params: &EmbedParams) -> Option<std::thread::JoinHandle<()>> {
-    if params.backend == sgtsne::backend::BackendKind::Cpu {
-        return None;
-    }
-    let params = params.clone();
-    std::thread::Builder::new()
-        .name("sgtsne-warm-up".into())
-        .spawn(move || {
-            if let Ok(Some(guard)) = sgtsne::embed::compile_ahead(&params, params.pca) {
-                drop(guard);
-            }
-        })
-        .ok()
 }
 
 /// Every point's `k` nearest neighbours as `embed` finds them: (indices, plain distances),

@@ -15,6 +15,7 @@ use sgtsne::embed::{
 use sgtsne::init::InitKind;
 use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
+use sgtsne::transform::TransformParams;
 
 /// A parameter given as text, one of `choices` (`(name, value)`).
 fn choice<T: Copy>(name: &str, given: &str, choices: &[(&str, T)]) -> PyResult<T> {
@@ -41,6 +42,31 @@ fn get<'py, T: FromPyObjectOwned<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyR
         }),
         _ => Ok(None),
     }
+}
+
+/// The parameters of placing new points ([`TransformParams`]; absent keys its defaults).
+pub fn transform_params(d: &Bound<'_, PyDict>) -> PyResult<TransformParams> {
+    let mut p = TransformParams::default();
+    for (key, slot) in [
+        ("perplexity", &mut p.perplexity),
+        ("learning_rate", &mut p.learning_rate),
+        ("exaggeration", &mut p.exaggeration),
+        ("momentum", &mut p.momentum),
+    ] {
+        if let Some(v) = get(d, key)? {
+            *slot = v;
+        }
+    }
+    if let Some(v) = get(d, "iters")? {
+        p.iters = v;
+    }
+    if let Some(v) = get(d, "init_neighbors")? {
+        p.init_neighbors = v;
+    }
+    if let Some(v) = get::<String>(d, "backend")? {
+        p.backend = backend(&v)?;
+    }
+    Ok(p)
 }
 
 /// The backend's name.

@@ -10,8 +10,9 @@ use sgtsne::view::{self, Column, Map};
 use crate::arrays;
 use crate::errors::IntoPy;
 
-/// A column from Python: its name and either one text per point (categories) or a float64
-/// array (numbers).
+/// A column from Python: its name and either a float64 array (numbers) or one text per
+/// point, whose kind the library guesses as it does for `--meta` ([`Column::from_text`]:
+/// whole numbers with few values and any text are categories).
 type ColumnArg<'py> = (String, Bound<'py, PyAny>);
 
 fn map(y: &Bound<'_, PyArray2<f32>>, columns: Vec<ColumnArg<'_>>, title: &str) -> PyResult<Map> {
@@ -22,8 +23,7 @@ fn map(y: &Bound<'_, PyArray2<f32>>, columns: Vec<ColumnArg<'_>>, title: &str) -
             if let Ok(numbers) = values.cast::<numpy::PyArray1<f64>>() {
                 return Ok(Column::numeric(name, arrays::vec1(numbers)?));
             }
-            let texts: Vec<String> = values.extract()?;
-            Ok(Column::from_strings(name, &texts))
+            Ok(Column::from_text(name, values.extract()?))
         })
         .collect::<PyResult<Vec<_>>>()?;
     Map::new(&values, dims, &columns, title)

@@ -30,7 +30,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let mut plan = plan(&args)?;
     let interrupts = install_interrupts(&args, plan.output.as_deref())?;
     let (pool, _) = super::worker_pool(args.threads)?;
-    let warm = warm_up_gpus(&plan.params);
+    let warm = embed::WarmUp::start(&plan.params);
     // However `run` returns, the NCCL communicators being made ahead or aborted on side
     // threads end first: the process must not end under them. (Dropped before `warm`,
     // whose thread may wait for the GPUs beyond the first until this lets them go.)
@@ -130,43 +130,6 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Starts the GPUs a run off the cpu backend will use (device 0; with `--gpus N`, devices
-/// 0 … N − 1, and their NCCL communicators once the run lets them start:
-/// [`sgtsne::gpu::comm::make_ahead`]) and the compilation of its kernels and FFT plans
-/// ([`sgtsne::embed::compile_ahead`], the points' dimension taken as `--pca`'s) on side
-/// threads, so that the driver, the contexts and NVRTC work while the input loads; a
-/// failure is left for the run's own use of the device to report. The compilation's guard
-/// comes back through the returned [`WarmUp`], which the run keeps to its end.
-fn warm_up_gpus(params: &EmbedParams) -> WarmUp {
-    if params.backend == sgtsne::backend::BackendKind::Cpu {
-        return WarmUp(None);
-    }
-    if let Some(count) = params.gpus.filter(|&g| g > 1) {
-        sgtsne::gpu::comm::make_ahead(count);
-    }
-    let params = params.clone();
-    let compiling = std::thread::Builder::new()
-        .name("sgtsne-warm-up".into())
-        .spawn(move || {
-            sgtsne::embed::compile_ahead(&params, params.pca)
-                .ok()
-                .flatten()
-        });
-    WarmUp(compiling.ok())
-}
-
-/// The side thread of [`warm_up_gpus`], joined (and its compilation guard dropped: what it
-/// compiles is done by then, or waited for) when the run ends.
-struct WarmUp(Option<std::thread::JoinHandle<Option<sgtsne::gpu::compile::Precompile>>>);
-
-impl Drop for WarmUp {
-    fn drop(&mut self) {
-        if let Some(thread) = self.0.take() {
-            drop(thread.join());
-        }
-    }
 }
 
 /// What [`plan`] settles before any work.

@@ -206,6 +206,41 @@ fn grid_defines(precision: Precision) -> &'static [&'static str] {
     }
 }
 
+/// The GPUs a run off the cpu backend will use, started before it needs them (device 0;
+/// with `gpus` above 1, devices 0 … N − 1 and their NCCL communicators once the run lets them
+/// start: [`crate::gpu::comm::make_ahead`]), and the compilation of its kernels and FFT
+/// plans ([`compile_ahead`], the points' dimension taken as `pca`'s), on side threads: the
+/// driver, the contexts and NVRTC work while the caller reads the input (the CLI) or
+/// converts it (the Python package). A failure is left for the run's own use of the device
+/// to report. Keep it until the run ends: dropping it joins the side thread, and with it the
+/// compilation's guard.
+pub struct WarmUp(Option<std::thread::JoinHandle<Option<Precompile>>>);
+
+impl WarmUp {
+    /// Starts the warm-up for a run with `params` (nothing on the cpu backend).
+    pub fn start(params: &EmbedParams) -> WarmUp {
+        if params.backend == BackendKind::Cpu {
+            return WarmUp(None);
+        }
+        if let Some(count) = params.gpus.filter(|&g| g > 1) {
+            crate::gpu::comm::make_ahead(count);
+        }
+        let params = params.clone();
+        let compiling = std::thread::Builder::new()
+            .name("sgtsne-warm-up".into())
+            .spawn(move || compile_ahead(&params, params.pca).ok().flatten());
+        WarmUp(compiling.ok())
+    }
+}
+
+impl Drop for WarmUp {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            drop(thread.join());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
