@@ -153,8 +153,18 @@ pub struct MemoryReport {
 
 /// Peak resident set size of this process, from `/proc/self/status` (Linux only).
 pub fn peak_rss_bytes() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// The process's resident memory now (Linux: `VmRSS`); `None` elsewhere.
+pub fn rss_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// A size in kB that `/proc/self/status` gives on the line beginning `field`, in bytes.
+fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }

@@ -2,8 +2,9 @@
 //! began — each stage's start, the GPUs' and the NCCL communicators' set-up, the input's
 //! reading, the outputs' writing and the communicators' end — for finding what a run waits
 //! on between the stages its report times (its set-up and its end above all, where the
-//! device's start and NCCL's teardown overlap the run's own work). Unset, each trace point
-//! costs one read of a cached flag.
+//! device's start and NCCL's teardown overlap the run's own work). Each line ends with the
+//! process's resident memory then and its peak so far (Linux), which place a run's peak
+//! host memory among its stages. Unset, each trace point costs one read of a cached flag.
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -30,8 +31,15 @@ pub fn begin() {
 pub fn event(what: impl FnOnce() -> String) {
     if let Some(t0) = origin() {
         let thread = std::thread::current();
+        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+        let memory = match (crate::report::rss_bytes(), crate::report::peak_rss_bytes()) {
+            (Some(now), Some(peak)) => {
+                format!("  [rss {:.2} GiB, peak {:.2}]", gib(now), gib(peak))
+            }
+            _ => String::new(),
+        };
         eprintln!(
-            "trace {:9.4} s  {:<18} {}",
+            "trace {:9.4} s  {:<18} {}{memory}",
             t0.elapsed().as_secs_f64(),
             thread.name().unwrap_or("-"),
             what()
