@@ -17,7 +17,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use super::{check_shapes, Attract};
 use crate::gpu::kernels::attract_hyb::{
     AttractCoo, AttractCooFixed, AttractEll, AttractEllFixed, AttractFixedToForce,
-    COO_BLOCKS_PER_SM, COO_CHUNKS,
+    COO_BLOCKS_PER_SM, COO_CHUNKS, THREADS,
 };
 use crate::gpu::GpuError;
 use crate::kernel::Kernel;
@@ -33,6 +33,13 @@ fn fixed_scale(kernel: Kernel) -> f32 {
     let root = kernel.dof.sqrt().max(1.0);
     (54.0 - root.log2().ceil()).exp2() as f32
 }
+
+/// The most threads per row of the ELL part ([`HybGpu::ell_split`]).
+const MAX_SPLIT: usize = 8;
+/// Threads per multiprocessor the split ELL kernel aims at: four times the 2048 an SM
+/// holds, so that gathers in flight hide their latency (at most 135k rows get 8 threads
+/// each on an H200's 132 SMs).
+const SPLIT_THREADS_PER_SM: usize = 8192;
 
 impl HybGpu {
     /// F_attr of the device-resident `y` (every point: for a row block of P,
@@ -53,9 +60,32 @@ impl HybGpu {
         kl: Option<&mut CudaSlice<u64>>,
         fixed: Option<&mut CudaSlice<i64>>,
     ) -> std::result::Result<(), GpuError> {
+        self.attract_split(
+            stream,
+            kernel,
+            (y, dims),
+            force,
+            kl,
+            fixed,
+            self.ell_split(),
+        )
+    }
+
+    /// [`HybGpu::attract_device`] with `split` threads per row of the ELL part.
+    #[allow(clippy::too_many_arguments)]
+    fn attract_split(
+        &self,
+        stream: &CudaStream,
+        kernel: Kernel,
+        (y, dims): (&CudaSlice<f32>, usize),
+        force: &mut CudaSlice<f32>,
+        kl: Option<&mut CudaSlice<u64>>,
+        fixed: Option<&mut CudaSlice<i64>>,
+        split: usize,
+    ) -> std::result::Result<(), GpuError> {
         match fixed {
-            None => self.attract_float(stream, kernel, y, dims, force, kl),
-            Some(fixed) => self.attract_fixed(stream, kernel, y, dims, fixed, force, kl),
+            None => self.attract_float(stream, kernel, y, dims, force, kl, split),
+            Some(fixed) => self.attract_fixed(stream, kernel, y, dims, fixed, force, kl, split),
         }
     }
 
@@ -66,6 +96,29 @@ impl HybGpu {
             .config_waves(self.coo_len.div_ceil(COO_CHUNKS), COO_BLOCKS_PER_SM)
     }
 
+    /// Threads per row of the ELL part: one where the rows fill the device several times
+    /// over; at small n up to [`MAX_SPLIT`], so that about [`SPLIT_THREADS_PER_SM`] threads
+    /// per multiprocessor share the rows' gathers (MNIST 70k on an H200: 8 per row).
+    fn ell_split(&self) -> usize {
+        let want = SPLIT_THREADS_PER_SM * self.gpu.multiprocessors();
+        let mut split = 1;
+        while split < MAX_SPLIT && self.n * split * 2 <= want {
+            split *= 2;
+        }
+        split
+    }
+
+    /// The ELL kernels' grid: a block per THREADS / split rows.
+    fn ell_config(&self, split: usize) -> cudarc::driver::LaunchConfig {
+        let blocks = self.n.div_ceil(THREADS / split).clamp(1, 65_535 * 8) as u32;
+        cudarc::driver::LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (THREADS as u32, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn attract_float(
         &self,
         stream: &CudaStream,
@@ -74,6 +127,7 @@ impl HybGpu {
         dims: usize,
         force: &mut CudaSlice<f32>,
         mut kl: Option<&mut CudaSlice<u64>>,
+        split: usize,
     ) -> std::result::Result<(), GpuError> {
         let (gpu, edge) = (self.gpu, kernel.edge_f32());
         AttractEll {
@@ -81,6 +135,7 @@ impl HybGpu {
             n: self.n,
             row0: self.row0,
             width: self.width,
+            split,
             ell_cols: &self.ell_cols,
             ell_vals: &self.ell_vals,
             y,
@@ -89,7 +144,7 @@ impl HybGpu {
             force: &mut *force,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
-        .launch(gpu, stream, gpu.config(self.n))?;
+        .launch(gpu, stream, self.ell_config(split))?;
         if self.coo_len > 0 {
             AttractCoo {
                 dims,
@@ -121,6 +176,7 @@ impl HybGpu {
         fixed: &mut CudaSlice<i64>,
         force: &mut CudaSlice<f32>,
         mut kl: Option<&mut CudaSlice<u64>>,
+        split: usize,
     ) -> std::result::Result<(), GpuError> {
         let (gpu, edge, scale) = (self.gpu, kernel.edge_f32(), fixed_scale(kernel));
         AttractEllFixed {
@@ -128,6 +184,7 @@ impl HybGpu {
             n: self.n,
             row0: self.row0,
             width: self.width,
+            split,
             ell_cols: &self.ell_cols,
             ell_vals: &self.ell_vals,
             y,
@@ -137,7 +194,7 @@ impl HybGpu {
             fixed: &mut *fixed,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
-        .launch(gpu, stream, gpu.config(self.n))?;
+        .launch(gpu, stream, self.ell_config(split))?;
         if self.coo_len > 0 {
             AttractCooFixed {
                 dims,
@@ -167,8 +224,9 @@ impl HybGpu {
 }
 
 impl HybGpu {
-    /// Host-to-host form of [`HybGpu::attract_device`] (deterministic or not), for tests
-    /// against the CPU path.
+    /// Host-to-host form of [`HybGpu::attract_device`] (deterministic or not) with `split`
+    /// threads per ELL row, for tests against the CPU path.
+    #[allow(clippy::too_many_arguments)]
     fn attract_host(
         &self,
         kernel: Kernel,
@@ -177,6 +235,7 @@ impl HybGpu {
         force: &mut [f32],
         with_kl: bool,
         deterministic: bool,
+        split: usize,
     ) -> Result<Option<f64>> {
         check_shapes(self.n, y, dims, force)?;
         let s = &self.gpu.stream;
@@ -188,14 +247,14 @@ impl HybGpu {
             true => Some(s.alloc_zeros::<i64>(self.n * dims)?),
             false => None,
         };
-        self.attract_device(
+        self.attract_split(
             s,
             kernel,
-            &y_dev,
-            dims,
+            (&y_dev, dims),
             &mut f_dev,
             with_kl.then_some(&mut kl_dev),
             fixed.as_mut(),
+            split,
         )?;
         s.memcpy_dtoh(&f_dev, force)?;
         let kl = crate::gpu::sum::read(&self.gpu.stream, &kl_dev)?;
@@ -213,7 +272,7 @@ impl Attract for HybGpu {
         force: &mut [f32],
         with_kl: bool,
     ) -> Result<Option<f64>> {
-        self.attract_host(kernel, y, dims, force, with_kl, false)
+        self.attract_host(kernel, y, dims, force, with_kl, false, self.ell_split())
     }
 }
 
@@ -230,7 +289,8 @@ mod tests {
         /// rows both shorter and longer than the ELL width (so the COO part is exercised), and
         /// with a width of 2 that sends most entries to COO: 2.5M of them at 200k rows, enough
         /// for every warp of the COO kernel's one-wave grid to loop several times. The
-        /// deterministic (fixed-point) sums too, which repeat bit for bit.
+        /// deterministic (fixed-point) sums too, which repeat bit for bit; the ELL part with
+        /// one, two and eight threads per row ([`HybGpu::ell_split`]).
         fn hyb_gpu_equals_csr(gpu) {
             let mut rng = StdRng::seed_from_u64(rand::random());
             for (n, dims, width) in [
@@ -247,19 +307,23 @@ mod tests {
                 let y: Vec<f32> = (0..n * dims)
                     .map(|_| rng.random_range(-20.0..20.0))
                     .collect();
-                for (dof, deterministic) in [(1.0, false), (0.5, false), (3.0, false), (1.0, true), (3.0, true)] {
+                for (dof, deterministic, split) in [
+                    (1.0, false, 1), (1.0, false, 2), (1.0, false, 8), (0.5, false, 8),
+                    (3.0, false, 1), (1.0, true, 1), (3.0, true, 8),
+                ] {
                     let kernel = Kernel::new(dof).unwrap();
                     let mut want = vec![0f32; n * dims];
                     let mut got = vec![f32::NAN; n * dims];
                     let kl_want = p.attract_with(kernel, &y, dims, &mut want, true).unwrap().unwrap();
                     let kl_got = dev
-                        .attract_host(kernel, &y, dims, &mut got, true, deterministic)
+                        .attract_host(kernel, &y, dims, &mut got, true, deterministic, split)
                         .unwrap()
                         .unwrap();
                     let rel = crate::repulse::relative_error(&want, &got);
                     assert!(
                         rel < 1e-5,
-                        "n={n} dims={dims} width={width:?} dof {dof} det {deterministic}: rel err {rel}"
+                        "n={n} dims={dims} width={width:?} dof {dof} det {deterministic} \
+                         split {split}: rel err {rel}"
                     );
                     assert!(
                         (kl_got - kl_want).abs() < 1e-5 * kl_want.abs(),
@@ -268,7 +332,7 @@ mod tests {
                     if deterministic {
                         let mut again = vec![f32::NAN; n * dims];
                         let kl_again = dev
-                            .attract_host(kernel, &y, dims, &mut again, true, true)
+                            .attract_host(kernel, &y, dims, &mut again, true, true, split)
                             .unwrap()
                             .unwrap();
                         assert!(

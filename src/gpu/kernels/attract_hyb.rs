@@ -25,12 +25,15 @@ kernels! {
     /// F_attr of the ELL part into `force` (overwritten): slot s of row i (point row0 + i
     /// of `y`) at s · n + i, padding slots (row0 + i, 0), each edge weighed by 1 / (1 + d² · `inv_dof`) (Student's t of
     /// `dof` degrees of freedom); with `kl` (an exact sum, `crate::gpu::sum`), Σ p ln w
-    /// added to it. Blocks of [`THREADS`].
+    /// added to it. `split` threads per row (a power of two dividing [`THREADS`]), each
+    /// taking every split-th slot, their sums added in a fixed order. Blocks of
+    /// [`THREADS`] (THREADS / split rows each); any grid.
     pub struct AttractEll = "attract_ell_{dims}d" {
         dims: host,
         n: usize as i32,
         row0: usize as i32,
         width: usize as i32,
+        split: usize as i32,
         ell_cols: in i32 [n * width],
         ell_vals: in f32 [n * width],
         y: in f32 [(row0 + n) * dims],
@@ -65,6 +68,7 @@ kernels! {
         n: usize as i32,
         row0: usize as i32,
         width: usize as i32,
+        split: usize as i32,
         ell_cols: in i32 [n * width],
         ell_vals: in f32 [n * width],
         y: in f32 [(row0 + n) * dims],
