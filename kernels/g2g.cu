@@ -11,12 +11,26 @@
 // `first`, its complex arrays hold those alone, and `phi` is their part of the sum (the
 // GPUs' parts are then added).
 //
+// Real grids travel through the transforms two to a complex grid (the two-for-one FFT of
+// real data): the convolution is linear, and each pattern's demodulated output of a real
+// grid is real (its frequencies of parity b are closed under negation, where the spectrum
+// of real data is Hermitian), so for a complex grid u + i v the real part of the output is
+// u's and the imaginary part v's. Per pattern the PACKED = 1 + (D + 1) / 2 grids are the
+// charge alone, whose two outputs share one grid ((G1 + i G2) X0 -> psi + i phi_0), then
+// the coordinate channels two by two (y^1 + i y^2, y^3 -> phi_1 + i phi_2, phi_3): in 2-D 2
+// forward and 2 inverse transforms per pattern instead of 3 and 4. Pairs are of one
+// magnitude (two coordinates; psi and phi_0, both of the charge), so neither's rounding
+// swamps the other's.
+//
 // Argument contract (declared in src/gpu/kernels/g2g.rs): len = p^D; P = 2^D patterns; complex arrays are
 // complex_t (re, im; float2, or double2 with --precision f64: repulse.cuh), pattern-major:
-// channel c of the i-th pattern taken (b = first + i) at (i * C + c) * len. `in` C_in*len real (channel-major: charge 1,
-// y^1..y^D), `x` count*C_in*len complex; spectra count*2*len complex (per pattern G1 then G2);
-// `yhat` count*C_out*len complex with C_out = 2 + D (psi, phi_0, phi_1..phi_D); `phi` C_out*len
-// real.
+// packed grid q of the i-th pattern taken (b = first + i) at (i * PACKED + q) * len. `in`
+// (1 + D)*len real (channel-major: charge 1, y^1..y^D), `x` count*PACKED*len complex; spectra
+// count*2*len complex (per pattern G1 then G2); `yhat` count*PACKED*len complex; `phi`
+// (2 + D)*len real (psi, phi_0, phi_1..phi_D).
+
+// Complex grids per pattern for D dimensions (see above).
+__device__ inline int packed_grids(int D) { return 1 + (D + 1) / 2; }
 
 // sum over odd axes of m_a, for the modulation exponent.
 __device__ inline int odd_sum(long long m, int p, int D, int pattern) {
@@ -46,20 +60,27 @@ __device__ inline int odd_sum(const int j[3], int D, int pattern) {
     return s;
 }
 
-// x_{b,c} = mu_b . in_c for every pattern b taken and input channel c.
+// x_{b,q} = mu_b . (in_re + i in_im) for every pattern b taken and packed grid q.
 extern "C" __global__ void g2g_modulate(long long len, int p, int D, int first, int count,
-                                        int channels, const real* __restrict__ in,
+                                        const real* __restrict__ in,
                                         complex_t* __restrict__ x) {
+    const int packed = packed_grids(D);
     GRID_STRIDE(m, len) {
         int j[3];
         node_of(m, p, D, j);
-        real v[4];
-        for (int ch = 0; ch < channels; ++ch) v[ch] = in[ch * len + m];
+        real re[3], im[3];
+        re[0] = in[m];
+        im[0] = 0;
+        for (int q = 1; q < packed; ++q) {
+            re[q] = in[(2 * q - 1) * len + m];
+            im[q] = 2 * q <= D ? in[2 * q * len + m] : (real)0;
+        }
         for (int i = 0; i < count; ++i) {
             real s, c;
             sincospi(-(real)odd_sum(j, D, first + i) / p, &s, &c);
-            for (int ch = 0; ch < channels; ++ch)
-                x[(i * channels + ch) * len + m] = make_complex(v[ch] * c, v[ch] * s);
+            for (int q = 0; q < packed; ++q)
+                x[(i * packed + q) * len + m] =
+                    make_complex(re[q] * c - im[q] * s, re[q] * s + im[q] * c);
         }
     }
 }
@@ -116,44 +137,44 @@ __device__ inline complex_t cmul(complex_t a, complex_t b) {
     return make_complex(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
-// yhat_b: psi = K1 X0, phi_0 = K2 X0, phi_a = K2 X_a for every pattern b taken; scaled by
-// 1/len for the inverse FFT.
+// yhat_b: (K1 + i K2) X0 (psi + i phi_0), then K2 times each coordinate pair, for every
+// pattern b taken; scaled by 1/len for the inverse FFT.
 extern "C" __global__ void g2g_multiply(long long len, int D, int count,
                                         const complex_t* __restrict__ xhat,
                                         const complex_t* __restrict__ spectra,
                                         complex_t* __restrict__ yhat) {
     real scale = (real)1 / (real)len;
-    const int c_in = 1 + D, c_out = 2 + D;
+    const int packed = packed_grids(D);
     GRID_STRIDE(m, len) {
         for (int b = 0; b < count; ++b) {
-            const complex_t* xb = xhat + (long long)b * c_in * len;
-            complex_t* yb = yhat + (long long)b * c_out * len;
+            const complex_t* xb = xhat + (long long)b * packed * len;
+            complex_t* yb = yhat + (long long)b * packed * len;
             complex_t k1 = spectra[2 * b * len + m], k2 = spectra[(2 * b + 1) * len + m];
             k1.x *= scale; k1.y *= scale; k2.x *= scale; k2.y *= scale;
-            complex_t x0 = xb[m];
-            yb[m] = cmul(k1, x0);
-            yb[len + m] = cmul(k2, x0);
-            for (int a = 0; a < D; ++a) yb[(2 + a) * len + m] = cmul(k2, xb[(1 + a) * len + m]);
+            yb[m] = cmul(make_complex(k1.x - k2.y, k1.y + k2.x), xb[m]);
+            for (int q = 1; q < packed; ++q) yb[q * len + m] = cmul(k2, xb[q * len + m]);
         }
     }
 }
 
-// phi_c = sum_b Re(conj(mu_b) y_{b,c}) / 2^D for every output channel, over the patterns
-// taken.
+// phi = sum_b conj(mu_b) y_b / 2^D over the patterns taken, each packed grid's real and
+// imaginary parts to their channels (psi, phi_0; phi_1, phi_2; phi_3).
 extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int first, int count,
-                                          int channels, const complex_t* __restrict__ y,
+                                          const complex_t* __restrict__ y,
                                           real* __restrict__ phi) {
     real weight = (real)1 / (real)(1 << D);
+    const int packed = packed_grids(D), channels = 2 + D;
     GRID_STRIDE(m, len) {
         int j[3];
         node_of(m, p, D, j);
-        real acc[5] = {0, 0, 0, 0, 0};
+        real acc[6] = {0, 0, 0, 0, 0, 0};
         for (int i = 0; i < count; ++i) {
             real s, c;
             sincospi((real)odd_sum(j, D, first + i) / p, &s, &c);
-            for (int ch = 0; ch < channels; ++ch) {
-                complex_t v = y[(i * channels + ch) * len + m];
-                acc[ch] += v.x * c - v.y * s;
+            for (int q = 0; q < packed; ++q) {
+                complex_t v = y[(i * packed + q) * len + m];
+                acc[2 * q] += v.x * c - v.y * s;
+                acc[2 * q + 1] += v.x * s + v.y * c;
             }
         }
         for (int ch = 0; ch < channels; ++ch) phi[ch * len + m] = acc[ch] * weight;
