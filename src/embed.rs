@@ -266,6 +266,11 @@ fn run_stages(
         (None, _) => None,
     };
     crate::trace::event(|| "optimise: the points let go".into());
+    // The quality measure's neighbours come down beside the optimisation, now that the
+    // host's copy of the points is gone.
+    let neighbors = neighbors
+        .map(prepare::InputNeighbors::send_down)
+        .transpose()?;
 
     // Stages 5 and 7: layout of P, optimise, the observer shown Y in input order.
     let (p_nnz, dims) = (p.nnz(), params.dims);

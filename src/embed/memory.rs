@@ -83,9 +83,9 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
     // as they read it: the sort holds the indices, the conditional probabilities and the
     // sorted pairs (16 bytes per entry); the fill the pairs (12 bytes per entry) and P in
     // HYB, whose ELL part pads rows to a common width (a quarter more), one GPU's block of
-    // it at a time, beside the quality measure's few neighbours a point on their way to the
-    // host (8 bytes each). The optimisation: that GPU's block of P, and all of Y with the
-    // optimiser's vectors. (The sweep's candidate lists take what is free beyond this: a
+    // it at a time, beside the quality measure's few neighbours a point (8 bytes each),
+    // which stay until they go to the host beside the optimisation. The optimisation: that
+    // GPU's block of P, and all of Y with the optimiser's vectors. (The sweep's candidate lists take what is free beyond this: a
     // device peak shows more than the need where there is room.)
     let approx = method == KnnMethod::Approx;
     let knn = n * (d * 4 * if approx { 2 } else { 1 } + 256 + k * 8)
@@ -95,7 +95,7 @@ pub fn estimate(shape: RunShape, backend: BackendKind, method: KnnMethod) -> Mem
     let leading = n * k.min(super::QUALITY_K as u64) * 8;
     let affinities = (n * k * 16).max(n * k * 12 + hyb) + leading;
     // (In 3-D the near field's sorted coordinates too: 16 bytes a point.)
-    let optimise = hyb + n * dims * 4 * 8 + if dims == 3 { n * 16 } else { 0 };
+    let optimise = hyb + leading + n * dims * 4 * 8 + if dims == 3 { n * 16 } else { 0 };
     // The PCA of dense points wider than the components kept (`prep::gpu`): the points and
     // their centred copy, the scores, and the d_in × d_in scatter matrix up to
     // EXACT_MAX_D features, the randomised method's thin products (64 columns) beyond.

@@ -443,8 +443,9 @@ fn hnsw_with_recall(
 /// Affinities on the GPU from device neighbours: P is born in HYB on the device, whole, or
 /// in a run over several GPUs (`--gpus`) in their row blocks, each on its GPU
 /// ([`affinity::gpu::affinities_device`]). Each point's nearest few neighbours are packed
-/// first, for the quality measure, and come down beside the stage ([`leading_beside`]);
-/// then the stage consumes the neighbours, freeing each array once read.
+/// first, for the quality measure, and stay on the device until the points are let go
+/// ([`InputNeighbors::send_down`]); then the stage consumes the neighbours, freeing each
+/// array once read.
 fn gpu_affinities(
     indices: CudaSlice<i32>,
     distances: CudaSlice<f32>,
@@ -455,7 +456,9 @@ fn gpu_affinities(
 ) -> Result<(P, InputNeighbors)> {
     let gpu = Gpu::get()?;
     let t = seconds.start("affinities");
-    let nb = leading_beside(gpu, (&indices, &distances), n, k, super::QUALITY_K)?;
+    let keep = k.min(super::QUALITY_K);
+    let packed = crate::knn::gpu::leading_neighbors(gpu, (&indices, &distances), n, k, keep)?;
+    let nb = InputNeighbors::Device { packed, n, keep };
     let world = params.gpus.unwrap_or(1);
     let blocks = match world {
         1 => vec![(0..n, gpu)],
@@ -477,19 +480,39 @@ fn gpu_affinities(
     Ok((p, nb))
 }
 
-/// The input's neighbours the quality measure compares the embedding's with: on the host,
-/// or still coming down from the device ([`leading_beside`]).
+/// The input's neighbours the quality measure compares the embedding's with: on the host;
+/// packed on the device (each point's `keep` nearest, n × keep); or on their way down.
 pub(crate) enum InputNeighbors {
     Host(Neighbors),
+    Device {
+        packed: (CudaSlice<i32>, CudaSlice<f32>),
+        n: usize,
+        keep: usize,
+    },
     Coming(mpsc::Receiver<Result<Neighbors>>),
 }
 
 impl InputNeighbors {
+    /// Starts the device's neighbours on their way to the host, copied on a stream of their
+    /// own by a job of the pool, beside the work queued after them (at 10M points the 0.8 GB
+    /// took 0.36 s on one H200). The run calls it once the points are let go, so that the
+    /// host never holds both (10M × 50 from Python, where the caller's array lives on beside
+    /// the kNN's sorted copy: 4.80 GiB peak against 4.10 for the CLI, which frees its input).
+    pub(crate) fn send_down(self) -> Result<Self> {
+        Ok(match self {
+            InputNeighbors::Device { packed, n, keep } => {
+                InputNeighbors::Coming(copy_beside(packed, n, keep)?)
+            }
+            other => other,
+        })
+    }
+
     /// The neighbours, once on the host. The copy is a job of the pool this thread may
     /// belong to (on one thread, the only one): the wait runs the pool's queued jobs.
     pub(crate) fn wait(self) -> Result<Neighbors> {
         let coming = match self {
             InputNeighbors::Host(nb) => return Ok(nb),
+            InputNeighbors::Device { packed, n, keep } => copy_beside(packed, n, keep)?,
             InputNeighbors::Coming(coming) => coming,
         };
         loop {
@@ -510,20 +533,14 @@ impl InputNeighbors {
     }
 }
 
-/// The `keep` nearest of each point's k device neighbours packed on `gpu` (its stream),
-/// then copied to the host on a stream of their own by a job of the pool, beside the work
-/// queued after them: at 10M points the 0.8 GB took 0.36 s of the affinities' 0.5 s on
-/// one H200, on the way of everything after (`benches/RESULTS.md`). The packed copy stays
-/// on the device until it is down (n × keep × 8 bytes, in the memory estimate).
-fn leading_beside(
-    gpu: &'static Gpu,
-    neighbors: (&CudaSlice<i32>, &CudaSlice<f32>),
+/// The packed device neighbours (n × `keep`) copied to the host on a stream of their own by
+/// a job of the pool; the answer comes through the channel.
+fn copy_beside(
+    packed: (CudaSlice<i32>, CudaSlice<f32>),
     n: usize,
-    k: usize,
     keep: usize,
-) -> Result<InputNeighbors> {
-    let keep = keep.min(k);
-    let packed = crate::knn::gpu::leading_neighbors(gpu, neighbors, n, k, keep)?;
+) -> Result<mpsc::Receiver<Result<Neighbors>>> {
+    let gpu = Gpu::get()?;
     // Waits for the packing, and for nothing queued after it.
     let side = gpu.stream.fork()?;
     let (sent, coming) = mpsc::sync_channel(1);
@@ -531,13 +548,13 @@ fn leading_beside(
         let got = copy_down(gpu, &side, (&packed.0, &packed.1), n, keep);
         let _ = sent.send(got);
     });
-    Ok(InputNeighbors::Coming(coming))
+    Ok(coming)
 }
 
 /// The device neighbours (n × k indices and squared distances, rows ascending) on the
 /// host, for a host stage that reads them all, copied through a page-locked buffer
 /// ([`crate::gpu::memory::dtoh_staged`]). (The quality measure's few come down packed,
-/// beside the device's affinities: [`leading_beside`].)
+/// beside the optimisation: [`InputNeighbors::send_down`].)
 pub(crate) fn download_neighbors(
     indices: &CudaSlice<i32>,
     distances: &CudaSlice<f32>,
