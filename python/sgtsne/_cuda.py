@@ -3,32 +3,32 @@
 ``pip install "sgtsne[cuda]"`` installs NVIDIA's own wheels of the libraries the engine
 loads at run time (NVRTC, cuFFT, cuBLAS, cuSOLVER, NCCL). They unpack under
 ``site-packages/nvidia/``, where the dynamic loader does not look. Before the first GPU
-call, :func:`preload` loads them by their full paths, once per process; the engine then
-finds each by its usual name (the loader matches a library already loaded by its soname).
-The CUDA driver (``libcuda``) comes with the NVIDIA driver, never from pip.
+call, :func:`preload` finds them there, once per process, and hands their paths to the
+engine, which loads each by its path only when a stage first needs it (cuBLAS and its
+150 MiB of resident memory only for a PCA, say); the engine then finds it by its usual
+name. The CUDA driver (``libcuda``) comes with the NVIDIA driver, never from pip.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import threading
 from importlib import util
 from pathlib import Path
 
-# The libraries in load order (cuSOLVER needs cuBLAS), each by the sonames of the CUDA 13
-# family the engine is built for; the wheels of other CUDA versions (e.g. cu12 ones that
-# another package pulled in) are left alone.
+# The files by the sonames of the CUDA 13 family the engine is built for (the wheels of
+# other CUDA versions, e.g. cu12 ones that another package pulled in, are left alone),
+# each with the engine's library it belongs to; a library's files in load order.
 _LIBRARIES = (
     # NVRTC opens its builtins by name at its first compilation.
-    ("NVRTC builtins", r"libnvrtc-builtins\.so\.13\.\d+"),
-    ("NVRTC", r"libnvrtc\.so\.13"),
-    ("cuBLASLt", r"libcublasLt\.so\.13"),
-    ("cuBLAS", r"libcublas\.so\.13"),
-    ("cuFFT", r"libcufft\.so\.12"),
-    ("cuSOLVER", r"libcusolver\.so\.12"),
-    ("NCCL", r"libnccl\.so\.2"),
+    ("NVRTC builtins", r"libnvrtc-builtins\.so\.13\.\d+", "NVRTC"),
+    ("NVRTC", r"libnvrtc\.so\.13", "NVRTC"),
+    ("cuBLASLt", r"libcublasLt\.so\.13", "cuBLAS"),
+    ("cuBLAS", r"libcublas\.so\.13", "cuBLAS"),
+    ("cuFFT", r"libcufft\.so\.12", "cuFFT"),
+    ("cuSOLVER", r"libcusolver\.so\.12", "cuSOLVER"),
+    ("NCCL", r"libnccl\.so\.2", "NCCL"),
 )
 
 _lock = threading.Lock()
@@ -54,7 +54,8 @@ def _candidates(soname: str, dirs: list[Path]) -> list[Path]:
 
 
 def preload() -> dict[str, str]:
-    """Loads the CUDA libraries of NVIDIA's pip wheels, once per process.
+    """Finds the CUDA libraries of NVIDIA's pip wheels and registers them with the engine,
+    once per process; nothing is loaded until a stage needs it.
 
     Returns the libraries found, by name, with their paths. A library without a wheel is
     left to the system's loader (a CUDA toolkit on ``LD_LIBRARY_PATH``). Setting
@@ -64,21 +65,23 @@ def preload() -> dict[str, str]:
     with _lock:
         if _loaded is not None:
             return dict(_loaded)
-        loaded: dict[str, str] = {}
+        found: dict[str, str] = {}
+        files: dict[str, list[str]] = {}
         if os.environ.get("SGTSNE_NO_PIP_CUDA") != "1":
             dirs = _library_dirs()
-            for name, soname in _LIBRARIES:
-                for path in _candidates(soname, dirs):
-                    try:
-                        ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-                    except OSError:
-                        continue
-                    loaded[name] = str(path)
-                    break
-            if "NCCL" in loaded:
-                _link_nccl(Path(loaded["NCCL"]))
-        _loaded = loaded
-        return dict(loaded)
+            for name, soname, library in _LIBRARIES:
+                paths = _candidates(soname, dirs)
+                if paths:
+                    found[name] = str(paths[0])
+                    files.setdefault(library, []).append(str(paths[0]))
+            if "NCCL" in found:
+                _link_nccl(Path(found["NCCL"]))
+            from . import _sgtsne
+
+            for library, paths in files.items():
+                _sgtsne.register_cuda_library(library, paths)
+        _loaded = found
+        return dict(found)
 
 
 def _link_nccl(path: Path) -> None:

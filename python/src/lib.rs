@@ -390,6 +390,18 @@ fn nccl_present() -> bool {
     sgtsne::gpu::comm::nccl_present()
 }
 
+/// Registers the files of a CUDA library found outside the loader's path (`name`: NVRTC,
+/// cuFFT, cuBLAS, cuSOLVER or NCCL; `files` in load order), loaded only when a stage first
+/// needs it ([`sgtsne::gpu::libraries`]).
+#[pyfunction]
+fn register_cuda_library(name: &str, files: Vec<std::path::PathBuf>) -> PyResult<()> {
+    use sgtsne::gpu::libraries::{register, CudaLibrary};
+    let library = CudaLibrary::named(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown CUDA library {name:?}")))?;
+    register(library, files);
+    Ok(())
+}
+
 /// Compiles every kernel for `arch` with this process's NVRTC (no GPU needed); how many.
 #[pyfunction]
 #[pyo3(signature = (arch="sm_90", threads=2))]
@@ -422,6 +434,7 @@ fn _sgtsne(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe, m)?)?;
     m.add_function(wrap_pyfunction!(nccl_present, m)?)?;
     m.add_function(wrap_pyfunction!(compile_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(register_cuda_library, m)?)?;
     gmm::register(m)?;
     view::register(m)?;
     Ok(())

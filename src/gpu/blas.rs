@@ -8,6 +8,13 @@ use cudarc::driver::{DevicePtr, DevicePtrMut};
 
 use super::GpuError;
 
+/// A cuBLAS handle on `stream`, its library loaded first where it was registered
+/// ([`super::libraries`]).
+pub fn handle(stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Result<CudaBlas, GpuError> {
+    super::libraries::load(super::libraries::CudaLibrary::Cublas);
+    Ok(CudaBlas::new(stream.clone())?)
+}
+
 /// C = α op(A) op(B) + β C in single or double precision, cuBLAS's column-major
 /// convention, after checking that the dimensions are positive, each leading dimension
 /// covers its matrix's rows, and each matrix lies inside its buffer.

@@ -255,6 +255,7 @@ pub fn make_ahead(world: usize) {
             });
         }
         crate::trace::event(|| format!("NCCL: {world} communicators"));
+        super::libraries::load(super::libraries::CudaLibrary::Nccl);
         let comms = Comm::from_devices(streams).map_err(GpuError::from)?;
         crate::trace::event(|| "NCCL: communicators made".into());
         Ok(comms
@@ -283,6 +284,7 @@ pub fn make_ahead(world: usize) {
 /// beside it. A failure here is the run's to report, at its own set-up.
 fn load_kernels(gpu: &Gpu) {
     crate::trace::event(|| "NCCL: loading its kernels on GPU 0".into());
+    super::libraries::load(super::libraries::CudaLibrary::Nccl);
     match Comm::from_devices(vec![gpu.stream.clone()]) {
         Ok(comms) => {
             let loaders = comms.into_iter().map(|comm| Ranks {
@@ -365,8 +367,9 @@ pub struct RanksId(Id);
 
 /// Whether NCCL's library can be loaded (probed without letting cudarc panic).
 pub fn nccl_present() -> bool {
+    use super::libraries::{registered, CudaLibrary};
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
-    unsafe { cudarc::nccl::sys::is_culib_present() }
+    registered(CudaLibrary::Nccl) || unsafe { cudarc::nccl::sys::is_culib_present() }
 }
 
 impl Ranks {
@@ -382,6 +385,7 @@ impl Ranks {
     /// A new communicator identity for `world` ranks; the library must be present
     /// ([`nccl_present`]).
     pub fn new_id() -> Result<RanksId, GpuError> {
+        super::libraries::load(super::libraries::CudaLibrary::Nccl);
         Ok(RanksId(Id::new()?))
     }
 
@@ -400,6 +404,7 @@ impl Ranks {
             return Ok(Self::single());
         }
         gpu.device.context.bind_to_thread()?;
+        super::libraries::load(super::libraries::CudaLibrary::Nccl);
         let comm = Comm::from_rank(stream, rank, world, id.0)?;
         Ok(Ranks {
             rank,

@@ -261,6 +261,7 @@ struct Output {
 /// Compiles `source` with `opts` (a real architecture among them) to a cubin and its PTX;
 /// on failure, the compiler's log.
 fn compile(source: &str, opts: &[String]) -> Result<Output, String> {
+    super::libraries::load(super::libraries::CudaLibrary::Nvrtc);
     let src = CString::new(source).map_err(|_| "the source holds a NUL byte".to_string())?;
     let prog = Program(result::create_program(&src, None).map_err(|e| format!("{e}"))?);
     // SAFETY: `prog` is live; `src` outlives it (declared first, dropped last).
@@ -361,6 +362,7 @@ pub(crate) fn nvrtc_for_test() -> bool {
 /// Tells whether the NVRTC found (e.g. NVIDIA's pip wheel, for the Python package) builds
 /// the kernels; returns how many variants compiled, or the first failure with its log.
 pub fn compile_every_kernel(arch: &'static str, threads: usize) -> crate::Result<usize> {
+    super::libraries::load(super::libraries::CudaLibrary::Nvrtc);
     // SAFETY: only tries to dlopen libnvrtc, so that its absence is an error, not a panic.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(crate::Error::GpuUnavailable {

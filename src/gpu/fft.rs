@@ -45,6 +45,7 @@ pub struct GridFft {
 impl GridFft {
     /// A plan of `batch` grids of `shape` (nodes per axis), contiguous, of transform `ty`.
     pub fn new(shape: &[usize], batch: usize, ty: cufftType) -> Result<Self, CufftError> {
+        super::libraries::load(super::libraries::CudaLibrary::Cufft);
         let nodes: usize = shape.iter().product();
         let mut plan = GridFft {
             handle: result::create()?,

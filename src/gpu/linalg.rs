@@ -24,8 +24,9 @@ use super::GpuError;
 
 /// Whether cuSOLVER can be loaded.
 pub fn solver_present() -> bool {
+    use super::libraries::{registered, CudaLibrary};
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
-    unsafe { cudarc::cusolver::sys::is_culib_present() }
+    registered(CudaLibrary::Cusolver) || unsafe { cudarc::cusolver::sys::is_culib_present() }
 }
 
 /// A type the dense routines exist for (`f32`, `f64`): cuBLAS's and cuSOLVER's entry points
@@ -245,7 +246,8 @@ impl<T: Dense> Linalg<T> {
     /// The routines for `d` × `d` triangles and products on `stream` (cuSOLVER's workspace
     /// allocated now).
     pub fn new(stream: &Arc<CudaStream>, d: usize) -> Result<Self, GpuError> {
-        let blas = CudaBlas::new(stream.clone())?;
+        super::libraries::load(super::libraries::CudaLibrary::Cusolver);
+        let blas = super::blas::handle(stream)?;
         let solver = DnHandle::new(stream.clone())?;
         let mut probe = stream.alloc_zeros::<T>(d * d)?;
         let (n, _) = check("the matrix to factor", d, d, probe.len())?;

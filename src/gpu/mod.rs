@@ -3,7 +3,8 @@
 //! - [`probe`]: a usable CUDA device, found without ever letting cudarc panic. cudarc loads
 //!   the CUDA libraries lazily (feature `dynamic-loading`) and panics when a symbol's
 //!   library is missing, so every library a backend will touch is probed with its
-//!   `is_culib_present` first; only then is a context created.
+//!   `is_culib_present` first; only then is a context created. [`libraries`]: libraries
+//!   outside the loader's path (NVIDIA's pip wheels), loaded when a stage first needs them.
 //! - [`context`]: the process's [`Gpu`] (context, stream, compiled modules);
 //!   [`compile`]: NVRTC to cubin with an on-disk cache; [`kernels`]: the CUDA sources and
 //!   their declarations; [`launch`]: typed, checked kernel launches.
@@ -35,6 +36,7 @@ pub mod error;
 pub mod fft;
 pub mod kernels;
 pub mod launch;
+pub mod libraries;
 pub mod linalg;
 pub mod memory;
 pub mod progress;
@@ -84,22 +86,27 @@ fn libraries_present() -> Result<(), String> {
     PRESENT.get_or_init(probe_libraries).clone()
 }
 
-/// [`libraries_present`]'s probe.
+/// [`libraries_present`]'s probe: each library on the loader's path, or registered
+/// ([`libraries::registered`], found but not loaded until a stage needs it).
 fn probe_libraries() -> Result<(), String> {
+    use libraries::{registered, CudaLibrary};
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
     let libraries = [
         ("CUDA driver (libcuda)", unsafe {
             cudarc::driver::sys::is_culib_present()
         }),
-        ("NVRTC (libnvrtc)", unsafe {
-            cudarc::nvrtc::sys::is_culib_present()
-        }),
-        ("cuFFT (libcufft)", unsafe {
-            cudarc::cufft::sys::is_culib_present()
-        }),
-        ("cuBLAS (libcublas)", unsafe {
-            cudarc::cublas::sys::is_culib_present()
-        }),
+        (
+            "NVRTC (libnvrtc)",
+            registered(CudaLibrary::Nvrtc) || unsafe { cudarc::nvrtc::sys::is_culib_present() },
+        ),
+        (
+            "cuFFT (libcufft)",
+            registered(CudaLibrary::Cufft) || unsafe { cudarc::cufft::sys::is_culib_present() },
+        ),
+        (
+            "cuBLAS (libcublas)",
+            registered(CudaLibrary::Cublas) || unsafe { cudarc::cublas::sys::is_culib_present() },
+        ),
     ];
     let missing: Vec<&str> = libraries
         .iter()

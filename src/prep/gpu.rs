@@ -32,7 +32,7 @@ pub fn pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     let x = crate::gpu::memory::htod_staged(gpu, &points.data)?;
     let Centred { xc, mean, .. } = centre_on_device(gpu, &x, n, d, n)?;
     drop(x);
-    let blas = CudaBlas::new(s.clone())?;
+    let blas = crate::gpu::blas::handle(s)?;
 
     // Scatter matrix C = Xcᵀ Xc: row-major Xc (n × d) is column-major A (d × n, lda d), and
     // C = A Aᵀ (d × d, symmetric, so its layout does not matter).
@@ -89,7 +89,7 @@ pub fn wide_pca_gpu(gpu: &Gpu, points: &Points, m: usize) -> Result<Points> {
     let x = crate::gpu::memory::htod_staged(gpu, &points.data)?;
     let Centred { xc, .. } = centre_on_device(gpu, &x, n, d, n)?;
     drop(x);
-    let blas = CudaBlas::new(s.clone())?;
+    let blas = crate::gpu::blas::handle(s)?;
     randomised_pca(n, d, m, SEED, |side, thin| {
         let l = thin.ncols();
         let thin_dev = s.clone_htod(

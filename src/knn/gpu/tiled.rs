@@ -14,7 +14,7 @@
 //! reached 65 TFLOP/s in TF32 against 40 in SGEMM at 4096 × 2048 × 150).
 
 use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, GemmConfig};
+use cudarc::cublas::GemmConfig;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::CudaSlice;
 
@@ -223,7 +223,7 @@ fn sweep(
     debug_assert!(!symmetric || (span.queries == (0..n) && span.refs == n));
     let list = shape.list();
     let s = &gpu.stream;
-    let blas = CudaBlas::new(s.clone())?;
+    let blas = crate::gpu::blas::handle(s)?;
 
     // Step 1: the rows the key multiplies (centred for the squared distance, column means in
     // double) and their terms.
