@@ -254,8 +254,11 @@ mod tests {
                             .gradient(&y, dims, exaggeration, &mut got, true)
                             .unwrap();
                         let e = relative_error(&want, &got);
+                        // The GPU's stencil weights are f32 even on f64 grids: its forces
+                        // sit about 1e-5 from the host's (repulse::fft::gpu's tests allow
+                        // 3e-5; 1.6e-5 here in 3-D for seed 472459130838226670, H200).
                         let tol = if precision == Precision::F64 {
-                            1e-5
+                            3e-5
                         } else {
                             1e-4
                         };
