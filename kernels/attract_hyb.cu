@@ -124,8 +124,10 @@ __device__ void attract_ell(int n, int row0, int K, int split, const int* __rest
         return;
     }
     typedef typename pick<FIXED, long long, float>::type acc_t;
-    __shared__ __align__(8) unsigned char raw[ATTRACT_THREADS * D * sizeof(acc_t)];
-    acc_t* part = reinterpret_cast<acc_t*>(raw);
+    // Dynamic, blockDim * D * 8 bytes, given only to a split launch: the one-thread form keeps
+    // all of the multiprocessor's L1 for its gathers.
+    extern __shared__ __align__(8) unsigned char attract_parts[];
+    acc_t* part = reinterpret_cast<acc_t*>(attract_parts);
     ExactSum local_kl = exact_zero();
     const int rows = blockDim.x / split;
     const int r = threadIdx.x % rows, g = threadIdx.x / rows;

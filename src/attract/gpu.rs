@@ -108,13 +108,15 @@ impl HybGpu {
         split
     }
 
-    /// The ELL kernels' grid: a block per THREADS / split rows.
-    fn ell_config(&self, split: usize) -> cudarc::driver::LaunchConfig {
+    /// The ELL kernels' grid: a block per THREADS / split rows, with room in shared memory
+    /// for a split row's partial sums (8 bytes per thread and dimension; none for one
+    /// thread per row).
+    fn ell_config(&self, split: usize, dims: usize) -> cudarc::driver::LaunchConfig {
         let blocks = self.n.div_ceil(THREADS / split).clamp(1, 65_535 * 8) as u32;
         cudarc::driver::LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (THREADS as u32, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: if split > 1 { (THREADS * dims * 8) as u32 } else { 0 },
         }
     }
 
@@ -144,7 +146,7 @@ impl HybGpu {
             force: &mut *force,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
-        .launch(gpu, stream, self.ell_config(split))?;
+        .launch(gpu, stream, self.ell_config(split, dims))?;
         if self.coo_len > 0 {
             AttractCoo {
                 dims,
@@ -194,7 +196,7 @@ impl HybGpu {
             fixed: &mut *fixed,
             kl: kl.as_deref_mut().map(|k| k as _),
         }
-        .launch(gpu, stream, self.ell_config(split))?;
+        .launch(gpu, stream, self.ell_config(split, dims))?;
         if self.coo_len > 0 {
             AttractCooFixed {
                 dims,
