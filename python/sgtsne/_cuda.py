@@ -32,7 +32,7 @@ _LIBRARIES = (
 )
 
 _lock = threading.Lock()
-_loaded: dict[str, str] | None = None
+_found: dict[str, str] | None = None
 
 
 def _library_dirs() -> list[Path]:
@@ -61,10 +61,10 @@ def preload() -> dict[str, str]:
     left to the system's loader (a CUDA toolkit on ``LD_LIBRARY_PATH``). Setting
     ``SGTSNE_NO_PIP_CUDA=1`` skips the wheels altogether.
     """
-    global _loaded
+    global _found
     with _lock:
-        if _loaded is not None:
-            return dict(_loaded)
+        if _found is not None:
+            return dict(_found)
         found: dict[str, str] = {}
         files: dict[str, list[str]] = {}
         if os.environ.get("SGTSNE_NO_PIP_CUDA") != "1":
@@ -80,7 +80,7 @@ def preload() -> dict[str, str]:
 
             for library, paths in files.items():
                 _sgtsne.register_cuda_library(library, paths)
-        _loaded = found
+        _found = found
         return dict(found)
 
 
