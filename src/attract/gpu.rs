@@ -116,7 +116,11 @@ impl HybGpu {
         cudarc::driver::LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (THREADS as u32, 1, 1),
-            shared_mem_bytes: if split > 1 { (THREADS * dims * 8) as u32 } else { 0 },
+            shared_mem_bytes: if split > 1 {
+                (THREADS * dims * 8) as u32
+            } else {
+                0
+            },
         }
     }
 
