@@ -2,7 +2,9 @@
 # GPU machine: where an MNIST iteration's time goes. Three warm `embed --backend gpu` runs
 # (their summary lines: stages, attraction / repulsion split); where Nsight Compute (`ncu`)
 # is installed, the kernels of about one iteration late in a run (NCU_SKIP launches skipped,
-# NCU_COUNT timed, default 20000 and 60), each timed alone; then, where Nsight Systems
+# NCU_COUNT timed, default 20000 and 60), each timed alone with the caches as the run left
+# them (`--cache-control none`; ncu's default flush makes L2-resident grids look 2-3x
+# slower); then, where Nsight Systems
 # (`nsys`) is installed, one run under it: the kernels' summed device time, count and mean,
 # and the CUDA API calls the host made (count and summed time), so that the optimiser's
 # seconds can be told apart into device work and the host's launches and waits.
@@ -27,6 +29,7 @@ ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2> /dev/null | head -n 1)
 if [ -n "$ncu" ]; then
   say "## one iteration's kernels (ncu: launches ${NCU_SKIP:=20000} .. +${NCU_COUNT:=60})"
   "$ncu" --launch-skip "$NCU_SKIP" --launch-count "$NCU_COUNT" --metrics gpu__time_duration.sum \
+    --cache-control none \
     --csv --page raw --print-units base \
     "$sgtsne" embed "${mnist[@]}" --backend gpu -o "$work/ncu.npy" --quiet "$@" \
     > "$work/ncu.csv" 2> "$work/ncu.log" || say "ncu failed: $(tail -n 2 "$work/ncu.log")"
@@ -38,9 +41,9 @@ name, t = rows[head].index("Kernel Name"), rows[head].index("gpu__time_duration.
 sums, counts = collections.Counter(), collections.Counter()
 for r in rows[head + 1:]:
     try:
-        ns = float(r[t])
-    except ValueError:
-        continue
+        ns = float(r[t].replace(",", ""))  # ncu writes thousands with commas
+    except (ValueError, IndexError):
+        continue  # the units row
     key = r[name].split("(")[0][:60]
     sums[key] += ns
     counts[key] += 1
