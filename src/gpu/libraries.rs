@@ -5,7 +5,7 @@
 //! is called. NVIDIA's pip wheels (the Python package's `cuda` extra) unpack under
 //! `site-packages/nvidia/*/lib`, where the loader does not look; a caller that knows such
 //! files registers them ([`register`]), and the stage about to use a library loads them by
-//! their paths first ([`load`]), after which cudarc's lookup by name finds the library
+//! their paths first (`load`), after which cudarc's lookup by name finds the library
 //! already in the process. Registering costs nothing: a run pays for the libraries it
 //! touches and no others. (Loading every wheel up front made a 10M-point run from Python
 //! hold 0.2 GiB more than the command line's: cuBLASLt alone is 150 MiB of resident memory
