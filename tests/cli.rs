@@ -517,8 +517,8 @@ fn gen_deformed_images_bad_inputs() {
 }
 
 /// `SGTSNE_TRACE=1` writes the run's timeline to standard error: from `start` to `end`, the
-/// input's load, each stage in the pipeline's order and the outputs' writing; without it,
-/// nothing of the kind.
+/// input's load, each stage in the pipeline's order and the outputs' writing, each line with
+/// the resident memory on Linux; without it, nothing of the kind.
 #[test]
 fn trace_shows_the_run_in_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -538,10 +538,20 @@ fn trace_shows_the_run_in_order() {
     ];
     let traced = sgtsne_env(&args, &[("SGTSNE_TRACE", "1")]);
     assert!(traced.status.success(), "{}", stderr(&traced));
-    // "trace   1.2345 s  THREAD  EVENT …"
-    let events: Vec<(f64, String)> = stderr(&traced)
+    // "trace   1.2345 s  THREAD  EVENT …  [rss 0.01 GiB, peak 0.02]" (the memory on Linux)
+    let text = stderr(&traced);
+    if cfg!(target_os = "linux") {
+        assert!(
+            text.lines()
+                .filter(|l| l.starts_with("trace"))
+                .all(|l| l.ends_with(']') && l.contains("  [rss ")),
+            "a trace line without its memory: {text}"
+        );
+    }
+    let events: Vec<(f64, String)> = text
         .lines()
         .filter_map(|line| {
+            let line = line.split_once("  [rss ").map_or(line, |(event, _)| event);
             let words: Vec<&str> = line.strip_prefix("trace")?.split_whitespace().collect();
             let time = words.first()?.parse().ok()?;
             (words.get(1) == Some(&"s") && words.len() > 3).then(|| (time, words[3..].join(" ")))

@@ -51,7 +51,8 @@ names = {"NCCL: loading its kernels on GPU 0": "kernels from",
          "knn: points assigned": "assigned", "knn: sweep begins": "sweep",
          "knn: swept": "swept", "NCCL: communicators made": "made"}
 for line in open(f + ".err"):
-    m = re.match(r"trace\s+([\d.]+) s\s+\S+\s+(.*)$", line)
+    # The event, without the memory trace lines end with since `6ff9712`.
+    m = re.match(r"trace\s+([\d.]+) s\s+\S+\s+(.*?)(?:  \[rss .*)?$", line)
     if m and m[2].strip() in names:
         marks[names[m[2].strip()]] = float(m[1])
     if m and re.match(r"NCCL: \d+ communicators", m[2]):

@@ -49,7 +49,9 @@ def read_trace(path):
         if m:
             joined[int(m[2])] = float(m[1])
             continue
-        line = line.rstrip()
+        # A trace line ends with the process's memory ("  [rss … GiB, peak …]") since
+        # `6ff9712`; the anchored patterns match the event before it.
+        line = line.split("  [rss ")[0].rstrip()
         m = NCCL.search(line)
         if m:
             nccl["made" if m[2] == "communicators made" else "from"] = float(m[1])
