@@ -367,9 +367,7 @@ pub struct RanksId(Id);
 
 /// Whether NCCL's library can be loaded (probed without letting cudarc panic).
 pub fn nccl_present() -> bool {
-    use super::libraries::{registered, CudaLibrary};
-    // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
-    registered(CudaLibrary::Nccl) || unsafe { cudarc::nccl::sys::is_culib_present() }
+    super::libraries::available(super::libraries::CudaLibrary::Nccl)
 }
 
 impl Ranks {

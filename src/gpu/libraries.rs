@@ -11,7 +11,6 @@
 //! hold 0.2 GiB more than the command line's: cuBLASLt alone is 150 MiB of resident memory
 //! once loaded, on an H200 host, and a t-SNE run without PCA never calls it.)
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -31,6 +30,15 @@ pub enum CudaLibrary {
 }
 
 impl CudaLibrary {
+    /// Every library a stage may load.
+    pub const ALL: [CudaLibrary; 5] = [
+        CudaLibrary::Nvrtc,
+        CudaLibrary::Cufft,
+        CudaLibrary::Cublas,
+        CudaLibrary::Cusolver,
+        CudaLibrary::Nccl,
+    ];
+
     /// The name a user knows it by (for messages and `sgtsne.info()`).
     pub fn name(self) -> &'static str {
         match self {
@@ -44,15 +52,9 @@ impl CudaLibrary {
 
     /// The library of that name ([`CudaLibrary::name`], any case).
     pub fn named(name: &str) -> Option<Self> {
-        [
-            CudaLibrary::Nvrtc,
-            CudaLibrary::Cufft,
-            CudaLibrary::Cublas,
-            CudaLibrary::Cusolver,
-            CudaLibrary::Nccl,
-        ]
-        .into_iter()
-        .find(|l| l.name().eq_ignore_ascii_case(name))
+        Self::ALL
+            .into_iter()
+            .find(|l| l.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -62,7 +64,7 @@ struct Entry {
     loaded: bool,
 }
 
-static REGISTERED: Mutex<Option<HashMap<CudaLibrary, Entry>>> = Mutex::new(None);
+static REGISTERED: Mutex<Vec<(CudaLibrary, Entry)>> = Mutex::new(Vec::new());
 
 /// Makes `files` (full paths, in load order: a library's dependencies first) the ones to
 /// load for `library` before its first use, in place of a lookup on the loader's path.
@@ -74,13 +76,10 @@ pub fn register(library: CudaLibrary, files: Vec<PathBuf>) {
     let mut known = REGISTERED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    known
-        .get_or_insert_with(HashMap::new)
-        .entry(library)
-        .or_insert(Entry {
-            files,
-            loaded: false,
-        });
+    if known.iter().all(|(l, _)| *l != library) {
+        let loaded = false;
+        known.push((library, Entry { files, loaded }));
+    }
 }
 
 /// Whether files were registered for `library` ([`register`]) and are all there: the
@@ -89,9 +88,27 @@ pub fn registered(library: CudaLibrary) -> bool {
     REGISTERED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .as_ref()
-        .and_then(|known| known.get(&library))
-        .is_some_and(|entry| entry.files.iter().all(|f| f.is_file()))
+        .iter()
+        .find(|(l, _)| *l == library)
+        .is_some_and(|(_, entry)| entry.files.iter().all(|f| f.is_file()))
+}
+
+/// Whether `library` can be had, without loading it for good: registered
+/// ([`registered`]), or found by its usual names on the loader's path (opened and closed
+/// again, as cudarc's probe does). What the set-up checks before a stage may call it: cudarc
+/// panics where a library it calls is missing.
+pub fn available(library: CudaLibrary) -> bool {
+    // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
+    registered(library)
+        || unsafe {
+            match library {
+                CudaLibrary::Nvrtc => cudarc::nvrtc::sys::is_culib_present(),
+                CudaLibrary::Cufft => cudarc::cufft::sys::is_culib_present(),
+                CudaLibrary::Cublas => cudarc::cublas::sys::is_culib_present(),
+                CudaLibrary::Cusolver => cudarc::cusolver::sys::is_culib_present(),
+                CudaLibrary::Nccl => cudarc::nccl::sys::is_culib_present(),
+            }
+        }
 }
 
 /// Loads the files registered for `library`, once per process, before a stage uses it
@@ -105,7 +122,7 @@ pub(crate) fn load(library: CudaLibrary) {
     let mut known = REGISTERED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let Some(entry) = known.as_mut().and_then(|k| k.get_mut(&library)) else {
+    let Some((_, entry)) = known.iter_mut().find(|(l, _)| *l == library) else {
         return;
     };
     if entry.loaded {
@@ -135,13 +152,7 @@ mod tests {
 
     #[test]
     fn libraries_are_named_as_users_know_them() {
-        for lib in [
-            CudaLibrary::Nvrtc,
-            CudaLibrary::Cufft,
-            CudaLibrary::Cublas,
-            CudaLibrary::Cusolver,
-            CudaLibrary::Nccl,
-        ] {
+        for lib in CudaLibrary::ALL {
             assert_eq!(CudaLibrary::named(lib.name()), Some(lib));
             assert_eq!(CudaLibrary::named(&lib.name().to_uppercase()), Some(lib));
         }

@@ -24,9 +24,7 @@ use super::GpuError;
 
 /// Whether cuSOLVER can be loaded.
 pub fn solver_present() -> bool {
-    use super::libraries::{registered, CudaLibrary};
-    // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
-    registered(CudaLibrary::Cusolver) || unsafe { cudarc::cusolver::sys::is_culib_present() }
+    super::libraries::available(super::libraries::CudaLibrary::Cusolver)
 }
 
 /// A type the dense routines exist for (`f32`, `f64`): cuBLAS's and cuSOLVER's entry points

@@ -87,26 +87,16 @@ fn libraries_present() -> Result<(), String> {
 }
 
 /// [`libraries_present`]'s probe: each library on the loader's path, or registered
-/// ([`libraries::registered`], found but not loaded until a stage needs it).
+/// ([`libraries::available`]: found, not loaded until a stage needs it).
 fn probe_libraries() -> Result<(), String> {
-    use libraries::{registered, CudaLibrary};
+    use libraries::{available, CudaLibrary};
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
+    let driver = unsafe { cudarc::driver::sys::is_culib_present() };
     let libraries = [
-        ("CUDA driver (libcuda)", unsafe {
-            cudarc::driver::sys::is_culib_present()
-        }),
-        (
-            "NVRTC (libnvrtc)",
-            registered(CudaLibrary::Nvrtc) || unsafe { cudarc::nvrtc::sys::is_culib_present() },
-        ),
-        (
-            "cuFFT (libcufft)",
-            registered(CudaLibrary::Cufft) || unsafe { cudarc::cufft::sys::is_culib_present() },
-        ),
-        (
-            "cuBLAS (libcublas)",
-            registered(CudaLibrary::Cublas) || unsafe { cudarc::cublas::sys::is_culib_present() },
-        ),
+        ("CUDA driver (libcuda)", driver),
+        ("NVRTC (libnvrtc)", available(CudaLibrary::Nvrtc)),
+        ("cuFFT (libcufft)", available(CudaLibrary::Cufft)),
+        ("cuBLAS (libcublas)", available(CudaLibrary::Cublas)),
     ];
     let missing: Vec<&str> = libraries
         .iter()
