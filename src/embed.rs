@@ -10,7 +10,7 @@ use crate::backend::BackendKind;
 use crate::init::{self, InitKind};
 use crate::io::Labels;
 use crate::knn::Neighbors;
-use crate::optim::Observer;
+use crate::optim::{Observer, Watch};
 use crate::progress::Progress;
 use crate::report::{KnnReport, Quality, Report, StageSeconds};
 use crate::sparse::P;
@@ -274,10 +274,19 @@ fn run_stages(
 
     // Stages 5 and 7: layout of P, optimise, the observer shown Y in input order.
     let (p_nnz, dims) = (p.nnz(), params.dims);
+    // The watch of the map's neighbourhoods (the convergence measure, `--iters auto`) sees
+    // Y in the internal numbering, the caller's observer in input order.
     let mut in_order =
         observer.map(|inner| optimise::InputOrder::new(inner, order.as_deref(), dims));
-    let observer = in_order.as_mut().map(|o| o as &mut dyn Observer<[f32]>);
-    let mut optimise = optimise::optimise(p, &mut y, params, kind, seconds, progress, observer)?;
+    let mut watch = Watch::new(
+        in_order.as_mut().map(|o| o as &mut dyn Observer<[f32]>),
+        (n, dims),
+        (params.optim.iters, params.optim.early_exaggeration_iters),
+        params.auto_iters,
+        params.seed,
+    );
+    let mut optimise =
+        optimise::optimise(p, &mut y, params, kind, seconds, progress, Some(&mut watch))?;
     let done = optimise.interrupted_at.unwrap_or(params.optim.iters);
     optimise.convergence = crate::optim::convergence(
         &optimise.kl_history,
@@ -295,6 +304,20 @@ fn run_stages(
     crate::trace::event(|| "quality: measured".into());
     if let Some(neighbors) = neighbors {
         crate::points::drop_beside(neighbors);
+    }
+    // The last checkpoint's search ran beside the final KL and the quality measures.
+    let watched = watch.finish();
+    optimise.stability = watched.history.last().copied();
+    if params.auto_iters.is_some() {
+        optimise.stability_history = watched.history;
+    }
+    optimise.auto_stop = watched.stopped;
+    if watched.stopped == Some(crate::optim::AutoStop::Converged) {
+        // Stopped by its own rule, not by the caller.
+        optimise.interrupted_at = None;
+    }
+    if let Some(warning) = crate::optim::stability::warning(&optimise) {
+        progress.warn(&warning);
     }
     if let Some(order) = &order {
         y = crate::points::unpermute_rows(&y, order, dims);

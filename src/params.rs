@@ -8,7 +8,7 @@ use crate::backend::BackendKind;
 use crate::init::InitKind;
 use crate::kernel::Kernel;
 use crate::knn::ivf::IvfParams;
-use crate::optim::OptimParams;
+use crate::optim::{AutoIters, OptimParams};
 use crate::repulse::{GridSpec, RepulsionSpec};
 pub use crate::repulse::{Precision, RepulsionMethod};
 use crate::{Error, Result};
@@ -206,6 +206,9 @@ pub struct EmbedParams {
     /// Iterations, exaggeration and momentum of both phases, gains (learning rate resolved
     /// at run time; an early phase longer than the run shortened, with a note).
     pub optim: OptimParams,
+    /// `--iters auto`: the run stops once its map has settled ([`AutoIters`]), and
+    /// `optim.iters` is the cap; `None` (default): exactly `optim.iters` iterations.
+    pub auto_iters: Option<AutoIters>,
 }
 
 impl Default for EmbedParams {
@@ -237,6 +240,7 @@ impl Default for EmbedParams {
             lambda: 1.0,
             learning_rate: None,
             optim: OptimParams::default(),
+            auto_iters: None,
         }
     }
 }
@@ -299,6 +303,9 @@ impl EmbedParams {
 
     /// Range checks that need no data, each naming its parameter.
     pub fn validate(&self) -> Result<()> {
+        if let Some(rule) = &self.auto_iters {
+            rule.validate()?;
+        }
         if !(1..=3).contains(&self.dims) {
             return Err(Error::param(
                 "dims",

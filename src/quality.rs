@@ -30,6 +30,17 @@ pub fn embedding_neighbors(y: &[f32], dims: usize, k: usize) -> Vec<u32> {
     }
 }
 
+/// The k nearest other points of the points `rows` of a low-dimensional embedding
+/// (row-major rows.len() × k indices, nearest first; k capped at n − 1), exactly: what
+/// [`embedding_neighbors`] gives for those rows, searching only them.
+pub fn embedding_neighbors_of(y: &[f32], dims: usize, rows: &[u32], k: usize) -> Vec<u32> {
+    match dims {
+        1 => embedding_knn::neighbors_of::<1>(y, rows, k),
+        2 => embedding_knn::neighbors_of::<2>(y, rows, k),
+        _ => embedding_knn::neighbors_of::<3>(y, rows, k),
+    }
+}
+
 /// The 10-NN measures of an embedding in one pass over its neighbours, none of them kept:
 /// the k-NN label accuracy with `labels` ([`knn_accuracy`]) and the preservation of the
 /// input's neighbours `input` ([`knn_preservation`]), in the numbering of `y`.
@@ -248,6 +259,34 @@ mod tests {
         let nb = embedding_neighbors(&y, 1, 2);
         assert_eq!(&nb[0..2], &[1, 2]);
         assert_eq!(&nb[2 * 5..2 * 5 + 2], &[4, 6]);
+    }
+
+    /// The neighbours of a few rows are those rows of every point's neighbours, in 1–3 D,
+    /// with a far outlier, a repeated row and k beyond n.
+    #[test]
+    fn neighbours_of_some_rows_are_their_rows_of_all() {
+        for dims in 1..=3 {
+            let n = 3001;
+            let mut y: Vec<f32> = (0..n * dims)
+                .map(|i| ((i * 7919) % 1013) as f32 * 0.01 + (i % 7) as f32)
+                .collect();
+            y[..dims].fill(1e5);
+            for k in [1, 10, n + 5] {
+                let all = embedding_neighbors(&y, dims, k);
+                let kk = k.min(n - 1);
+                let rows = [0u32, 5, 5, 1500, 3000];
+                let some = embedding_neighbors_of(&y, dims, &rows, k);
+                assert_eq!(some.len(), rows.len() * kk, "{dims}-D, k {k}");
+                for (r, &i) in rows.iter().enumerate() {
+                    let i = i as usize;
+                    assert_eq!(
+                        &some[r * kk..(r + 1) * kk],
+                        &all[i * kk..(i + 1) * kk],
+                        "{dims}-D, k {k}, row {i}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

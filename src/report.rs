@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::backend::Resolved;
-use crate::optim::OptimReport;
+use crate::optim::{AutoStop, OptimReport};
 use crate::params::EmbedParams;
 
 /// Everything a run reports. Stages the CLI times itself (`load`, `write`) are filled in
@@ -240,6 +240,7 @@ impl Report {
                 c.to
             ));
         }
+        lines.extend(stability_lines(r));
         if let Some(c) = &r.clusters {
             let ari = c.adjusted_rand_index.map_or(String::new(), |a| {
                 format!(", adjusted Rand index {a:.4} against the labels")
@@ -256,4 +257,34 @@ impl Report {
         }
         lines
     }
+}
+
+/// The summary's lines on the map's neighbourhood stability and why an `--iters auto` run
+/// stopped (the warning of an unsettled map is the run's: [`crate::optim::stability::warning`]).
+fn stability_lines(r: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    let o = &r.optimise;
+    if let Some(s) = &o.stability {
+        lines.push(format!(
+            "  {:.0} % of the {} nearest neighbours in the map of {} sampled points were the \
+             same at iterations {} and {}",
+            s.kept * 100.0,
+            crate::optim::stability::STABILITY_K,
+            s.sample,
+            s.from,
+            s.to
+        ));
+    }
+    match o.auto_stop {
+        Some(AutoStop::Converged) => lines.push(format!(
+            "  --iters auto: stopped after {} iterations, the map settled",
+            o.iterations
+        )),
+        Some(AutoStop::Cap) => lines.push(format!(
+            "  --iters auto: stopped at its cap, {} iterations, before the map settled",
+            o.iterations
+        )),
+        None => {}
+    }
+    lines
 }

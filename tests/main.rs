@@ -7,6 +7,8 @@ mod cli;
 /// The optimisation's controls: exaggeration phases and momentum (their old flag names
 /// too), snapshots and their animation.
 mod controls;
+/// How far a run is from convergence, and `--iters auto`.
+mod convergence;
 /// `--deterministic`: runs that repeat bit for bit on every backend.
 mod deterministic;
 /// Whole embeddings of real data (the embedded digits) and of graphs.

@@ -35,8 +35,14 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Factor on the attraction during the early phase, which lets clusters form.
     learning_rate : float or "auto", default="auto"
         Step size; ``"auto"`` is ``max(n / early_exaggeration, 50)``.
-    max_iter : int, default=1000
-        Gradient steps, the early phase included.
+    max_iter : int or "auto", default=1000
+        Gradient steps, the early phase included. ``"auto"`` runs until the map has
+        settled (its sampled neighbourhoods and the KL stop changing over the last tenth of
+        the run), at most ``iters_cap`` steps; ``report_["optimise"]["auto_stop"]`` says
+        why it stopped. A run that stops while its map is still changing issues a
+        ``UserWarning`` saying so: large data sets need more than the default.
+    iters_cap : int, default=10000
+        With ``max_iter="auto"``, the most steps.
     metric : {"euclidean", "cosine", "correlation", "inner_product", "precomputed"}, default="euclidean"
         Distance between points. With ``"precomputed"``, ``X`` is a sparse n × n distance
         graph of each point's nearest neighbours (scikit-learn's
@@ -62,8 +68,11 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Factor on the attraction after the early phase.
     early_exaggeration_iter : int, default=250
         Steps of the early phase.
-    early_momentum, momentum : float, default=0.5, 0.8
-        Momentum during and after the early phase.
+    early_momentum : float, default=0.5
+        Momentum during the early phase.
+    momentum : float or None, default=None
+        Momentum after the early phase; ``None`` is 0.8, or 0.9 with ``max_iter="auto"``
+        (which converges in fewer steps).
     neighbors : {"auto", "exact", "approx", "hnsw"} or (indices, distances) or sparse matrix, default="auto"
         How the nearest neighbours are found, or the neighbours themselves: two n × k arrays
         (scikit-learn's ``kneighbors``; −1 marks an absent one) or a sparse n × n distance
@@ -116,7 +125,8 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     kl_divergence_ : float
         KL(P‖Q) of the final embedding.
     n_iter_ : int
-        Steps run (fewer than ``max_iter`` when a callback stopped the run).
+        Steps run (fewer than ``max_iter`` when a callback stopped the run; with
+        ``max_iter="auto"``, where the run found its map settled).
     learning_rate_ : float
         The learning rate used (``"auto"`` resolved).
     n_features_in_ : int
@@ -144,6 +154,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         early_exaggeration=12.0,
         learning_rate="auto",
         max_iter=1000,
+        iters_cap=10000,
         metric="euclidean",
         init="pca",
         random_state=None,
@@ -155,7 +166,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         exaggeration=1.0,
         early_exaggeration_iter=250,
         early_momentum=0.5,
-        momentum=0.8,
+        momentum=None,
         neighbors="auto",
         max_neighbors=1000,
         pca=50,
@@ -179,6 +190,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.early_exaggeration = early_exaggeration
         self.learning_rate = learning_rate
         self.max_iter = max_iter
+        self.iters_cap = iters_cap
         self.metric = metric
         self.init = init
         self.random_state = random_state
@@ -233,8 +245,11 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             learning_rate = None
         if not isinstance(self.n_components, Integral):
             raise ValueError(f"invalid parameter `n_components`: {self.n_components!r}")
-        if not isinstance(self.max_iter, Integral) or self.max_iter < 0:
-            raise ValueError(f"invalid parameter `max_iter`: {self.max_iter!r}")
+        auto_iters = isinstance(self.max_iter, str) and self.max_iter == "auto"
+        if not auto_iters and (not isinstance(self.max_iter, Integral) or self.max_iter < 0):
+            raise ValueError(f"invalid parameter `max_iter`: {self.max_iter!r} (a count or 'auto')")
+        if not isinstance(self.iters_cap, Integral) or self.iters_cap < 1:
+            raise ValueError(f"invalid parameter `iters_cap`: {self.iters_cap!r}")
         knn = self.neighbors if isinstance(self.neighbors, str) else "auto"
         if knn not in _NEIGHBOR_METHODS:
             raise ValueError(
@@ -246,7 +261,8 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             "perplexity": perplexity,
             "early_exaggeration": self.early_exaggeration,
             "learning_rate": learning_rate,
-            "iters": int(self.max_iter),
+            "iters": None if auto_iters else int(self.max_iter),
+            "auto_iters_cap": int(self.iters_cap) if auto_iters else None,
             "metric": None if metric == "precomputed" else metric,
             "init": self.init if isinstance(self.init, str) else None,
             "seed": _common.seed(self.random_state),
@@ -366,8 +382,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.embedding_ = fitted.y
         self.report_ = report
         self.kl_divergence_ = float(report["optimise"]["final_kl"])
-        stopped = report["optimise"].get("interrupted_at")
-        self.n_iter_ = int(stopped if stopped is not None else params["iters"])
+        self.n_iter_ = int(report["optimise"]["iterations"])
         self.learning_rate_ = float(report["params"]["learning_rate"])
         self.map_ = fitted.map
         self._n_features_out = self.embedding_.shape[1]

@@ -13,6 +13,7 @@ mod run;
 mod view;
 
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use numpy::{PyArray1, PyArray2};
 use pyo3::exceptions::PyValueError;
@@ -52,15 +53,25 @@ type Found<'py> = (Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f64>>);
 /// An array pair handed back: (values, report JSON).
 type WithReport<'py> = (Bound<'py, PyArray2<f32>>, String);
 
-/// A rayon pool of `threads` workers (`None`: one per core), as `--threads` makes.
-fn pool(threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
+/// A rayon pool of `threads` workers (`None`: one per core), as `--threads` makes: made
+/// on the first call that asks for that many and kept for the next ones, so that a
+/// process's later fits start no threads (the workers sleep between calls).
+fn pool(threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Vec<(Option<usize>, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let threads = threads.map(|t| t.max(1));
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, pool)) = pools.iter().find(|(t, _)| *t == threads) {
+        return Ok(pool.clone());
+    }
     let mut b = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("sgtsne-{i}"));
     if let Some(t) = threads {
-        b = b.num_threads(t.max(1));
+        b = b.num_threads(t);
     }
-    b.build().map_err(|e| {
+    let pool = Arc::new(b.build().map_err(|e| {
         pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start threads: {e}"))
-    })
+    })?);
+    pools.push((threads, pool.clone()));
+    Ok(pool)
 }
 
 /// The rows of `x` read in place, refused (naming `source`, the row and the column) when a

@@ -13,6 +13,7 @@ use sgtsne::embed::{
     AffinityMethod, EmbedParams, KnnMethod, PointOrder, Precision, RepulsionMethod,
 };
 use sgtsne::init::InitKind;
+use sgtsne::optim::AutoIters;
 use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 use sgtsne::transform::TransformParams;
@@ -296,6 +297,14 @@ fn grid(d: &Bound<'_, PyDict>, dims: usize) -> PyResult<Option<GridSpec>> {
 /// The optimiser's schedule (`iters`, exaggerations, momenta, `max_step_norm`,
 /// `deterministic`, `kl_every`).
 fn optim_params(d: &Bound<'_, PyDict>, p: &mut EmbedParams) -> PyResult<()> {
+    if let Some(cap) = get::<usize>(d, "auto_iters_cap")? {
+        p.auto_iters = Some(AutoIters {
+            cap,
+            ..AutoIters::default()
+        });
+        p.optim.iters = cap;
+        p.optim.momentum_late = sgtsne::optim::stability::AUTO_MOMENTUM;
+    }
     let o = &mut p.optim;
     if let Some(v) = get(d, "iters")? {
         o.iters = v;

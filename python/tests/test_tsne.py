@@ -209,3 +209,29 @@ def test_memory_that_cannot_be_had_is_a_memory_error(blobs, monkeypatch):
     monkeypatch.setenv("SGTSNE_MAX_HOST_BYTES", "1000")
     with pytest.raises(MemoryError, match="memory"):
         sgtsne.TSNE(**FAST).fit(blobs[0])
+
+
+def test_auto_iterations_stop_once_the_map_has_settled(digits):
+    x, _ = digits
+    model = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter="auto", iters_cap=4000).fit(x)
+    optimise, optim = model.report_["optimise"], model.report_["params"]["optim"]
+    assert optimise["auto_stop"] == "converged"
+    assert 250 < model.n_iter_ < 4000 == optim["iters"]
+    assert model.n_iter_ == optimise["iterations"]
+    assert optim["momentum_late"] == pytest.approx(0.9)
+    last = optimise["stability_history"][-1]
+    assert last == optimise["stability"] and last["kept"] >= 0.97
+
+
+def test_a_run_stopped_while_its_map_moves_warns(digits):
+    x, _ = digits
+    with pytest.warns(UserWarning, match="the map was still changing"):
+        model = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter=300).fit(x)
+    assert model.report_["optimise"]["stability"]["kept"] < 0.94
+    assert model.report_["params"]["optim"]["momentum_late"] == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("bad", [dict(max_iter="often"), dict(max_iter="auto", iters_cap=0)])
+def test_bad_iteration_counts_name_their_parameter(blobs, bad):
+    with pytest.raises(ValueError, match=next(iter(bad)) if "iters_cap" not in bad else "iters_cap"):
+        sgtsne.TSNE(**{**FAST, **bad}).fit(blobs[0])

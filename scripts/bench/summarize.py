@@ -49,6 +49,18 @@ def load(work, name):
         return json.load(f)
 
 
+def stability_text(o):
+    """Iterations run, the map's neighbourhood stability over the last window (kept
+    fraction, KL fall) and why an `--iters auto` run stopped."""
+    st = o.get("stability")
+    text = f" iters {o.get('iterations', '?')}"
+    if st:
+        text += f" kept {st['kept']:.3f} ({st['from']}-{st['to']})"
+    if o.get("auto_stop"):
+        text += f" auto {o['auto_stop']}"
+    return text
+
+
 def line(work, name):
     r = load(work, name)
     wall, peak = read_time(os.path.join(work, name + ".time"))
@@ -81,8 +93,8 @@ def line(work, name):
           f"{num(o.get('update_seconds'))} replan {num(o.get('replan_seconds'))} grid "
           f"{o.get('final_grid', '-')} changes {o.get('grid_changes', '-')} | KL "
           f"{num(o.get('final_kl'), 4)} acc10 {num(q.get('knn_accuracy_10'), 4)} pres10 "
-          f"{num(q.get('knn_preservation_10'), 4)}{knn_text} | {backend}{gpus_text}, {r.get('threads', '?')} threads, "
-          f"nnz {r.get('p_nnz', '?')}")
+          f"{num(q.get('knn_preservation_10'), 4)}{stability_text(o)}{knn_text} | {backend}{gpus_text}, "
+          f"{r.get('threads', '?')} threads, nnz {r.get('p_nnz', '?')}")
     per_gpu = o.get("per_gpu")
     if per_gpu:
         print("  per GPU (attract / repulse / update / all-gather s): " + ", ".join(

@@ -137,6 +137,7 @@ pub fn optimize_device_observed(
                 }
                 if last {
                     report.final_kl = kl;
+                    report.iterations = iter;
                 }
                 Pending::Done(rep)
             }

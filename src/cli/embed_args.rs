@@ -127,8 +127,24 @@ pub struct EmbedArgs {
     pub dof: f64,
     /// Gradient-descent iterations, the early phase included; fewer than
     /// --early-exaggeration-iters shorten the early phase to all of them (with a note).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1000)]
-    pub iters: usize,
+    /// `auto`: run until the map has settled (--auto-stability, --auto-kl-drop), at most
+    /// --iters-cap; the summary and the report say why it stopped. Large data sets need
+    /// more than the default: the summary warns when a run stopped while its map was still
+    /// changing.
+    #[arg(long, default_value = "1000", value_name = "N|auto")]
+    pub iters: AutoOr<usize>,
+    /// With --iters auto, the most iterations.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = sgtsne::optim::AutoIters::default().cap)]
+    pub iters_cap: usize,
+    /// With --iters auto, the fraction of the 10 nearest neighbours in the map of 2000
+    /// sampled points that must stay the same over the last tenth of the run for it to
+    /// stop; nearer 1 runs longer.
+    #[arg(long, value_name = "F", allow_negative_numbers = true, default_value_t = sgtsne::optim::AutoIters::default().stability)]
+    pub auto_stability: f64,
+    /// With --iters auto, the largest relative fall of the KL over the last tenth of the run
+    /// at which it may stop; smaller runs longer.
+    #[arg(long, value_name = "F", allow_negative_numbers = true, default_value_t = sgtsne::optim::AutoIters::default().kl_drop)]
+    pub auto_kl_drop: f64,
     /// Exaggeration factor of the early phase (openTSNE's early_exaggeration) [default: 12].
     /// Formerly --exaggeration, which now sets the factor after the early phase.
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
@@ -161,14 +177,10 @@ pub struct EmbedArgs {
         allow_negative_numbers = true
     )]
     pub early_momentum: f32,
-    /// Momentum after the early phase.
-    #[arg(
-        long,
-        value_name = "M",
-        default_value_t = 0.8,
-        allow_negative_numbers = true
-    )]
-    pub momentum: f32,
+    /// Momentum after the early phase [default: 0.8; 0.9 with --iters auto, which
+    /// converges in fewer iterations].
+    #[arg(long, value_name = "M", allow_negative_numbers = true)]
+    pub momentum: Option<f32>,
     /// Learning rate: `auto` = max(n / early exaggeration, 50), or a number.
     #[arg(long, default_value = "auto", allow_negative_numbers = true)]
     pub learning_rate: AutoOr<f32>,

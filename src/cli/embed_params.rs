@@ -12,7 +12,7 @@ use sgtsne::embed::{
 use sgtsne::init::InitKind;
 use sgtsne::io;
 use sgtsne::knn::ivf::IvfParams;
-use sgtsne::optim::OptimParams;
+use sgtsne::optim::{AutoIters, OptimParams};
 use sgtsne::prep::Metric;
 use sgtsne::repulse::GridSpec;
 
@@ -124,7 +124,10 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             AutoOr::Value(v) => Some(v),
         },
         optim: OptimParams {
-            iters: a.iters,
+            iters: match a.iters {
+                AutoOr::Value(n) => n,
+                AutoOr::Auto => a.iters_cap,
+            },
             early_exaggeration: a
                 .early_exaggeration
                 .unwrap_or(defaults.optim.early_exaggeration),
@@ -134,10 +137,21 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
                 .unwrap_or(defaults.optim.early_exaggeration_iters),
             exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
             momentum_early: a.early_momentum,
-            momentum_late: a.momentum,
+            momentum_late: a.momentum.unwrap_or(match a.iters {
+                AutoOr::Value(_) => defaults.optim.momentum_late,
+                AutoOr::Auto => sgtsne::optim::stability::AUTO_MOMENTUM,
+            }),
             max_step_norm: a.max_step_norm.into_option(),
             deterministic: a.deterministic,
             ..defaults.optim
+        },
+        auto_iters: match a.iters {
+            AutoOr::Value(_) => None,
+            AutoOr::Auto => Some(AutoIters {
+                cap: a.iters_cap,
+                stability: a.auto_stability,
+                kl_drop: a.auto_kl_drop,
+            }),
         },
         ..defaults
     };

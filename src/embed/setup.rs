@@ -95,6 +95,9 @@ pub(super) fn set_up(
             .unwrap_or_else(|| GridSpec::default_for(params.dims, backend.kind.on_device())),
     );
     let n = input.n();
+    if let Some(rule) = params.auto_iters {
+        params.optim.iters = rule.cap;
+    }
     let mut notes: Vec<String> = params.optim.fit_early_phase().into_iter().collect();
     fit_to_input(input, &mut params, &mut notes)?;
     resolve_search(&mut params, input.d().map(|_| n), backend.kind)?;

@@ -12,12 +12,14 @@ pub mod gradient;
 mod overlap;
 pub mod schedule;
 pub mod snapshots;
+pub mod stability;
 
 pub use convergence::{convergence, Convergence};
 pub use gradient::{Gradient, GradientInfo};
 pub use overlap::Overlap;
 pub use schedule::OptimParams;
 pub use snapshots::Snapshots;
+pub use stability::{AutoIters, AutoStop, Stability, Watch};
 
 use serde::Serialize;
 
@@ -32,6 +34,8 @@ pub struct OptimReport {
     pub kl_history: Vec<(usize, f64)>,
     /// KL(P‖Q) of the final embedding.
     pub final_kl: f64,
+    /// Steps taken (fewer than asked when the run was stopped, or under `--iters auto`).
+    pub iterations: usize,
     /// Seconds in the attraction over all iterations.
     pub attract_seconds: f64,
     /// Seconds in the repulsion over all iterations.
@@ -64,6 +68,16 @@ pub struct OptimReport {
     /// history cannot tell (a short run, no KL reports).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub convergence: Option<Convergence>,
+    /// The neighbourhood stability over the run's last window ([`stability`]): its last
+    /// tenth, or the last window of `--iters auto`; absent for a run too short to tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stability: Option<Stability>,
+    /// Every window of an `--iters auto` run, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stability_history: Vec<Stability>,
+    /// Why an `--iters auto` run stopped; absent for a fixed count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_stop: Option<AutoStop>,
 }
 
 /// One GPU's share of a run over several ([`OptimReport::per_gpu`]).
@@ -184,6 +198,7 @@ pub fn optimize_observed(
     let kl = info.kl.unwrap_or(f64::NAN);
     report.kl_history.push((done, kl));
     report.final_kl = kl;
+    report.iterations = done;
     if let Some(o) = observer.as_mut() {
         o.kl(done, kl);
     }

@@ -74,6 +74,33 @@ pub(crate) fn neighbors<const D: usize>(y: &[f32], k: usize) -> Vec<u32> {
     out
 }
 
+/// The `k` nearest other points of the points `rows` of `y` (row-major n × D), as
+/// [`neighbors`] finds them: row-major rows.len() × k' indices, k' = min(k, n − 1). The
+/// grid is built over every point; only the rows asked for are searched.
+pub(crate) fn neighbors_of<const D: usize>(y: &[f32], rows: &[u32], k: usize) -> Vec<u32> {
+    let n = y.len() / D;
+    let k = k.min(n.saturating_sub(1));
+    if k == 0 || rows.is_empty() {
+        return Vec::new();
+    }
+    let search = Search::<D>::new(y, n);
+    let mut position = vec![0u32; n];
+    for (s, &i) in search.order.iter().enumerate() {
+        position[i as usize] = s as u32;
+    }
+    let mut out = vec![0u32; rows.len() * k];
+    out.par_chunks_mut(k).zip(rows).for_each_init(
+        || Vec::with_capacity(k + 1),
+        |best: &mut Vec<(f32, u32)>, (row, &i)| {
+            search.nearest_at(position[i as usize] as usize, k, best);
+            for (slot, &(_, j)) in row.iter_mut().zip(best.iter()) {
+                *slot = j;
+            }
+        },
+    );
+    out
+}
+
 /// The sums over the points of `score(i, row)`, where row holds point i's
 /// k' = min(k, n − 1) nearest other points as [`neighbors`] finds them; the rows are never
 /// kept.

@@ -285,6 +285,7 @@ fn iterate(shared: &Shared, mut st: State, mut lead: Option<Lead<'_, '_>>) -> Re
             }
             if last {
                 report.final_kl = kl;
+                report.iterations = iter;
             }
             repulsion = Pending::Done(rep);
         }

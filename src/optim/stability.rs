@@ -1,0 +1,398 @@
+//! Neighbourhood stability: whether the map's local structure was still changing when a
+//! run stopped, and the stopping rule of `--iters auto`.
+//!
+//! At scale the KL flattens long before the neighbourhoods settle ([`super::convergence()`]:
+//! over the last tenth of 1000 iterations the KL of 1.3M points fell 0.25 % while their
+//! 10-NN preservation still doubled by 2000), so the run also looks at the map itself: a
+//! fixed sample of points, their [`STABILITY_K`] nearest neighbours in Y at two checkpoints
+//! a tenth of the run apart, and the fraction of them kept. A settled map keeps most of
+//! them; a map whose neighbourhoods are still forming keeps few. Nothing from the input is
+//! needed (a graph or given affinities work alike), and the searches
+//! ([`crate::quality::embedding_neighbors_of`]) run as jobs of the pool beside the
+//! optimisation, so a checkpoint costs the optimiser one copy of Y.
+//!
+//! `--iters auto` checks at the end of the early phase and then every tenth of the
+//! iterations done so far (t, 1.1 t, 1.21 t, …), and stops once both the kept fraction and
+//! the KL's relative fall over the last window say the map has settled ([`AutoIters`]),
+//! or at its cap.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::{mpsc, Arc};
+
+use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
+use serde::Serialize;
+
+use super::{Observer, Stop};
+use crate::{Error, Result};
+
+/// Neighbours per sampled point.
+pub const STABILITY_K: usize = 10;
+
+/// Points sampled (every point when there are fewer): the kept fraction's standard error
+/// is then about 0.01.
+const SAMPLE: usize = 2000;
+
+/// Kept fraction below which a run warns that its map was still changing. Measured over
+/// the last tenth (H200, `scripts/bench/converge_auto.sh`): MNIST 70k kept 0.956 at 1000
+/// iterations, 0.982 at 2000 (10-NN preservation 0.390, 0.403; 0.405 at 4000); 1.3M
+/// deformed digits 0.738 at 1000, 0.923 at 3000, 0.973 at 10000 (preservation 0.157, 0.262,
+/// 0.304). Below 0.94 the preservation was under 90 % of what a long run reaches.
+pub const SETTLED: f64 = 0.94;
+
+/// The momentum after the early phase under `--iters auto` unless one is given: on 1.3M
+/// deformed digits 0.9 reached in 2000 iterations (6.4 s) the KL and preservation 0.8
+/// reached in 3000 (8.0 s), and on MNIST a lower KL at 1000 (2.643 against 2.762); the
+/// default 0.8 stays for a fixed count, whose runs repeat as before.
+pub const AUTO_MOMENTUM: f32 = 0.9;
+
+/// The neighbourhood stability over one window of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Stability {
+    /// The mean fraction of a sampled point's nearest neighbours in Y at `from` that are
+    /// still among its nearest at `to` (1: nothing moved past anything).
+    pub kept: f64,
+    /// The KL's relative fall over the window ((KL at `from` − KL at `to`) / KL at `to`,
+    /// from the nearest KL reports inside it); absent without two reports there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kl_drop: Option<f64>,
+    pub from: usize,
+    pub to: usize,
+    /// Points sampled.
+    pub sample: usize,
+}
+
+impl Stability {
+    /// Whether the map had settled over the window (the summary warns when not).
+    pub fn settled(&self) -> bool {
+        self.kept >= SETTLED
+    }
+}
+
+/// The rule of `--iters auto` (`max_iter="auto"` in Python).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AutoIters {
+    /// The most iterations, the early phase included (`--iters-cap`).
+    pub cap: usize,
+    /// Stop once at least this fraction of the sampled neighbours is kept over a window
+    /// (`--auto-stability`)…
+    pub stability: f64,
+    /// …and the KL fell by at most this fraction over it (`--auto-kl-drop`).
+    pub kl_drop: f64,
+}
+
+/// The rule's defaults: a map counts as settled when 97 % of its sampled neighbourhoods
+/// stay over a tenth of the run and the KL fell by at most 1.5 % over it (about MNIST's
+/// fall over the last tenth of 1000 iterations). At scale the KL flattens first: on 1.3M
+/// deformed digits it fell under 1 % a window from iteration 1060 on, while 97 % of the
+/// neighbourhoods stayed only from about 7200 iterations with momentum 0.8 (4400 with
+/// 0.9), where the preservation had nearly reached a 10000-iteration run's; on MNIST the
+/// neighbourhoods settle first (97 % at about 1000 iterations) and the KL decides.
+impl Default for AutoIters {
+    fn default() -> Self {
+        AutoIters {
+            cap: 10_000,
+            stability: 0.97,
+            kl_drop: 0.015,
+        }
+    }
+}
+
+impl AutoIters {
+    /// Range checks, each naming its parameter.
+    pub fn validate(&self) -> Result<()> {
+        if self.cap == 0 {
+            return Err(Error::param("iters-cap", "must be at least 1"));
+        }
+        if !(self.stability > 0.0 && self.stability <= 1.0) {
+            return Err(Error::param(
+                "auto-stability",
+                format!("{} is not in (0, 1]", self.stability),
+            ));
+        }
+        if !(self.kl_drop >= 0.0 && self.kl_drop.is_finite()) {
+            return Err(Error::param(
+                "auto-kl-drop",
+                format!("{} is not a fraction of 0 or more", self.kl_drop),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why an `--iters auto` run stopped where it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoStop {
+    /// The rule held: the map had settled.
+    Converged,
+    /// The cap came first.
+    Cap,
+}
+
+/// What the checkpoints found, once the run is over ([`Watch::finish`]).
+#[derive(Clone, Debug, Default)]
+pub struct Watched {
+    /// Every window's stability, in order (one for a run of fixed length: its last tenth).
+    pub history: Vec<Stability>,
+    /// Why an `--iters auto` run stopped (`None` for a fixed count, or a run the caller
+    /// stopped).
+    pub stopped: Option<AutoStop>,
+}
+
+/// An observer of the optimisation that looks at Y at its checkpoints (and shows the
+/// caller's `inner` observer what it asks for): the last tenth of a run of fixed length,
+/// or `--iters auto`'s windows, where it also stops the run.
+pub struct Watch<'a> {
+    inner: Option<&'a mut dyn Observer<[f32]>>,
+    dims: usize,
+    sample: Arc<Vec<u32>>,
+    rule: Option<AutoIters>,
+    /// Fixed runs: the two checkpoints; auto: the first (the end of the early phase).
+    fixed: Option<(usize, usize)>,
+    state: RefCell<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The next checkpoint of an auto run.
+    next: usize,
+    /// The last checkpoint whose neighbours came back, and them.
+    last: Option<(usize, Vec<u32>)>,
+    /// Searches under way, oldest first.
+    pending: VecDeque<(usize, mpsc::Receiver<Vec<u32>>)>,
+    kls: Vec<(usize, f64)>,
+    history: Vec<Stability>,
+    /// The checkpoint at which the auto rule held.
+    converged: Option<usize>,
+    /// Whether this watch stopped the run (not the caller's observer).
+    stopped_run: bool,
+}
+
+impl<'a> Watch<'a> {
+    /// A watch of `n` points in `dims` dimensions over a run of `iters` iterations whose
+    /// early phase takes `early` (with `rule`, `iters` is its cap), its sample drawn with
+    /// `seed`; `inner` sees what it asks for as before.
+    pub fn new(
+        inner: Option<&'a mut dyn Observer<[f32]>>,
+        (n, dims): (usize, usize),
+        (iters, early): (usize, usize),
+        rule: Option<AutoIters>,
+        seed: u64,
+    ) -> Self {
+        let m = SAMPLE.min(n);
+        let mut rows: Vec<u32> = if n > STABILITY_K {
+            let mut rng = StdRng::seed_from_u64(seed ^ 0x5354_4142_4c45);
+            sample(&mut rng, n, m)
+                .into_iter()
+                .map(|i| i as u32)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        rows.sort_unstable();
+        let from = iters - iters / 10;
+        let fixed = match rule {
+            Some(_) => None,
+            None => (iters / 10 > 0 && from >= early && !rows.is_empty()).then_some((from, iters)),
+        };
+        let next = match rule {
+            Some(_) if !rows.is_empty() => early.max(1),
+            _ => usize::MAX,
+        };
+        Watch {
+            inner,
+            dims,
+            sample: Arc::new(rows),
+            rule,
+            fixed,
+            state: RefCell::new(State {
+                next,
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn checkpoint(&self, iter: usize) -> bool {
+        match self.fixed {
+            Some((a, b)) => iter == a || iter == b,
+            None => iter == self.state.borrow().next,
+        }
+    }
+
+    /// Takes in every search that has finished, oldest first; with `wait`, all of them
+    /// (running the pool's queued jobs meanwhile: on one thread, the search itself).
+    fn collect(&self, wait: bool) {
+        let mut st = self.state.borrow_mut();
+        while let Some((iter, coming)) = st.pending.pop_front() {
+            let got = loop {
+                match coming.try_recv() {
+                    Ok(got) => break Some(got),
+                    Err(mpsc::TryRecvError::Disconnected) => break None,
+                    Err(mpsc::TryRecvError::Empty) if wait || rayon::current_num_threads() == 1 => {
+                        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                            std::thread::sleep(std::time::Duration::from_micros(200));
+                        }
+                    }
+                    Err(mpsc::TryRecvError::Empty) => {
+                        st.pending.push_front((iter, coming));
+                        return;
+                    }
+                }
+            };
+            if let Some(got) = got {
+                self.arrived(&mut st, iter, got);
+            }
+        }
+    }
+
+    /// The neighbours at checkpoint `iter`: the window since the last one, and the rule.
+    fn arrived(&self, st: &mut State, iter: usize, now: Vec<u32>) {
+        if let Some((from, before)) = st.last.take() {
+            let window = Stability {
+                kept: kept(&before, &now, STABILITY_K),
+                kl_drop: kl_drop(&st.kls, from, iter),
+                from,
+                to: iter,
+                sample: self.sample.len(),
+            };
+            st.history.push(window);
+            if let Some(rule) = self.rule {
+                // Without KL reports (`kl_every` 0) the rule is the stability's alone.
+                let kl_ok = match window.kl_drop {
+                    Some(d) => d <= rule.kl_drop,
+                    None => st.kls.len() < 2,
+                };
+                if window.kept >= rule.stability && kl_ok && st.converged.is_none() {
+                    st.converged = Some(iter);
+                }
+            }
+        }
+        st.last = Some((iter, now));
+    }
+
+    /// Waits for the last searches; what the checkpoints found.
+    pub fn finish(self) -> Watched {
+        self.collect(true);
+        let st = self.state.into_inner();
+        let stopped = match self.rule {
+            Some(_) if st.stopped_run => Some(AutoStop::Converged),
+            Some(_) if st.converged.is_none() => Some(AutoStop::Cap),
+            _ => None,
+        };
+        Watched {
+            history: st.history,
+            stopped,
+        }
+    }
+}
+
+impl Observer<[f32]> for Watch<'_> {
+    fn wants(&self, iter: usize) -> bool {
+        self.checkpoint(iter) || self.inner.as_ref().is_some_and(|o| o.wants(iter))
+    }
+
+    fn observe(&mut self, iter: usize, y: &[f32]) -> Result<()> {
+        if self.checkpoint(iter) {
+            let (tx, rx) = mpsc::sync_channel(1);
+            let (y, dims, rows) = (y.to_vec(), self.dims, self.sample.clone());
+            rayon::spawn(move || {
+                let found = crate::quality::embedding_neighbors_of(&y, dims, &rows, STABILITY_K);
+                let _ = tx.send(found);
+            });
+            let mut st = self.state.borrow_mut();
+            st.pending.push_back((iter, rx));
+            if self.rule.is_some() {
+                st.next = iter + iter.div_ceil(10).max(1);
+            }
+        }
+        match self.inner.as_mut() {
+            Some(o) if o.wants(iter) => o.observe(iter, y),
+            _ => Ok(()),
+        }
+    }
+
+    fn stop(&self, iter: usize) -> Option<Stop> {
+        if let Some(stop) = self.inner.as_ref().and_then(|o| o.stop(iter)) {
+            return Some(stop);
+        }
+        self.rule?;
+        self.collect(false);
+        let mut st = self.state.borrow_mut();
+        st.converged.map(|_| {
+            st.stopped_run = true;
+            Stop::Finish
+        })
+    }
+
+    fn kl(&mut self, iter: usize, kl: f64) {
+        self.state.get_mut().kls.push((iter, kl));
+        if let Some(o) = self.inner.as_mut() {
+            o.kl(iter, kl);
+        }
+    }
+}
+
+/// The warning a run gives when it stopped while its map was still changing (not when the
+/// caller stopped it): what was measured and how to run longer.
+pub fn warning(report: &super::OptimReport) -> Option<String> {
+    if report.interrupted_at.is_some() || report.auto_stop == Some(AutoStop::Converged) {
+        return None;
+    }
+    let s = report.stability.filter(|s| !s.settled())?;
+    let measured = format!(
+        "only {:.0} % of the {STABILITY_K} nearest neighbours in the map of {} sampled points \
+         were the same at iterations {} and {} (a settled map keeps {:.0} % or more)",
+        s.kept * 100.0,
+        s.sample,
+        s.from,
+        s.to,
+        SETTLED * 100.0
+    );
+    Some(match report.auto_stop {
+        Some(_) => format!(
+            "the map was still changing at the cap of --iters auto, {} iterations: {measured}; \
+             raise the cap (--iters-cap)",
+            report.iterations
+        ),
+        None => format!(
+            "the map was still changing when the run stopped: {measured}. More iterations \
+             would improve it: --iters {} (max_iter in Python), or --iters auto \
+             (max_iter=\"auto\") to run until it settles",
+            report.iterations.max(1) * 2
+        ),
+    })
+}
+
+/// The mean fraction of each row of `before` (rows of `k`) found in the same row of
+/// `now`.
+fn kept(before: &[u32], now: &[u32], k: usize) -> f64 {
+    if before.is_empty() || before.len() != now.len() {
+        return 1.0;
+    }
+    let found: usize = before
+        .chunks(k)
+        .zip(now.chunks(k))
+        .map(|(a, b)| a.iter().filter(|j| b.contains(j)).count())
+        .sum();
+    found as f64 / before.len() as f64
+}
+
+/// The KL's relative fall over the window `from`..`to`, from the last KL report in it and
+/// the report before (at or before `from`), scaled to the window's length: KL reports come
+/// every `kl_every` iterations, which may be more than a window. `None` without two
+/// reports.
+fn kl_drop(kls: &[(usize, f64)], from: usize, to: usize) -> Option<f64> {
+    let finite = |(_, kl): &&(usize, f64)| kl.is_finite() && *kl > 0.0;
+    let last = kls.iter().rev().filter(finite).find(|(i, _)| *i <= to)?;
+    let first = kls
+        .iter()
+        .rev()
+        .filter(finite)
+        .find(|(i, _)| *i <= from && *i < last.0)?;
+    let per_iteration = (first.1 - last.1) / last.1 / (last.0 - first.0) as f64;
+    Some(per_iteration * (to - from) as f64)
+}
+
+#[cfg(test)]
+mod tests;
