@@ -131,7 +131,12 @@ pub struct EmbedArgs {
     /// --iters-cap; the summary and the report say why it stopped. Large data sets need
     /// more than the default: the summary warns when a run stopped while its map was still
     /// changing.
-    #[arg(long, default_value = "1000", value_name = "N|auto")]
+    #[arg(
+        long,
+        default_value = "1000",
+        value_name = "N|auto",
+        allow_negative_numbers = true
+    )]
     pub iters: AutoOr<usize>,
     /// With --iters auto, the most iterations.
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = sgtsne::optim::AutoIters::default().cap)]

@@ -8,7 +8,7 @@
 //! a tenth of the run apart, and the fraction of them kept. A settled map keeps most of
 //! them; a map whose neighbourhoods are still forming keeps few. Nothing from the input is
 //! needed (a graph or given affinities work alike), and the searches
-//! ([`crate::quality::embedding_neighbors_of`]) run as jobs of the pool beside the
+//! ([`crate::quality::embedding_neighbors_of`]) run on two threads of their own beside the
 //! optimisation, so a checkpoint costs the optimiser one copy of Y.
 //!
 //! `--iters auto` checks at the end of the early phase and then every tenth of the
@@ -18,7 +18,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, OnceLock};
 
 use rand::{rngs::StdRng, seq::index::sample, SeedableRng};
 use serde::Serialize;
@@ -86,8 +86,9 @@ pub struct AutoIters {
 /// fall over the last tenth of 1000 iterations). At scale the KL flattens first: on 1.3M
 /// deformed digits it fell under 1 % a window from iteration 1060 on, while 97 % of the
 /// neighbourhoods stayed only from about 7200 iterations with momentum 0.8 (4400 with
-/// 0.9), where the preservation had nearly reached a 10000-iteration run's; on MNIST the
-/// neighbourhoods settle first (97 % at about 1000 iterations) and the KL decides.
+/// 0.9; the rule stopped at 4897 with 10-NN preservation 0.303, a 10000-iteration run's
+/// 0.304); on MNIST the neighbourhoods settle first (97 % at about 1000 iterations) and
+/// the KL decides.
 impl Default for AutoIters {
     fn default() -> Self {
         AutoIters {
@@ -220,25 +221,18 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// Takes in every search that has finished, oldest first; with `wait`, all of them
-    /// (running the pool's queued jobs meanwhile: on one thread, the search itself).
+    /// Takes in every search that has finished, oldest first; with `wait`, all of them.
     fn collect(&self, wait: bool) {
         let mut st = self.state.borrow_mut();
         while let Some((iter, coming)) = st.pending.pop_front() {
-            let got = loop {
-                match coming.try_recv() {
-                    Ok(got) => break Some(got),
-                    Err(mpsc::TryRecvError::Disconnected) => break None,
-                    Err(mpsc::TryRecvError::Empty) if wait || rayon::current_num_threads() == 1 => {
-                        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                            std::thread::sleep(std::time::Duration::from_micros(200));
-                        }
-                    }
-                    Err(mpsc::TryRecvError::Empty) => {
-                        st.pending.push_front((iter, coming));
-                        return;
-                    }
+            let got = match coming.try_recv() {
+                Ok(got) => Some(got),
+                Err(mpsc::TryRecvError::Empty) if wait => coming.recv().ok(),
+                Err(mpsc::TryRecvError::Empty) => {
+                    st.pending.push_front((iter, coming));
+                    return;
                 }
+                Err(mpsc::TryRecvError::Disconnected) => None,
             };
             if let Some(got) = got {
                 self.arrived(&mut st, iter, got);
@@ -296,10 +290,14 @@ impl Observer<[f32]> for Watch<'_> {
         if self.checkpoint(iter) {
             let (tx, rx) = mpsc::sync_channel(1);
             let (y, dims, rows) = (y.to_vec(), self.dims, self.sample.clone());
-            rayon::spawn(move || {
+            let search = move || {
                 let found = crate::quality::embedding_neighbors_of(&y, dims, &rows, STABILITY_K);
                 let _ = tx.send(found);
-            });
+            };
+            match searches() {
+                Some(pool) => pool.spawn(search),
+                None => search(),
+            }
             let mut st = self.state.borrow_mut();
             st.pending.push_back((iter, rx));
             if self.rule.is_some() {
@@ -331,6 +329,23 @@ impl Observer<[f32]> for Watch<'_> {
             o.kl(iter, kl);
         }
     }
+}
+
+/// The searches' own two threads (`None` if they cannot be started: the searches then run
+/// where they are asked for). Not the caller's pool: rayon runs a worker's queued jobs while
+/// it waits, so a search spawned there ran on the thread that drives the optimisation and
+/// put itself on the run's critical path (5 ms a call at MNIST); two threads take little
+/// from the caller's `--threads`.
+fn searches() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .thread_name(|i| format!("sgtsne-watch-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
 
 /// The warning a run gives when it stopped while its map was still changing (not when the

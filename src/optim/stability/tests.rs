@@ -8,20 +8,14 @@ fn cloud(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Runs `watch` as the optimisers do over `iters` steps: asked to stop before each, shown
-/// the KL every 50 and Y where it asks; returns the steps taken.
-/// On a pool of one thread, this one (so that each search is done when the watch next
-/// asks for it, as on `--threads 1`).
+/// the KL every 50 and Y where it asks; returns the steps taken. Each search is waited for as soon as it is asked for, so that the watch decides at the
+/// same iteration in every run.
 fn drive(
     watch: &mut Watch,
     iters: usize,
     y_at: impl Fn(usize) -> Vec<f32>,
     kl_at: impl Fn(usize) -> f64,
 ) -> usize {
-    let _pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .use_current_thread()
-        .build()
-        .unwrap();
     for iter in 0..iters {
         if watch.stop(iter).is_some() {
             return iter;
@@ -31,6 +25,7 @@ fn drive(
         }
         if watch.wants(iter + 1) {
             watch.observe(iter + 1, &y_at(iter + 1)).unwrap();
+            watch.collect(true);
         }
     }
     iters
