@@ -284,7 +284,8 @@ fn run_stages(
         (params.optim.iters, params.optim.early_exaggeration_iters),
         params.auto_iters,
         params.seed,
-    );
+    )
+    .repeatable(kind == crate::backend::BackendKind::Cpu || params.optim.deterministic);
     let mut optimise =
         optimise::optimise(p, &mut y, params, kind, seconds, progress, Some(&mut watch))?;
     let done = optimise.interrupted_at.unwrap_or(params.optim.iters);

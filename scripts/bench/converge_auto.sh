@@ -16,6 +16,7 @@
 # "--momentum 0.9").
 # Needs .bench/bin (or SGTSNE_BIN), .bench/data and .bench/images
 # (scripts/bench/stage_images.sh). About 4 minutes. Writes $OUT/converge-auto.txt.
+# BACKEND (default gpu) runs them on another backend, e.g. cpu.
 set -uo pipefail
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -24,7 +25,8 @@ sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(mnist digits)
 read -r -a extra <<< "${EMBED_ARGS:-}"
 mnist_input
-"$sgtsne" embed "${mnist[@]}" --backend gpu -o "$work/warm.npy" --quiet 2> /dev/null
+backend=${BACKEND:-gpu}
+"$sgtsne" embed "${mnist[@]}" --backend "$backend" --iters 10 -o "$work/warm.npy" --quiet 2> /dev/null
 windows() {
   python3 -c 'import json, sys
 o = json.load(open(sys.argv[1]))["optimise"]
@@ -38,13 +40,13 @@ runs() {
   local list=()
   [ -z "$counts" ] || IFS=, read -r -a list <<< "$counts"
   for iters in "${list[@]}"; do
-    embed "$name-$iters" "$@" --backend gpu --iters "$iters" "${extra[@]}"
+    embed "$name-$iters" "$@" --backend "$backend" --iters "$iters" "${extra[@]}"
   done
   for r in $(seq 1 "${RUNS:-1}"); do
-    embed "$name-auto-$r" "$@" --backend gpu --iters auto "${extra[@]}" && windows "$name-auto-$r"
+    embed "$name-auto-$r" "$@" --backend "$backend" --iters auto "${extra[@]}" && windows "$name-auto-$r"
   done
   [ "$cap" -gt 0 ] || return 0
-  embed "$name-all" "$@" --backend gpu --iters auto --iters-cap "$cap" \
+  embed "$name-all" "$@" --backend "$backend" --iters auto --iters-cap "$cap" \
     --auto-stability 1 --auto-kl-drop 0 "${extra[@]}" && windows "$name-all"
 }
 for section in "${sections[@]}"; do

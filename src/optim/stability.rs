@@ -14,7 +14,8 @@
 //! `--iters auto` checks at the end of the early phase and then every tenth of the
 //! iterations done so far (t, 1.1 t, 1.21 t, …), and stops once both the kept fraction and
 //! the KL's relative fall over the last window say the map has settled ([`AutoIters`]),
-//! or at its cap.
+//! or at its cap. A window's verdict is due a quarter of the window after its checkpoint;
+//! a run that repeats bit for bit waits for it there, so that its stop repeats too.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -151,6 +152,8 @@ pub struct Watch<'a> {
     rule: Option<AutoIters>,
     /// Fixed runs: the two checkpoints; auto: the first (the end of the early phase).
     fixed: Option<(usize, usize)>,
+    /// Whether the run repeats bit for bit, and so must its stop ([`Watch::repeatable`]).
+    repeatable: bool,
     state: RefCell<State>,
 }
 
@@ -158,13 +161,16 @@ pub struct Watch<'a> {
 struct State {
     /// The next checkpoint of an auto run.
     next: usize,
+    /// The last checkpoint looked at.
+    observed: Option<usize>,
     /// The last checkpoint whose neighbours came back, and them.
     last: Option<(usize, Vec<u32>)>,
-    /// Searches under way, oldest first.
-    pending: VecDeque<(usize, mpsc::Receiver<Vec<u32>>)>,
+    /// Searches under way, oldest first: their checkpoint, the iteration by which their
+    /// answer is waited for, and the answer.
+    pending: VecDeque<(usize, usize, mpsc::Receiver<Vec<u32>>)>,
     kls: Vec<(usize, f64)>,
     history: Vec<Stability>,
-    /// The checkpoint at which the auto rule held.
+    /// The iteration at which the run stops, once the auto rule held at a checkpoint.
     converged: Option<usize>,
     /// Whether this watch stopped the run (not the caller's observer).
     stopped_run: bool,
@@ -207,11 +213,22 @@ impl<'a> Watch<'a> {
             sample: Arc::new(rows),
             rule,
             fixed,
+            repeatable: true,
             state: RefCell::new(State {
                 next,
                 ..Default::default()
             }),
         }
+    }
+
+    /// Whether the run repeats bit for bit (the cpu backend, `--deterministic`; the
+    /// default): then a window's verdict is waited for where it is due, so that the stop
+    /// repeats too. Otherwise the run goes on while the search runs and stops where the
+    /// verdict comes, never before it was due: at MNIST's pace (0.3 ms an iteration on the
+    /// GPU) waiting cost 0.15 s a run.
+    pub fn repeatable(mut self, repeatable: bool) -> Self {
+        self.repeatable = repeatable;
+        self
     }
 
     fn checkpoint(&self, iter: usize) -> bool {
@@ -221,27 +238,33 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// Takes in every search that has finished, oldest first; with `wait`, all of them.
-    fn collect(&self, wait: bool) {
+    /// Takes in the searches that have finished, oldest first, and in a repeatable run
+    /// waits for those due by iteration `upto`. A search's answer is due a quarter of its
+    /// window after its checkpoint; a repeatable run stops (or not) exactly there, however
+    /// fast the search was, so that its stop repeats too.
+    fn collect(&self, upto: usize) {
         let mut st = self.state.borrow_mut();
-        while let Some((iter, coming)) = st.pending.pop_front() {
+        while let Some((iter, due, coming)) = st.pending.pop_front() {
             let got = match coming.try_recv() {
                 Ok(got) => Some(got),
-                Err(mpsc::TryRecvError::Empty) if wait => coming.recv().ok(),
+                Err(mpsc::TryRecvError::Empty) if due <= upto && self.repeatable => {
+                    coming.recv().ok()
+                }
                 Err(mpsc::TryRecvError::Empty) => {
-                    st.pending.push_front((iter, coming));
+                    st.pending.push_front((iter, due, coming));
                     return;
                 }
                 Err(mpsc::TryRecvError::Disconnected) => None,
             };
             if let Some(got) = got {
-                self.arrived(&mut st, iter, got);
+                self.arrived(&mut st, (iter, due), got);
             }
         }
     }
 
-    /// The neighbours at checkpoint `iter`: the window since the last one, and the rule.
-    fn arrived(&self, st: &mut State, iter: usize, now: Vec<u32>) {
+    /// The neighbours at checkpoint `iter` (due at `due`): the window since the last one,
+    /// and the rule.
+    fn arrived(&self, st: &mut State, (iter, due): (usize, usize), now: Vec<u32>) {
         if let Some((from, before)) = st.last.take() {
             let window = Stability {
                 kept: kept(&before, &now, STABILITY_K),
@@ -258,7 +281,7 @@ impl<'a> Watch<'a> {
                     None => st.kls.len() < 2,
                 };
                 if window.kept >= rule.stability && kl_ok && st.converged.is_none() {
-                    st.converged = Some(iter);
+                    st.converged = Some(due);
                 }
             }
         }
@@ -266,14 +289,15 @@ impl<'a> Watch<'a> {
     }
 
     /// Waits for the last searches; what the checkpoints found.
-    pub fn finish(self) -> Watched {
-        self.collect(true);
+    pub fn finish(mut self) -> Watched {
+        self.repeatable = true;
+        self.collect(usize::MAX);
         let st = self.state.into_inner();
-        let stopped = match self.rule {
-            Some(_) if st.stopped_run => Some(AutoStop::Converged),
-            Some(_) if st.converged.is_none() => Some(AutoStop::Cap),
-            _ => None,
-        };
+        // A verdict that came after the cap did not stop the run: the cap did.
+        let stopped = self.rule.map(|_| match st.stopped_run {
+            true => AutoStop::Converged,
+            false => AutoStop::Cap,
+        });
         Watched {
             history: st.history,
             stopped,
@@ -299,7 +323,9 @@ impl Observer<[f32]> for Watch<'_> {
                 None => search(),
             }
             let mut st = self.state.borrow_mut();
-            st.pending.push_back((iter, rx));
+            let due = iter + st.observed.map_or(0, |before| (iter - before).div_ceil(4));
+            st.observed = Some(iter);
+            st.pending.push_back((iter, due, rx));
             if self.rule.is_some() {
                 st.next = iter + iter.div_ceil(10).max(1);
             }
@@ -315,12 +341,11 @@ impl Observer<[f32]> for Watch<'_> {
             return Some(stop);
         }
         self.rule?;
-        self.collect(false);
+        self.collect(iter);
         let mut st = self.state.borrow_mut();
-        st.converged.map(|_| {
-            st.stopped_run = true;
-            Stop::Finish
-        })
+        st.converged.filter(|&at| iter >= at)?;
+        st.stopped_run = true;
+        Some(Stop::Finish)
     }
 
     fn kl(&mut self, iter: usize, kl: f64) {

@@ -8,24 +8,33 @@ fn cloud(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Runs `watch` as the optimisers do over `iters` steps: asked to stop before each, shown
-/// the KL every 50 and Y where it asks; returns the steps taken. Each search is waited for as soon as it is asked for, so that the watch decides at the
-/// same iteration in every run.
+/// the KL every 50 and Y where it asks; returns the steps taken.
 fn drive(
     watch: &mut Watch,
     iters: usize,
     y_at: impl Fn(usize) -> Vec<f32>,
     kl_at: impl Fn(usize) -> f64,
 ) -> usize {
+    drive_every(watch, iters, y_at, kl_at, 50)
+}
+
+/// [`drive`] with the KL every `kl_every` steps.
+fn drive_every(
+    watch: &mut Watch,
+    iters: usize,
+    y_at: impl Fn(usize) -> Vec<f32>,
+    kl_at: impl Fn(usize) -> f64,
+    kl_every: usize,
+) -> usize {
     for iter in 0..iters {
         if watch.stop(iter).is_some() {
             return iter;
         }
-        if iter.is_multiple_of(50) {
+        if iter.is_multiple_of(kl_every) {
             watch.kl(iter, kl_at(iter));
         }
         if watch.wants(iter + 1) {
             watch.observe(iter + 1, &y_at(iter + 1)).unwrap();
-            watch.collect(true);
         }
     }
     iters
@@ -92,10 +101,28 @@ fn auto_stops_a_converged_problem() {
     let mut watch = Watch::new(None, (800, 2), (5000, 250), auto(5000), 0);
     let done = drive(&mut watch, 5000, |_| y.clone(), |_| 2.0);
     let watched = watch.finish();
-    assert_eq!(done, 275);
+    // Settled at the checkpoint of 275 (window 250–275), stopped a quarter window on.
+    assert_eq!(done, 275 + 7);
     assert_eq!(watched.stopped, Some(AutoStop::Converged));
     let first = watched.history[0];
     assert_eq!((first.from, first.to, first.kept), (250, 275, 1.0));
+}
+
+/// A run that does not repeat anyway goes on while the search runs, and stops where the
+/// verdict comes, never before it was due.
+#[test]
+fn an_unrepeatable_run_does_not_wait_for_the_verdict() {
+    let y = cloud(800, 2);
+    let mut watch = Watch::new(None, (800, 2), (5000, 250), auto(5000), 0).repeatable(false);
+    // Iterations of 0.1 ms, so that the search (well under a millisecond) ends long before
+    // the cap.
+    let slow = |_| {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+        2.0
+    };
+    let done = drive_every(&mut watch, 5000, |_| y.clone(), slow, 1);
+    assert!(done >= 275 + 7 && done < 5000, "stopped at {done}");
+    assert_eq!(watch.finish().stopped, Some(AutoStop::Converged));
 }
 
 /// …runs on while the KL still falls, even where Y is still, up to its cap…
