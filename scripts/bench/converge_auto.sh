@@ -10,7 +10,7 @@
 #   scripts/bench/converge_auto.sh [mnist] [digits] [digits10m]   # default: mnist digits
 #   digits10m  10M deformed digits, 1000 and 5000 iterations and auto (about 5 minutes)
 #
-# Environment: MNIST_ITERS (default 1000,2000,4000), DIGITS_ITERS (default
+# Environment: MNIST_ITERS (default 1000,2000,4000; empty: none), DIGITS_ITERS (default
 # 1000,3000,10000; empty: none), RUNS (of `--iters auto`, default 1), CAP (the unreachable
 # rule's cap; default 4000 and 10000; 0: no such run), EMBED_ARGS (added to every run, e.g.
 # "--momentum 0.9").
@@ -51,7 +51,7 @@ runs() {
 }
 for section in "${sections[@]}"; do
   case $section in
-    mnist) runs mnist "${MNIST_ITERS:-1000,2000,4000}" "${CAP:-4000}" "${mnist[@]}" ;;
+    mnist) runs mnist "${MNIST_ITERS-1000,2000,4000}" "${CAP:-4000}" "${mnist[@]}" ;;
     digits)
       digits 1300000
       runs digits1m3 "${DIGITS_ITERS-1000,3000,10000}" "${CAP:-10000}" "${input[@]}" ;;
