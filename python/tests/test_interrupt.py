@@ -5,8 +5,11 @@ import subprocess
 import sys
 import time
 
+# The child restores Python's own SIGINT handler: a process started in the background by a
+# non-interactive shell inherits SIGINT ignored, and Python then installs none.
 SCRIPT = r"""
-import sys, time, numpy as np, sgtsne
+import signal, sys, time, numpy as np, sgtsne
+signal.signal(signal.SIGINT, signal.default_int_handler)
 x = np.random.default_rng(0).normal(size=(3000, 20)).astype(np.float32)
 def started(iteration, kl, y):
     print("started", flush=True)
