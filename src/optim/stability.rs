@@ -150,7 +150,8 @@ pub struct Watch<'a> {
     dims: usize,
     sample: Arc<Vec<u32>>,
     rule: Option<AutoIters>,
-    /// Fixed runs: the two checkpoints; auto: the first (the end of the early phase).
+    /// A run of fixed length: its two checkpoints, at 90 % and at the end (`None` under a
+    /// rule, whose checkpoints are `State::next`, or for a run too short to tell).
     fixed: Option<(usize, usize)>,
     /// Whether the run repeats bit for bit, and so must its stop ([`Watch::repeatable`]).
     repeatable: bool,
