@@ -69,6 +69,20 @@ __device__ inline float pair_force(const float yi[D], const float yj[D], float p
     return w;
 }
 
+// One ELL slot e of row point yi: its pull added to acc, and p ln w to kl_sum (unless null)
+// when the slot holds a neighbour. Shared by the one-thread and the split forms.
+template <int D, typename Acc>
+__device__ __forceinline__ void ell_term(long long e, const int* __restrict__ ell_cols,
+                                         const float* __restrict__ ell_vals,
+                                         const float* __restrict__ y, const float yi[D],
+                                         float inv_dof, float dof, float scale, Acc acc[D],
+                                         ExactSum* kl_sum) {
+    float p = __ldcs(ell_vals + e), yj[D];
+    load_point<D>(y, __ldcs(ell_cols + e), yj);
+    float w = pair_force<D>(yi, yj, p, inv_dof, scale, acc);
+    if (kl_sum && p > 0.f) exact_add(*kl_sum, (double)(p * (dof * logf(w))));
+}
+
 // The ELL part with one thread per row, in float into force (FIXED false) or in fixed point
 // into fixed: where the rows fill the device several times over. (The shared-memory sums of
 // the split form below cost this case a tenth: 10M points, H200, 11.4 -> 12.4 s of
@@ -89,11 +103,8 @@ __device__ void attract_ell_rows(int n, int row0, int K, const int* __restrict__
         for (int k = 0; k < D; ++k) acc[k] = 0;
 #pragma unroll 4
         for (int s = 0; s < K; ++s) {
-            long long e = (long long)s * n + i;
-            float p = __ldcs(ell_vals + e), yj[D];
-            load_point<D>(y, __ldcs(ell_cols + e), yj);
-            float w = pair_force<D>(yi, yj, p, inv_dof, scale, acc);
-            if (kl && p > 0.f) exact_add(local_kl, (double)(p * (dof * logf(w))));
+            ell_term<D>((long long)s * n + i, ell_cols, ell_vals, y, yi, inv_dof, dof, scale,
+                        acc, kl ? &local_kl : nullptr);
         }
 #pragma unroll
         for (int k = 0; k < D; ++k) {
@@ -142,11 +153,8 @@ __device__ void attract_ell(int n, int row0, int K, int split, const int* __rest
             load_point<D>(y, row0 + (int)i, yi);
 #pragma unroll 4
             for (int s = g; s < K; s += split) {
-                long long e = (long long)s * n + i;
-                float p = __ldcs(ell_vals + e), yj[D];
-                load_point<D>(y, __ldcs(ell_cols + e), yj);
-                float w = pair_force<D>(yi, yj, p, inv_dof, scale, acc);
-                if (kl && p > 0.f) exact_add(local_kl, (double)(p * (dof * logf(w))));
+                ell_term<D>((long long)s * n + i, ell_cols, ell_vals, y, yi, inv_dof, dof,
+                            scale, acc, kl ? &local_kl : nullptr);
             }
         }
 #pragma unroll
