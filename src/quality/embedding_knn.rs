@@ -55,22 +55,15 @@ pub(crate) fn neighbors<const D: usize>(y: &[f32], k: usize) -> Vec<u32> {
     let mut by_position = vec![0u32; n * k];
     by_position.par_chunks_mut(k).enumerate().for_each_init(
         || Vec::with_capacity(k + 1),
-        |best: &mut Vec<(f32, u32)>, (s, row)| {
-            search.nearest_at(s, k, best);
-            for (slot, &(_, j)) in row.iter_mut().zip(best.iter()) {
-                *slot = j;
-            }
-        },
+        |best, (s, row)| search.row_at(s, best, row),
     );
-    let mut position = vec![0u32; n];
-    for (s, &i) in search.order.iter().enumerate() {
-        position[i as usize] = s as u32;
-    }
     let mut out = vec![0u32; n * k];
-    out.par_chunks_mut(k).zip(&position).for_each(|(row, &s)| {
-        let s = s as usize;
-        row.copy_from_slice(&by_position[s * k..(s + 1) * k]);
-    });
+    out.par_chunks_mut(k)
+        .zip(&crate::points::inverse_permutation(&search.order))
+        .for_each(|(row, &s)| {
+            let s = s as usize;
+            row.copy_from_slice(&by_position[s * k..(s + 1) * k]);
+        });
     out
 }
 
@@ -84,19 +77,11 @@ pub(crate) fn neighbors_of<const D: usize>(y: &[f32], rows: &[u32], k: usize) ->
         return Vec::new();
     }
     let search = Search::<D>::new(y, n);
-    let mut position = vec![0u32; n];
-    for (s, &i) in search.order.iter().enumerate() {
-        position[i as usize] = s as u32;
-    }
+    let position = crate::points::inverse_permutation(&search.order);
     let mut out = vec![0u32; rows.len() * k];
     out.par_chunks_mut(k).zip(rows).for_each_init(
         || Vec::with_capacity(k + 1),
-        |best: &mut Vec<(f32, u32)>, (row, &i)| {
-            search.nearest_at(position[i as usize] as usize, k, best);
-            for (slot, &(_, j)) in row.iter_mut().zip(best.iter()) {
-                *slot = j;
-            }
-        },
+        |best, (row, &i)| search.row_at(position[i as usize] as usize, best, row),
     );
     out
 }
@@ -224,6 +209,15 @@ impl<const D: usize> Search<D> {
             levels,
             first,
             order,
+        }
+    }
+
+    /// The `row.len()` nearest other points of the point at position `s` into `row`,
+    /// nearest first (`best` the search's scratch).
+    fn row_at(&self, s: usize, best: &mut Vec<(f32, u32)>, row: &mut [u32]) {
+        self.nearest_at(s, row.len(), best);
+        for (slot, &(_, j)) in row.iter_mut().zip(best.iter()) {
+            *slot = j;
         }
     }
 
