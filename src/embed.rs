@@ -300,14 +300,25 @@ fn run_stages(
     let on = (kind, params.gpus.unwrap_or(1));
     let neighbors = neighbors.map(prepare::InputNeighbors::wait).transpose()?;
     crate::trace::event(|| "quality: the input's neighbours here".into());
-    let (quality, note) = measure(&y, dims, labels, neighbors.as_ref(), order.as_deref(), on)?;
-    setup.notes.extend(note);
+    // The measures' search also gives the convergence watch its last checkpoint's rows.
+    let keep = watch.end_sample(&y, QUALITY_K);
+    let keep = keep.as_deref().map_or(&[][..], Vec::as_slice);
+    let (quality, scores) = measure(
+        &y,
+        dims,
+        labels,
+        neighbors.as_ref(),
+        order.as_deref(),
+        on,
+        keep,
+    )?;
+    setup.notes.extend(scores.note);
     crate::trace::event(|| "quality: measured".into());
     if let Some(neighbors) = neighbors {
         crate::points::drop_beside(neighbors);
     }
     // The last checkpoint's search ran beside the final KL and the quality measures.
-    let watched = watch.finish();
+    let watched = watch.finish((!scores.kept_rows.is_empty()).then_some(scores.kept_rows));
     optimise.stability = watched.history.last().copied();
     if params.auto_iters.is_some() {
         optimise.stability_history = watched.history;
@@ -361,7 +372,8 @@ fn prepare(
 /// is not the input's): 10-NN label accuracy with labels, 10-NN preservation with the
 /// input's neighbours; the embedding's neighbours searched on the GPU on a backend that has
 /// one (on the gpu backend on each of the run's `gpus`, an equal share of the points each),
-/// with a note when the search had to stay on the host.
+/// with a note when the search had to stay on the host; the rows of the points `keep`
+/// (ascending) come back with the scores.
 fn measure(
     y: &[f32],
     dims: usize,
@@ -369,7 +381,8 @@ fn measure(
     neighbors: Option<&Neighbors>,
     order: Option<&[u32]>,
     (backend, gpus): (BackendKind, usize),
-) -> Result<(Quality, Option<String>)> {
+    keep: &[u32],
+) -> Result<(Quality, quality::Scores)> {
     let codes: Option<Vec<u32>> = labels.map(|l| match order {
         Some(order) => order.par_iter().map(|&i| l.codes[i as usize]).collect(),
         None => l.codes.clone(),
@@ -381,12 +394,13 @@ fn measure(
             .collect::<Result<_>>()?,
         _ => vec![crate::gpu::Gpu::get()?],
     };
-    let scores = quality::embedding_scores(y, dims, QUALITY_K, codes.as_deref(), neighbors, &gpus)?;
+    let scores =
+        quality::embedding_scores(y, dims, QUALITY_K, codes.as_deref(), neighbors, &gpus, keep)?;
     let quality = Quality {
         knn_accuracy_10: scores.knn_accuracy,
         knn_preservation_10: scores.knn_preservation,
     };
-    Ok((quality, scores.note))
+    Ok((quality, scores))
 }
 
 /// Stage 6: the initial Y of `n` points; a PCA initialisation without points to take it

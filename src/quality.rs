@@ -11,6 +11,7 @@ mod embedding_knn;
 mod gpu;
 
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::affinity::{self, Affinities};
 use crate::gpu::Gpu;
@@ -48,6 +49,9 @@ pub fn embedding_neighbors_of(y: &[f32], dims: usize, rows: &[u32], k: usize) ->
 /// With `gpus` (none for the host) the neighbours are searched on them, each GPU an equal
 /// share of the points, with the same result; on the host when a device declines (too
 /// little free memory, k above 32), which the returned note says.
+///
+/// The rows of the points `keep` (ascending), k' = min(k, n − 1) each, come back in
+/// [`Scores::kept_rows`] when any measure is taken.
 pub fn embedding_scores(
     y: &[f32],
     dims: usize,
@@ -55,6 +59,7 @@ pub fn embedding_scores(
     labels: Option<&[u32]>,
     input: Option<&Neighbors>,
     gpus: &[&Gpu],
+    keep: &[u32],
 ) -> Result<Scores> {
     let n = y.len() / dims.max(1);
     let mut scores = Scores::default();
@@ -62,7 +67,14 @@ pub fn embedding_scores(
         return Ok(scores);
     }
     let kept_k = input.map_or(0, |nb| k.min(nb.k));
+    let row_k = k.min(n.saturating_sub(1));
+    let kept_rows: Vec<AtomicU32> = (0..keep.len() * row_k).map(|_| AtomicU32::new(0)).collect();
     let score = |i: usize, row: &[u32]| {
+        if let Ok(at) = keep.binary_search(&(i as u32)) {
+            for (slot, &j) in kept_rows[at * row_k..].iter().zip(row) {
+                slot.store(j, Ordering::Relaxed);
+            }
+        }
         let correct = labels.map_or(0, |l| u64::from(majority(row, l) == l[i]));
         let kept = input.map_or(0, |nb| {
             let (wanted, found) = (
@@ -89,6 +101,7 @@ pub fn embedding_scores(
             }
         }
     };
+    scores.kept_rows = kept_rows.into_iter().map(AtomicU32::into_inner).collect();
     scores.knn_accuracy = labels.map(|_| correct as f64 / n as f64);
     scores.knn_preservation = input.map(|_| kept as f64 / (n * kept_k) as f64);
     Ok(scores)
@@ -103,6 +116,9 @@ pub struct Scores {
     pub knn_preservation: Option<f64>,
     /// Why the search ran on the host though a GPU was given.
     pub note: Option<String>,
+    /// The neighbours of the points asked to be kept, row after row (empty when nothing
+    /// was measured).
+    pub kept_rows: Vec<u32>,
 }
 
 /// Leave-one-out k-NN classification accuracy: the fraction of points whose label is the
@@ -307,8 +323,9 @@ mod tests {
         assert!((acc - 39.0 / 40.0).abs() < 1e-12, "{acc}");
     }
 
-    /// The one-pass scores equal the measures of the neighbour table, in 1–3 D, with
-    /// clusters, ties, a far outlier (beyond the grid's bulk) and as many labels as points.
+    /// The one-pass scores and the rows kept equal the measures and rows of the neighbour
+    /// table, in 1–3 D, with clusters, ties, a far outlier (beyond the grid's bulk) and as
+    /// many labels as points.
     #[test]
     fn one_pass_scores_match_the_table() {
         use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -330,8 +347,15 @@ mod tests {
                     distances: vec![0.0; n * 12],
                 };
                 let table = embedding_neighbors(&y, dims, 10);
+                let keep: Vec<u32> = (0..n as u32).step_by(7).collect();
                 let scores =
-                    embedding_scores(&y, dims, 10, Some(&labels), Some(&input), &[]).unwrap();
+                    embedding_scores(&y, dims, 10, Some(&labels), Some(&input), &[], &keep)
+                        .unwrap();
+                let rows: Vec<u32> = keep
+                    .iter()
+                    .flat_map(|&i| table[i as usize * 10..][..10].iter().copied())
+                    .collect();
+                assert_eq!(scores.kept_rows, rows, "{dims}-D, n {n}");
                 assert_eq!(
                     scores.knn_accuracy,
                     Some(knn_accuracy(&table, 10, &labels)),
@@ -339,7 +363,7 @@ mod tests {
                 );
                 let want = knn_preservation(&input, &table, 10);
                 assert_eq!(scores.knn_preservation, Some(want), "{dims}-D, n {n}");
-                let none = embedding_scores(&y, dims, 10, None, None, &[]).unwrap();
+                let none = embedding_scores(&y, dims, 10, None, None, &[], &[]).unwrap();
                 assert_eq!(none, Scores::default());
             }
         }

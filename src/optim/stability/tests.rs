@@ -75,7 +75,7 @@ fn a_fixed_run_measures_its_last_tenth() {
     let wanted: Vec<usize> = (1..=1000).filter(|&i| watch.wants(i)).collect();
     assert_eq!(wanted, [900, 1000]);
     assert_eq!(drive(&mut watch, 1000, |_| y.clone(), |_| 2.0), 1000);
-    let watched = watch.finish();
+    let watched = watch.finish(None);
     assert_eq!(watched.stopped, None);
     assert_eq!(watched.history.len(), 1);
     let s = watched.history[0];
@@ -89,9 +89,28 @@ fn a_fixed_run_measures_its_last_tenth() {
 fn a_moving_map_is_not_settled() {
     let mut watch = Watch::new(None, (3000, 2), (1000, 250), None, 7);
     drive(&mut watch, 1000, |i| cloud(3000, i as u64), |_| 2.0);
-    let s = watch.finish().history[0];
+    let s = watch.finish(None).history[0];
     assert_eq!(s.sample, SAMPLE);
     assert!(s.kept < 0.05 && !s.settled(), "{s:?}");
+}
+
+/// The last checkpoint's rows, searched by the caller in the Y it saw, give the window
+/// the watch's own search gives; another Y, or another k, is not taken.
+#[test]
+fn the_last_rows_can_come_from_the_caller() {
+    let watched = |end_rows: bool| {
+        let mut watch = Watch::new(None, (3000, 2), (1000, 250), None, 7);
+        drive(&mut watch, 1000, |i| cloud(3000, i as u64 % 3), |_| 2.0);
+        let y = cloud(3000, 1000 % 3);
+        assert!(watch.end_sample(&cloud(3000, 5), STABILITY_K).is_none());
+        assert!(watch.end_sample(&y, STABILITY_K + 1).is_none());
+        let sample = watch.end_sample(&y, STABILITY_K).expect("the end's Y");
+        let rows = crate::quality::embedding_neighbors_of(&y, 2, &sample, STABILITY_K);
+        watch.finish(end_rows.then_some(rows)).history
+    };
+    let (given, searched) = (watched(true), watched(false));
+    assert_eq!(given, searched);
+    assert!(given[0].kept < 0.5, "{given:?}");
 }
 
 /// `--iters auto` stops a settled map soon after the early phase, and says why.
@@ -100,7 +119,7 @@ fn auto_stops_a_converged_problem() {
     let y = cloud(800, 2);
     let mut watch = Watch::new(None, (800, 2), (5000, 250), auto(5000), 0);
     let done = drive(&mut watch, 5000, |_| y.clone(), |_| 2.0);
-    let watched = watch.finish();
+    let watched = watch.finish(None);
     // Settled at the checkpoint of 275 (window 250–275), stopped a quarter window on.
     assert_eq!(done, 275 + 7);
     assert_eq!(watched.stopped, Some(AutoStop::Converged));
@@ -122,7 +141,7 @@ fn an_unrepeatable_run_does_not_wait_for_the_verdict() {
     };
     let done = drive_every(&mut watch, 5000, |_| y.clone(), slow, 1);
     assert!((275 + 7..5000).contains(&done), "stopped at {done}");
-    assert_eq!(watch.finish().stopped, Some(AutoStop::Converged));
+    assert_eq!(watch.finish(None).stopped, Some(AutoStop::Converged));
 }
 
 /// …runs on while the KL still falls, even where Y is still, up to its cap…
@@ -136,7 +155,7 @@ fn auto_runs_on_while_the_kl_falls() {
         |_| y.clone(),
         |i| 2.0 + 1e3 / (i as f64 + 1.0),
     );
-    let watched = watch.finish();
+    let watched = watch.finish(None);
     assert_eq!(done, 2000);
     assert_eq!(watched.stopped, Some(AutoStop::Cap));
     // Checkpoints a tenth of the run apart, from the end of the early phase to the cap.
@@ -154,7 +173,7 @@ fn auto_runs_on_while_the_map_moves() {
     let mut watch = Watch::new(None, (800, 2), (1500, 250), auto(1500), 0);
     let done = drive(&mut watch, 1500, |i| cloud(800, i as u64), |_| 2.0);
     assert_eq!(done, 1500);
-    assert_eq!(watch.finish().stopped, Some(AutoStop::Cap));
+    assert_eq!(watch.finish(None).stopped, Some(AutoStop::Cap));
 }
 
 /// The caller's observer still sees what it asks for, and its stop comes first.
@@ -177,7 +196,7 @@ fn the_inner_observer_is_served() {
     let y = cloud(100, 4);
     let mut watch = Watch::new(Some(&mut inner), (100, 2), (1000, 250), None, 0);
     assert_eq!(drive(&mut watch, 1000, |_| y.clone(), |_| 2.0), 950);
-    assert_eq!(watch.finish().history, []);
+    assert_eq!(watch.finish(None).history, []);
     assert_eq!(inner.0, (1..=9).map(|i| i * 100).collect::<Vec<_>>());
 }
 
