@@ -102,7 +102,9 @@ fn input(
     sparse: Option<SparseRows<'_>>,
 ) -> PyResult<Option<Input>> {
     if let Some(x) = x {
-        return Ok(Some(Input::Points(finite_points(x, "X")?)));
+        // The engine's screen of the values refuses one that is not finite, by row and
+        // column, in the same pass that looks for copies.
+        return Ok(Some(Input::Points(arrays::points_in_place(x)?)));
     }
     let Some((n, d, indptr, indices, data)) = sparse else {
         return Ok(None);

@@ -378,6 +378,7 @@ pub(crate) fn search(
             }
             _ => {
                 let dev = crate::gpu::memory::htod_staged(gpu, &points.data)?;
+                crate::trace::event(|| "knn: the points on the device".into());
                 knn::gpu::exact_device_with(gpu, &dev, points.n, points.d, k, key, None, progress)?
             }
         };

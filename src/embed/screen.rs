@@ -34,7 +34,8 @@ pub(super) fn input_info(input: &Input, name: &str) -> InputInfo {
 }
 
 /// Stage 1b, the values themselves ([`prep::screen_rows`], [`prep::fit_f32_range`]):
-/// refuses dense points that are all one point (nothing to embed), warns through
+/// refuses dense points with a value that is not finite (naming its row and column) or
+/// that are all one point (nothing to embed), warns through
 /// `progress` when many repeat another exactly, and brings the values into the range where
 /// squared distances fit f32. Sparse rows are rescaled only: their columns may be stored
 /// unsorted or repeated, so equal rows need not be stored alike. Fills in `info`.
@@ -47,6 +48,10 @@ pub(super) fn screen(
     let (values, largest) = match input {
         Input::Points(p) => {
             let (copies, largest) = prep::screen_rows(p);
+            if !largest.is_finite() {
+                // The first value that is not, by row and column.
+                p.check_finite(name)?;
+            }
             if p.n > 1 && copies == p.n - 1 {
                 return Err(Error::Data(format!(
                     "{name}: all {} points are identical (zero variance): t-SNE has no \

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cufft::sys::cufftType;
 use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
+use cudarc::driver::{
+    CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice,
+};
 use cudarc::nvrtc::Ptx;
 
 use super::compile::{arch_name, Cubins, Precompile, Variant};
@@ -34,6 +36,9 @@ pub struct Gpu {
     fft_plans: PlanCache,
     /// Device memory held back by `SGTSNE_GPU_MEMORY_LIMIT` ([`Gpu::withheld_bytes`]).
     withheld: Option<CudaSlice<u8>>,
+    /// The page-locked buffer of the staged copies, kept for the process's next run
+    /// ([`super::memory::htod_staged`]).
+    pub(super) staging: Mutex<Option<PinnedHostSlice<u8>>>,
 }
 
 /// The environment variable that limits the device memory this process can allocate, a
@@ -152,6 +157,7 @@ impl Gpu {
                 modules: Mutex::new(HashMap::new()),
                 fft_plans: PlanCache::default(),
                 withheld,
+                staging: Mutex::new(None),
             })
         })
         .as_ref()

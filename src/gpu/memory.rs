@@ -28,6 +28,7 @@ pub fn ensure_fits(gpu: &Gpu, what: &str, bytes: usize) -> Result<(), GpuError> 
 /// buffer nothing wrote holds values, if meaningless ones.
 pub trait AnyBits: DeviceRepr + cudarc::driver::ValidAsZeroBits {}
 
+impl AnyBits for u8 {}
 impl AnyBits for i32 {}
 impl AnyBits for u32 {}
 impl AnyBits for i64 {}
@@ -181,7 +182,10 @@ fn upload_staged<T: AnyBits + Copy + Send + Sync>(
 
 /// Hands `step` each range of at most `chunk` of the `len` elements in order, with one
 /// page-locked buffer cut to that range's length (the driver's copies take the host
-/// side's length), for the staged copies either way.
+/// side's length), for the staged copies either way. The buffer is the GPU's kept one
+/// (grown to need), or a fresh one while another copy holds that: allocating, zeroing and
+/// freeing 14 MB of page-locked memory took 7 of the 8 ms of MNIST's upload on an H200,
+/// which a process's later runs (the Python package's) no longer pay.
 fn through_stage<T: AnyBits>(
     gpu: &Gpu,
     len: usize,
@@ -192,10 +196,30 @@ fn through_stage<T: AnyBits>(
         return Ok(());
     }
     let chunk = chunk.clamp(1, len);
-    let mut stage = pinned::<T>(gpu, chunk, 0)?;
+    let bytes = chunk * std::mem::size_of::<T>();
+    let mut kept = gpu.staging.try_lock().ok();
+    let mut fresh = None;
+    let stage = match kept.as_deref_mut() {
+        Some(slot) => {
+            let buffer = match slot.take() {
+                Some(b) if b.len() >= bytes => b,
+                small => {
+                    drop(small);
+                    pinned::<u8>(gpu, bytes, 0)?
+                }
+            };
+            slot.insert(buffer)
+        }
+        None => fresh.insert(pinned::<u8>(gpu, bytes, 0)?),
+    };
+    let base = stage.as_mut_slice()?.as_mut_ptr();
+    // SAFETY: the buffer holds at least `chunk` elements of `T` (`bytes` of them), a
+    // page-locked allocation starts on a page, which is aligned for any `T`, and any bits
+    // are a `T` (AnyBits); the slice borrows `stage`, which outlives it.
+    let host = unsafe { std::slice::from_raw_parts_mut(base.cast::<T>(), chunk) };
     for at in (0..len).step_by(chunk) {
         let end = (at + chunk).min(len);
-        step(&mut stage.as_mut_slice()?[..end - at], at..end)?;
+        step(&mut host[..end - at], at..end)?;
     }
     Ok(())
 }

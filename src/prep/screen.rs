@@ -33,8 +33,8 @@ pub fn duplicate_rows(points: &Points) -> usize {
 }
 
 /// [`duplicate_rows`] and the largest magnitude among the values (for
-/// [`scale_to_f32_range`]), in one pass over them: a second pass for the magnitudes read
-/// the 2 GB of a 10M × 50 input again.
+/// [`scale_to_f32_range`]; ∞ or NaN when a value is not finite), in one pass over them: a
+/// second pass for the magnitudes read the 2 GB of a 10M × 50 input again.
 pub fn screen_rows(points: &Points) -> (usize, f32) {
     let n = points.n;
     if points.d == 0 {
@@ -47,10 +47,20 @@ pub fn screen_rows(points: &Points) -> (usize, f32) {
         .map(|(i, hash)| {
             let row = points.row(i);
             *hash = row_hash(row);
-            row.iter().fold(0f32, |m, x| m.max(x.abs()))
+            row.iter().fold(0f32, |m, x| larger(m, x.abs()))
         })
-        .reduce(|| 0.0, f32::max);
+        .reduce(|| 0.0, larger);
     (copies_among(points, &hashes), largest)
+}
+
+/// The larger of two magnitudes, NaN when either is (`f32::max` drops a NaN), so that the
+/// largest magnitude is finite only when every value is.
+fn larger(m: f32, a: f32) -> f32 {
+    if a > m || a.is_nan() {
+        a
+    } else {
+        m
+    }
 }
 
 /// The rows that repeat an earlier one among `points`, whose rows hash to `hashes`.
@@ -216,6 +226,22 @@ mod tests {
             fit_f32_range(&mut two)
         );
         assert_eq!(one, two);
+    }
+
+    /// A NaN or an infinity anywhere makes the largest magnitude not finite (the engine's
+    /// screen then names the value), wherever it lies among finite ones.
+    #[test]
+    fn a_value_that_is_not_finite_shows_in_the_largest() {
+        let (n, d) = (3000, 5);
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            for at in [0, 7 * d + 2, n * d - 1] {
+                let mut data: Vec<f32> = (0..n * d).map(|v| (v as f32 * 0.11).cos()).collect();
+                data[at] = bad;
+                data[(at + d) % (n * d)] = 9.0;
+                let (_, largest) = screen_rows(&Points::new(n, d, data));
+                assert!(!largest.is_finite(), "{bad} at {at}: {largest}");
+            }
+        }
     }
 
     #[test]
