@@ -224,6 +224,7 @@ fn sweep(
     let list = shape.list();
     let s = &gpu.stream;
     let blas = crate::gpu::blas::handle(s)?;
+    crate::trace::event(|| "knn: cuBLAS ready".into());
 
     // Step 1: the rows the key multiplies (centred for the squared distance, column means in
     // double) and their terms.
