@@ -76,17 +76,9 @@ fn start(
 ) -> Result<Precompile> {
     let variants = device_kernels(d, sparse, backend, params);
     let gpu = Gpu::get()?;
-    // The warm-up's thread (not the run's) also loads cuBLAS ahead.
-    let blas = match others {
-        Others::Wait => crate::gpu::blas::warm_up(gpu),
-        Others::Started => None,
-    };
     // The compilation first: it goes on on threads of its own while the FFTs are planned.
     let compiling = gpu.precompile(&variants, rayon::current_num_threads());
     plan_grids(params, others)?;
-    if let Some(blas) = blas {
-        let _ = blas.join();
-    }
     Ok(compiling)
 }
 

@@ -30,6 +30,9 @@ pub(super) struct Setup {
     pub(super) memory: MemoryReport,
     /// The watch of the device's peak (gpu and hybrid).
     pub(super) watch: Option<DeviceWatch>,
+    /// cuBLAS loading ahead for a run that multiplies on the device ([`uses_cublas`]),
+    /// held until the run ends.
+    pub(super) _blas: Option<crate::gpu::blas::WarmingUp>,
 }
 
 impl Setup {
@@ -127,6 +130,11 @@ pub(super) fn set_up(
             )));
         }
     }
+    // Beside the screen's end and the kNN's upload, now that the GPU is up.
+    let blas = match uses_cublas(input, &params, backend.kind) {
+        true => crate::gpu::Gpu::get().ok().map(crate::gpu::blas::warm_up),
+        false => None,
+    };
     Ok(Setup {
         params,
         backend,
@@ -134,7 +142,18 @@ pub(super) fn set_up(
         notes,
         memory,
         watch,
+        _blas: blas,
     })
+}
+
+/// Whether a run with the resolved `params` multiplies with cuBLAS on the device: the
+/// exact kNN below the fused path's size (its distance tiles), a PCA that drops features.
+fn uses_cublas(input: &Input, params: &EmbedParams, backend: BackendKind) -> bool {
+    let Some(d) = input.d() else {
+        return false;
+    };
+    let tiled = params.knn == KnnMethod::Exact && input.n() < crate::knn::gpu::FUSED_FROM;
+    backend.on_device() && (tiled || params.pca.is_some_and(|m| m < d))
 }
 
 /// Refuses what `params` ask of `input` that it cannot give (a model of anything but dense
@@ -253,4 +272,46 @@ fn given_neighbors_fit(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Points;
+
+    /// cuBLAS is loaded ahead for the device's tiled exact kNN and for a PCA that drops
+    /// features, and not for the cpu backend, the approximate kNN of 50 features, or P given.
+    #[test]
+    fn cublas_is_loaded_for_the_runs_that_multiply() {
+        let points = |n: usize, d: usize| Input::Points(Points::new(n, d, vec![0.0; n * d]));
+        let params = |knn: KnnMethod, pca: Option<usize>| EmbedParams {
+            knn,
+            pca,
+            ..Default::default()
+        };
+        let gpu = BackendKind::Gpu;
+        let exact = params(KnnMethod::Exact, Some(50));
+        assert!(uses_cublas(&points(70_000, 50), &exact, gpu));
+        assert!(uses_cublas(
+            &points(70_000, 50),
+            &exact,
+            BackendKind::Hybrid
+        ));
+        assert!(!uses_cublas(&points(70_000, 50), &exact, BackendKind::Cpu));
+        assert!(!uses_cublas(
+            &points(crate::knn::gpu::FUSED_FROM, 50),
+            &exact,
+            gpu
+        ));
+        let approx = params(KnnMethod::Approx, Some(50));
+        assert!(!uses_cublas(&points(1_000, 50), &approx, gpu));
+        assert!(uses_cublas(&points(1_000, 784), &approx, gpu));
+        assert!(!uses_cublas(
+            &points(1_000, 784),
+            &params(KnnMethod::Approx, None),
+            gpu
+        ));
+        let given = Input::Affinities(sprs::CsMat::zero((3, 3)));
+        assert!(!uses_cublas(&given, &exact, gpu));
+    }
 }

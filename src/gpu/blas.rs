@@ -21,13 +21,13 @@ pub fn handle(stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Result<Cud
 /// that the first stage to multiply (the exact kNN's distance tiles, the PCA's products)
 /// finds them ready: on an H200 they took 0.14 s, and a command line's first MNIST kNN
 /// 0.13–0.21 s against 0.22–0.26 (benches/RESULTS.md). Loading the library beside the
-/// GPU's start instead delayed the start by as much. Errors are left to that stage. The
-/// caller joins the thread before the process's GPUs may end (`None`: done already in this
-/// process, or no thread).
-pub fn warm_up(gpu: &'static super::Gpu) -> Option<std::thread::JoinHandle<()>> {
+/// GPU's start instead delayed the start by as much; a run that never multiplies should
+/// not ask (cuBLASLt alone holds 150 MiB of host memory once loaded). Errors are left to
+/// that stage.
+pub fn warm_up(gpu: &'static super::Gpu) -> WarmingUp {
     static STARTED: AtomicBool = AtomicBool::new(false);
     if STARTED.swap(true, Ordering::SeqCst) {
-        return None;
+        return WarmingUp(None);
     }
     let warm = move || -> Result<(), GpuError> {
         let s = gpu.device.context.new_stream()?;
@@ -52,10 +52,25 @@ pub fn warm_up(gpu: &'static super::Gpu) -> Option<std::thread::JoinHandle<()>> 
         crate::trace::event(|| "cuBLAS: warm".into());
         Ok(())
     };
-    std::thread::Builder::new()
-        .name("sgtsne-blas".into())
-        .spawn(move || _ = warm())
-        .ok()
+    WarmingUp(
+        std::thread::Builder::new()
+            .name("sgtsne-blas".into())
+            .spawn(move || _ = warm())
+            .ok(),
+    )
+}
+
+/// The thread of [`warm_up`]; dropping it waits for it, so that nothing ends the process's
+/// GPUs while it is inside the driver.
+#[must_use = "dropping it at once waits for the warm-up"]
+pub struct WarmingUp(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for WarmingUp {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// C = α op(A) op(B) + β C in single or double precision, cuBLAS's column-major

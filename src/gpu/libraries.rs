@@ -9,7 +9,9 @@
 //! already in the process. Registering costs nothing: a run pays for the libraries it
 //! touches and no others. (Loading every wheel up front made a 10M-point run from Python
 //! hold 0.2 GiB more than the command line's: cuBLASLt alone is 150 MiB of resident memory
-//! once loaded, on an H200 host, and a t-SNE run without PCA never calls it.)
+//! once loaded, on an H200 host, and a large t-SNE run without PCA never calls it; the
+//! exact kNN of fewer points and the PCA do, and load it as the GPU starts:
+//! `blas::warm_up`.)
 
 use std::path::PathBuf;
 use std::sync::Mutex;

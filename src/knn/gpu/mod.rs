@@ -56,7 +56,7 @@ const SLACK: usize = 256 << 20;
 /// Fewest points for which the fused path is taken. On the H100 (d = 50, k = 90) it took
 /// 2.72 s against the SGEMM path's 4.78 s at 1M points, but 0.058 s against 0.033 s at 70k,
 /// where a sweep of all blocks is two waves and the lists' filling phase dominates.
-const FUSED_FROM: usize = 250_000;
+pub(crate) const FUSED_FROM: usize = 250_000;
 
 /// Which steps run and how, for benchmarks that split the time (`ALL_STAGES` in every real
 /// call).
