@@ -152,7 +152,7 @@ fn uses_cublas(input: &Input, params: &EmbedParams, backend: BackendKind) -> boo
     let Some(d) = input.d() else {
         return false;
     };
-    let tiled = params.knn == KnnMethod::Exact && input.n() < crate::knn::gpu::FUSED_FROM;
+    let tiled = params.knn == KnnMethod::Exact && crate::knn::gpu::exact_is_tiled(input.n());
     backend.on_device() && (tiled || params.pca.is_some_and(|m| m < d))
 }
 
@@ -298,11 +298,7 @@ mod tests {
             BackendKind::Hybrid
         ));
         assert!(!uses_cublas(&points(70_000, 50), &exact, BackendKind::Cpu));
-        assert!(!uses_cublas(
-            &points(crate::knn::gpu::FUSED_FROM, 50),
-            &exact,
-            gpu
-        ));
+        assert!(!uses_cublas(&points(250_000, 50), &exact, gpu));
         let approx = params(KnnMethod::Approx, Some(50));
         assert!(!uses_cublas(&points(1_000, 50), &approx, gpu));
         assert!(uses_cublas(&points(1_000, 784), &approx, gpu));

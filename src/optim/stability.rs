@@ -234,11 +234,6 @@ impl<'a> Watch<'a> {
         self
     }
 
-    /// The sampled points' neighbours in `y`.
-    fn search(&self, y: &[f32]) -> Vec<u32> {
-        crate::quality::embedding_neighbors_of(y, self.dims, &self.sample, STABILITY_K)
-    }
-
     fn checkpoint(&self, iter: usize) -> bool {
         match self.fixed {
             Some((a, b)) => iter == a || iter == b,
@@ -318,7 +313,7 @@ impl<'a> Watch<'a> {
             let wanted = self.sample.len() * STABILITY_K.min(y.len() / self.dims - 1);
             let found = match end_rows {
                 Some(rows) if rows.len() == wanted => rows,
-                _ => self.search(&y),
+                _ => neighbors_of(&y, self.dims, &self.sample),
             };
             self.arrived(&mut self.state.borrow_mut(), (iter, iter), found);
         }
@@ -347,8 +342,7 @@ impl Observer<[f32]> for Watch<'_> {
             let (tx, rx) = mpsc::sync_channel(1);
             let (y, dims, rows) = (y.to_vec(), self.dims, self.sample.clone());
             let search = move || {
-                let found = crate::quality::embedding_neighbors_of(&y, dims, &rows, STABILITY_K);
-                let _ = tx.send(found);
+                let _ = tx.send(neighbors_of(&y, dims, &rows));
             };
             match searches() {
                 Some(pool) => pool.spawn(search),
@@ -434,6 +428,12 @@ pub fn warning(report: &super::OptimReport) -> Option<String> {
             report.iterations.max(1) * 2
         ),
     })
+}
+
+/// The [`STABILITY_K`] nearest neighbours in `y` (`dims` per point) of the sampled points
+/// `rows`, row after row.
+fn neighbors_of(y: &[f32], dims: usize, rows: &[u32]) -> Vec<u32> {
+    crate::quality::embedding_neighbors_of(y, dims, rows, STABILITY_K)
 }
 
 /// The mean fraction of each row of `before` (rows of `k`) found in the same row of

@@ -56,7 +56,14 @@ const SLACK: usize = 256 << 20;
 /// Fewest points for which the fused path is taken. On the H100 (d = 50, k = 90) it took
 /// 2.72 s against the SGEMM path's 4.78 s at 1M points, but 0.058 s against 0.033 s at 70k,
 /// where a sweep of all blocks is two waves and the lists' filling phase dominates.
-pub(crate) const FUSED_FROM: usize = 250_000;
+const FUSED_FROM: usize = 250_000;
+
+/// Whether the exact kNN of `n` points takes the tiled path, whose distance tiles are
+/// cuBLAS products: below [`FUSED_FROM`] points (above it too where the fused path does not
+/// fit the device, which only the search itself finds out).
+pub(crate) fn exact_is_tiled(n: usize) -> bool {
+    n < FUSED_FROM
+}
 
 /// Which steps run and how, for benchmarks that split the time (`ALL_STAGES` in every real
 /// call).
