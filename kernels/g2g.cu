@@ -4,6 +4,7 @@
 //     Phi += (1/2^D) Re( conj(mu_b) . IFFT( FFT(k_b) . FFT(mu_b . V) ) ),
 // where k_b is the (2p)^D circulant embedding of K folded onto [0,p)^D with sign -1 for each
 // odd axis on which the wrapped image was taken, times mu_b. Flat index m = sum_a m_a p^a.
+// The charges come node-major (repulse.cuh: charge_stride), as S2G adds them.
 // All 2^D patterns go through each step at once (one launch, one batched FFT), so a call
 // costs five launches however many patterns there are: the grids are small (10^5 nodes at
 // 1.3M points) and per-pattern launches left the device mostly waiting between them. A run
@@ -25,39 +26,59 @@
 // Argument contract (declared in src/gpu/kernels/g2g.rs): len = p^D; P = 2^D patterns; complex arrays are
 // complex_t (re, im; float2, or double2 with --precision f64: repulse.cuh), pattern-major:
 // packed grid q of the i-th pattern taken (b = first + i) at (i * PACKED + q) * len. `in`
-// (1 + D)*len real (channel-major: charge 1, y^1..y^D), `x` count*PACKED*len complex; spectra
-// count*2*len complex (per pattern G1 then G2); `yhat` count*PACKED*len complex; `phi`
-// (2 + D)*len real (psi, phi_0, phi_1..phi_D).
+// charge_stride(D)*len real, node-major (node m's charge 1, y^1..y^D at m*charge_stride(D));
+// `x` count*PACKED*len complex; spectra count*2*len complex (per pattern G1 then G2); `yhat`
+// count*PACKED*len complex; `phi` (2 + D)*len real, node-major (node m's psi, phi_0,
+// phi_1..phi_D at m*(2 + D)); len < 2^31.
 
 // Complex grids per pattern for D dimensions (see above).
 __device__ inline int packed_grids(int D) { return 1 + (D + 1) / 2; }
 
-// sum over odd axes of m_a, for the modulation exponent.
-__device__ inline int odd_sum(long long m, int p, int D, int pattern) {
-    int s = 0;
-    for (int a = 0; a < D; ++a) {
-        int ma = (int)(m % p);
-        m /= p;
-        if (pattern >> a & 1) s += ma;
-    }
-    return s;
-}
-
-// Per-axis node indices of flat index m.
+// Per-axis node indices of flat index m, in 32 bits: a grid holds at most 2^22 nodes
+// (src/repulse/grid.rs, MAX_TOTAL_NODES), and a 64-bit division is a long software routine
+// on the GPU (the modulation and demodulation were bound by their arithmetic, not memory).
 __device__ inline void node_of(long long m, int p, int D, int j[3]) {
+    unsigned rest = (unsigned)m;
     j[0] = j[1] = j[2] = 0;
     for (int a = 0; a < D; ++a) {
-        j[a] = (int)(m % p);
-        m /= p;
+        j[a] = (int)(rest % (unsigned)p);
+        rest /= (unsigned)p;
     }
 }
 
-// Sum of the node's indices on the odd axes of `pattern`, for the modulation exponent.
+// Sum of the node's indices on the odd axes of `pattern`, for the kernels' modulation.
 __device__ inline int odd_sum(const int j[3], int D, int pattern) {
     int s = 0;
     for (int a = 0; a < D; ++a)
         if (pattern >> a & 1) s += j[a];
     return s;
+}
+
+// mu_b of node j, e^{sign i pi s / p} with s the sum of its indices on b's odd axes: one
+// sincospi of the sum (a product of per-axis factors rounds worse, and a far pair's Z, a
+// small difference of potentials near 1, showed it), none for the even pattern.
+__device__ inline complex_t pattern_phase(const int j[3], int p, int D, int pattern, real sign) {
+    if (pattern == 0) return make_complex(1, 0);
+    real s, c;
+    sincospi(sign * (real)odd_sum(j, D, pattern) / p, &s, &c);
+    return make_complex(c, s);
+}
+
+// Node m's charges (node-major, charge_stride(D) reals) into v: one 8- or 16-byte load
+// with float grids.
+__device__ inline void load_charges(const real* __restrict__ in, long long m, int D, real v[4]) {
+    const real* at = in + m * charge_stride(D);
+#ifndef REAL_F64
+    if (D == 1) {
+        const float2 c = __ldg(reinterpret_cast<const float2*>(at));
+        v[0] = c.x, v[1] = c.y, v[2] = v[3] = 0;
+    } else {
+        const float4 c = __ldg(reinterpret_cast<const float4*>(at));
+        v[0] = c.x, v[1] = c.y, v[2] = c.z, v[3] = c.w;
+    }
+#else
+    for (int c = 0; c < 4; ++c) v[c] = c < charge_stride(D) ? at[c] : 0;
+#endif
 }
 
 // x_{b,q} = mu_b . (in_re + i in_im) for every pattern b taken and packed grid q.
@@ -68,19 +89,19 @@ extern "C" __global__ void g2g_modulate(long long len, int p, int D, int first, 
     GRID_STRIDE(m, len) {
         int j[3];
         node_of(m, p, D, j);
-        real re[3], im[3];
-        re[0] = in[m];
+        real re[3], im[3], v[4];
+        load_charges(in, m, D, v);
+        re[0] = v[0];
         im[0] = 0;
         for (int q = 1; q < packed; ++q) {
-            re[q] = in[(2 * q - 1) * len + m];
-            im[q] = 2 * q <= D ? in[2 * q * len + m] : (real)0;
+            re[q] = v[2 * q - 1];
+            im[q] = 2 * q <= D ? v[2 * q] : (real)0;
         }
         for (int i = 0; i < count; ++i) {
-            real s, c;
-            sincospi(-(real)odd_sum(j, D, first + i) / p, &s, &c);
+            const complex_t mu = pattern_phase(j, p, D, first + i, (real)-1);
             for (int q = 0; q < packed; ++q)
-                x[(i * packed + q) * len + m] =
-                    make_complex(re[q] * c - im[q] * s, re[q] * s + im[q] * c);
+                x[(i * packed + q) * len + m] = make_complex(re[q] * mu.x - im[q] * mu.y,
+                                                             re[q] * mu.y + im[q] * mu.x);
         }
     }
 }
@@ -158,7 +179,9 @@ extern "C" __global__ void g2g_multiply(long long len, int D, int count,
 }
 
 // phi = sum_b conj(mu_b) y_b / 2^D over the patterns taken, each packed grid's real and
-// imaginary parts to their channels (psi, phi_0; phi_1, phi_2; phi_3).
+// imaginary parts to their channels (psi, phi_0; phi_1, phi_2; phi_3), node-major: node m's
+// 2 + D channels side by side at m * (2 + D), so that G2S reads a stencil node's potentials
+// in one request (in 2-D one 16-byte load) instead of one per channel.
 extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int first, int count,
                                           const complex_t* __restrict__ y,
                                           real* __restrict__ phi) {
@@ -169,14 +192,13 @@ extern "C" __global__ void g2g_demodulate(long long len, int p, int D, int first
         node_of(m, p, D, j);
         real acc[6] = {0, 0, 0, 0, 0, 0};
         for (int i = 0; i < count; ++i) {
-            real s, c;
-            sincospi((real)odd_sum(j, D, first + i) / p, &s, &c);
+            const complex_t mu = pattern_phase(j, p, D, first + i, (real)1);
             for (int q = 0; q < packed; ++q) {
                 complex_t v = y[(i * packed + q) * len + m];
-                acc[2 * q] += v.x * c - v.y * s;
-                acc[2 * q + 1] += v.x * s + v.y * c;
+                acc[2 * q] += v.x * mu.x - v.y * mu.y;
+                acc[2 * q + 1] += v.x * mu.y + v.y * mu.x;
             }
         }
-        for (int ch = 0; ch < channels; ++ch) phi[ch * len + m] = acc[ch] * weight;
+        for (int ch = 0; ch < channels; ++ch) phi[m * channels + ch] = acc[ch] * weight;
     }
 }

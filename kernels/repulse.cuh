@@ -21,6 +21,11 @@ __device__ inline complex_t make_complex(real re, real im) {
 }
 
 
+// Reals per node of the charge grids, node-major (node m's charge 1 and its D coordinate
+// channels at m * charge_stride(D)): 2 in 1-D, 4 in 2-D (one padding real) and 3-D, so that a
+// node's charges meet the grid in one 8- or 16-byte atomic (src/gpu/kernels/s2g.rs mirrors it).
+__host__ __device__ constexpr int charge_stride(int D) { return D == 1 ? 2 : 4; }
+
 // Grid geometry passed by value: p nodes per axis, spacing h (and 1/h), origin and centre
 // per axis. Mirrors `GridGeom` in src/gpu/kernels/repulse.rs (#[repr(C)]).
 struct GridGeom {

@@ -1,6 +1,8 @@
 // S2G: spread every point's charges (1, y^1 - c^1, ..., y^D - c^D) onto the 4^D surrounding
 // nodes with cubic Lagrange weights (Linderman et al. 2019; SG-t-SNE-Pi's s2g). Grids are
-// channel-major: channel c of node m at c * len + m.
+// node-major: channel c of node m at m * S + c, S = charge_stride(D) (repulse.cuh), so that
+// on sm_90 a point adds its charges to a node in one vector atomic (2-D: 16 atomics a point
+// instead of 48; the sparse scatter at 1.3M points, H200: 0.31 -> 0.18 ms per call).
 //
 // Float atomics straight into the grid contend where many points share nodes (a cluster of
 // 10^5 points covers a few hundred nodes). So points are counting-sorted by cell (the
@@ -37,7 +39,8 @@
 // next call's `prev`), s2g_scatter_sparse, s2g_scatter_cells.
 //
 // Argument contract (declared in src/gpu/kernels/s2g.rs): y n*D floats, every point inside the grid's
-// box (the grid was fitted to it); grid (1+D)*len reals (repulse.cuh), zeroed, len = p^D;
+// box (the grid was fitted to it); grid charge_stride(D)*len reals, node-major (repulse.cuh),
+// zeroed, len = p^D (fixed likewise in 64-bit integers);
 // nc = p - 3, ncells = nc^D; prev a permutation of [0, n); bin, order n ints; counts
 // ncells ints, zeroed before s2g_bin_count; sums 2 ints per plan block (S2G_PLAN_CHUNK cells
 // each); starts ncells + 1 ints, cursor ncells ints; pieces 3 ints per piece (cell, begin,
@@ -177,6 +180,26 @@ extern "C" __global__ void s2g_bin_place(int n, const int* __restrict__ prev,
     }
 }
 
+// A point's charges (weight wt: wt and wt * q_a) added to the node at `at` (node-major):
+// one float2 / float4 atomic on sm_90 with float grids, one atomic per channel otherwise.
+template <int D>
+__device__ inline void add_charges(real* at, float wt, const float q[D]) {
+#if !defined(REAL_F64) && __CUDA_ARCH__ >= 900
+    if constexpr (D == 1) {
+        atomicAdd(reinterpret_cast<float2*>(at), make_float2(wt, wt * q[0]));
+    } else if constexpr (D == 2) {
+        atomicAdd(reinterpret_cast<float4*>(at), make_float4(wt, wt * q[0], wt * q[1], 0.f));
+    } else {
+        atomicAdd(reinterpret_cast<float4*>(at),
+                  make_float4(wt, wt * q[0], wt * q[1], wt * q[2]));
+    }
+#else
+    atomicAdd(at, (real)wt);
+#pragma unroll
+    for (int a = 0; a < D; ++a) atomicAdd(at + a + 1, (real)(wt * q[a]));
+#endif
+}
+
 // The points of sparse cells, each spread straight into the grid; taken in cell order, so
 // that a warp's atomics land near each other. FIXED: into `fixed` in fixed point.
 template <int D, bool FIXED>
@@ -185,8 +208,7 @@ __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
                                const int* __restrict__ counts, int dense_min,
                                real* __restrict__ grid, float s0, float sq,
                                long long* __restrict__ fixed) {
-    long long len = 1;
-    for (int a = 0; a < D; ++a) len *= g.p;
+    constexpr int S = charge_stride(D);
     GRID_STRIDE(j, n) {
         const int i = order[j];
         if (counts[bin[i]] >= dense_min) continue;
@@ -200,28 +222,26 @@ __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
             float wt;
             long long idx = stencil_node<D>(k, corner, g.p, w, &wt);
             if constexpr (FIXED) {
-                unsigned long long* f = reinterpret_cast<unsigned long long*>(fixed);
-                atomicAdd(&f[idx], (unsigned long long)__float2ll_rn(wt * s0));
+                unsigned long long* f = reinterpret_cast<unsigned long long*>(fixed) + idx * S;
+                atomicAdd(&f[0], (unsigned long long)__float2ll_rn(wt * s0));
 #pragma unroll
                 for (int a = 0; a < D; ++a)
-                    atomicAdd(&f[(a + 1) * len + idx],
-                              (unsigned long long)__float2ll_rn(wt * q[a] * sq));
+                    atomicAdd(&f[a + 1], (unsigned long long)__float2ll_rn(wt * q[a] * sq));
             } else {
-                atomicAdd(&grid[idx], (real)wt);
-#pragma unroll
-                for (int a = 0; a < D; ++a)
-                    atomicAdd(&grid[(a + 1) * len + idx], (real)(wt * q[a]));
+                add_charges<D>(grid + idx * S, wt, q);
             }
         }
     }
 }
 
-// grid = fixed / s0 (channel 0) or / sq (the others), after the fixed kernels.
-extern "C" __global__ void s2g_fixed_to_grid(long long total, long long len,
+// grid = fixed / s0 (channel 0 of each node, every stride-th value) or / sq (the others),
+// after the fixed kernels.
+extern "C" __global__ void s2g_fixed_to_grid(long long total, int stride,
                                              const long long* __restrict__ fixed,
                                              double inv_s0, double inv_sq,
                                              real* __restrict__ grid) {
-    GRID_STRIDE(t, total) grid[t] = (real)((double)fixed[t] * (t < len ? inv_s0 : inv_sq));
+    GRID_STRIDE(t, total)
+    grid[t] = (real)((double)fixed[t] * (t % stride == 0 ? inv_s0 : inv_sq));
 }
 
 #ifdef REAL_F64
@@ -275,11 +295,10 @@ __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
     constexpr int NV = KS * (1 + D);        // values per slab, channel-major: c * KS + node
     constexpr int NR = NV <= 32 ? 32 : 64;  // padded for warp_reduce_scatter
     static_assert(NV <= 64, "scatter_cells holds at most 64 values per lane");
+    constexpr int S = charge_stride(D);
     const int lane = threadIdx.x & 31;
     const int warps = gridDim.x * (blockDim.x >> 5);
     const int npc = *npieces;
-    long long len = 1;
-    for (int a = 0; a < D; ++a) len *= g.p;
     for (int pc = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); pc < npc; pc += warps) {
         const int cell = pieces[3 * pc], begin = pieces[3 * pc + 1], end = pieces[3 * pc + 2];
         long long corner = 0, st = 1;
@@ -331,10 +350,10 @@ __device__ void scatter_cells(GridGeom g, int nc, const float* __restrict__ y,
                     sa *= g.p;
                 }
                 if constexpr (FIXED)
-                    atomicAdd(reinterpret_cast<unsigned long long*>(&fixed[ch * len + at]),
+                    atomicAdd(reinterpret_cast<unsigned long long*>(&fixed[at * S + ch]),
                               (unsigned long long)(long long)v[k]);
                 else
-                    atomicAdd(&grid[ch * len + at], v[k]);
+                    atomicAdd(&grid[at * S + ch], v[k]);
             }
         }
     }

@@ -1,8 +1,7 @@
 """On a GPU (skipped without one; `SGTSNE_REQUIRE_GPU=1` fails instead): the gpu backend,
-deterministic runs equal to the CLI's, and a second fit in the process without start-up."""
+deterministic runs equal to the CLI's, and a second fit on what the process kept."""
 
 import subprocess
-import time
 
 import numpy as np
 
@@ -31,13 +30,11 @@ def test_deterministic_gpu_equals_the_cli(gpu, digits, cli, tmp_path):
         np.testing.assert_array_equal(got, np.load(tmp_path / "y.npy"))
 
 
-def test_a_second_fit_pays_no_start_up(gpu, digits):
+def test_a_second_fit_on_what_the_process_kept(gpu, digits):
+    # The process keeps its GPU, kernels, FFT plans, staging buffer and cuBLAS between fits
+    # (their time is a benchmark's: scripts/bench/python_gpu.py); a later fit on them gives
+    # the first one's embedding bit for bit.
     x, _ = digits
-    times = []
-    for _ in range(3):
-        t = time.perf_counter()
-        sgtsne.TSNE(backend="gpu").fit(x)
-        times.append(time.perf_counter() - t)
-    # The first fit starts the GPU and compiles (or reads) the kernels; the later ones reuse
-    # them: their set-up stage is a small part of the first's.
-    assert min(times[1:]) < times[0]
+    fits = [sgtsne.TSNE(backend="gpu", deterministic=True, random_state=5).fit_transform(x)
+            for _ in range(2)]
+    np.testing.assert_array_equal(fits[0], fits[1])

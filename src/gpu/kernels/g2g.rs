@@ -3,6 +3,7 @@
 //! in a run over several. Complex arrays are pattern-major: packed grid q of the i-th
 //! pattern taken at (i · [`packed_grids`] + q) · `len`.
 
+use super::s2g::charge_stride;
 use crate::gpu::launch::kernels;
 
 /// Constants the file is compiled with (`-DNAME=VALUE`).
@@ -18,15 +19,15 @@ pub const fn packed_grids(dims: usize) -> usize {
 kernels! {
     file: G2g;
 
-    /// The 1 + dims real grids `charges` (channel-major) modulated for every pattern into
-    /// `modulated`, two to a complex grid.
+    /// The charge grids `charges` (node-major, [`charge_stride`] reals a node) modulated for
+    /// every pattern into `modulated`, two to a complex grid.
     pub struct G2gModulate<T> = "g2g_modulate" {
         len: usize as i64,
         p: usize as i32,
         dims: usize as i32,
         first: usize as i32,
         count: usize as i32,
-        charges: in T [(1 + dims) * len],
+        charges: in T [charge_stride(dims) * len],
         modulated: out T::Complex [count * packed_grids(dims) * len],
     }
 
@@ -58,7 +59,8 @@ kernels! {
     }
 
     /// The patterns' inverse transforms `patterns` demodulated and averaged into the
-    /// 2 + dims real potentials `phi`.
+    /// 2 + dims real potentials `phi`, node-major (a node's channels side by side, as G2S
+    /// reads them).
     pub struct G2gDemodulate<T> = "g2g_demodulate" {
         len: usize as i64,
         p: usize as i32,

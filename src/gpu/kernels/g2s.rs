@@ -12,7 +12,7 @@ kernels! {
     file: G2s;
 
     /// Every point (in 3-D taken in the cell order `order`, a permutation of 0..n) gathers
-    /// its 2 + dims potentials from the channel-major grids `phi` (`len` nodes each) into
+    /// its 2 + dims potentials from the node-major grids `phi` (`len` nodes) into
     /// `out` (point-major); Σ ψ minus the self terms (of the kernel of `dof` degrees of
     /// freedom, as G2G's) added to `z` (zeroed). Blocks of a multiple of 32 threads.
     pub struct G2sGather<T> = "g2s_gather_{dims}d" {

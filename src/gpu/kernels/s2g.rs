@@ -1,6 +1,7 @@
 //! `kernels/s2g.cu`: the bounding box, and S2G over points counting-sorted by grid cell
-//! (`crate::repulse::s2g::gpu`). Grids are channel-major, (1 + dims) channels of `len`
-//! nodes; nc = p − 3 cells per axis, ncells = nc^dims.
+//! (`crate::repulse::s2g::gpu`). Grids are node-major, [`charge_stride`] reals per node
+//! (charge 1 and the dims coordinates, 2-D padded to 4) of `len` nodes; nc = p − 3 cells
+//! per axis, ncells = nc^dims.
 
 use super::repulse::GridGeom;
 use crate::gpu::context::BLOCK;
@@ -14,6 +15,17 @@ pub const PLAN_ITEMS: usize = 4;
 pub const PLAN_CHUNK: usize = PLAN_THREADS * PLAN_ITEMS;
 /// Threads per block of the cells pass (`S2G_CELL_THREADS`, its `__launch_bounds__`).
 pub const CELL_THREADS: usize = BLOCK as usize;
+
+/// Reals per node of a `dims`-dimensional charge grid, node-major: the charge and the dims
+/// coordinate channels, 2-D padded to 4, so that a point adds its charges to a node in one
+/// 8- or 16-byte atomic (`kernels/repulse.cuh` has the same function).
+pub const fn charge_stride(dims: usize) -> usize {
+    if dims == 1 {
+        2
+    } else {
+        4
+    }
+}
 
 /// Constants the file is compiled with (`-DNAME=VALUE`).
 pub(crate) const CONSTANTS: &[(&str, usize)] = &[
@@ -107,7 +119,7 @@ kernels! {
         bin: in i32 [n],
         counts: in i32 [ncells],
         dense_min: usize as i32,
-        grid: out T [(1 + dims) * len],
+        grid: out T [charge_stride(dims) * len],
     }
 
     /// The pieces of the dense cells: one warp per piece sums its points' charges in
@@ -124,7 +136,7 @@ kernels! {
         order: in i32 [n],
         pieces: in i32 [3 * max_pieces],
         npieces: in i32 [1],
-        grid: out T [(1 + dims) * len],
+        grid: out T [charge_stride(dims) * len],
     }
 
     /// [`S2gScatterSparse`] in fixed point: each charge rounded to a multiple of 1 / `s0`
@@ -143,7 +155,7 @@ kernels! {
         dense_min: usize as i32,
         s0: f32,
         sq: f32,
-        fixed: out i64 [(1 + dims) * len],
+        fixed: out i64 [charge_stride(dims) * len],
     }
 
     /// [`S2gScatterCells`] in the fixed point of [`S2gScatterSparseFixed`], the warps'
@@ -162,14 +174,14 @@ kernels! {
         npieces: in i32 [1],
         s0: f32,
         sq: f32,
-        fixed: out i64 [(1 + dims) * len],
+        fixed: out i64 [charge_stride(dims) * len],
     }
 
-    /// `grid` = `fixed` / s0 on the first `len` nodes (channel 0), / sq on the rest, given
-    /// as `inv_s0` and `inv_sq`.
+    /// `grid` = `fixed` / s0 on every node's channel 0 (each `stride`-th value), / sq on the
+    /// rest, given as `inv_s0` and `inv_sq`.
     pub struct S2gFixedToGrid<T> = "s2g_fixed_to_grid" {
         total: usize as i64,
-        len: usize as i64,
+        stride: usize as i32,
         fixed: in i64 [total],
         inv_s0: f64,
         inv_sq: f64,

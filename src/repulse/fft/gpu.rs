@@ -23,6 +23,7 @@ use cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaSlice, CudaStream, Pinne
 
 use crate::gpu::comm::Ranks;
 use crate::gpu::kernels::repulse::GridGeom;
+use crate::gpu::kernels::s2g::charge_stride;
 use crate::gpu::memory::pinned;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
@@ -181,7 +182,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
         // Step 1: S2G.
         let charges = self.convolver.charges(grid)?;
         self.scatter.run(gpu, s, y, n, dims, &geom, charges)?;
-        ranks.sum(&mut charges.slice_mut(..(1 + dims) * grid.len()))?;
+        ranks.sum(&mut charges.slice_mut(..charge_stride(dims) * grid.len()))?;
         events[1].record(s)?;
         // Step 2: G2G, every parity pattern at once (this GPU's share of them, its part of
         // the potentials summed over the GPUs).

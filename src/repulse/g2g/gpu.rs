@@ -20,6 +20,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::gpu::fft::GridFft;
 use crate::gpu::kernels::g2g::{packed_grids, G2gDemodulate, G2gKernel, G2gModulate, G2gMultiply};
+use crate::gpu::kernels::s2g::charge_stride;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::{Gpu, GpuError};
 use crate::kernel::Kernel;
@@ -50,7 +51,7 @@ struct Workspace<T: DeviceReal> {
 impl<T: DeviceReal> Workspace<T> {
     /// Buffers for grids of up to `len` nodes in `dims` dimensions, on `stream`.
     fn new(s: &Arc<CudaStream>, dims: usize, len: usize) -> Result<Self, GpuError> {
-        let (c_in, c_out, patterns) = (1 + dims, 2 + dims, 1 << dims);
+        let (c_in, c_out, patterns) = (charge_stride(dims), 2 + dims, 1 << dims);
         let packed = packed_grids(dims);
         Ok(Workspace {
             dims,
@@ -242,12 +243,15 @@ impl<T: DeviceReal> ConvolverGpu<T> {
         Ok(())
     }
 
-    /// The charge grids of `grid` ((1 + dims) channels, [`ConvolverGpu::prepare`]d),
-    /// zeroed, for S2G to add to.
+    /// The charge grids of `grid` (node-major, [`charge_stride`] reals a node,
+    /// [`ConvolverGpu::prepare`]d), zeroed, for S2G to add to.
     pub(crate) fn charges(&mut self, grid: &Grid) -> Result<&mut CudaSlice<T>, GpuError> {
         let ws = self.ws.as_mut().expect("prepared");
-        self.stream
-            .memset_zeros(&mut ws.charges.slice_mut(..(1 + grid.dims) * grid.len()))?;
+        self.stream.memset_zeros(
+            &mut ws
+                .charges
+                .slice_mut(..charge_stride(grid.dims) * grid.len()),
+        )?;
         Ok(&mut ws.charges)
     }
 
@@ -363,7 +367,7 @@ mod tests {
                 .unwrap();
                 let len = grid.len();
                 let charges: Vec<f32> =
-                    (0..(1 + dims) * len).map(|_| rng.random_range(-1.0..1.0)).collect();
+                    (0..charge_stride(dims) * len).map(|_| rng.random_range(-1.0..1.0)).collect();
                 let run = |rank: usize, world: usize| {
                     let mut c = ConvolverGpu::<f32>::new(gpu.stream.clone()).unwrap();
                     c.share(rank, world);

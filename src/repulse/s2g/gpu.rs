@@ -24,8 +24,9 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, LaunchConfig, PinnedHostS
 
 use crate::gpu::kernels::repulse::GridGeom;
 use crate::gpu::kernels::s2g::{
-    S2gBinCount, S2gBinPlace, S2gBinPlan, S2gBounds, S2gFixedToGrid, S2gPlanSums, S2gScatterCells,
-    S2gScatterCellsFixed, S2gScatterSparse, S2gScatterSparseFixed, PLAN_CHUNK, PLAN_THREADS,
+    charge_stride, S2gBinCount, S2gBinPlace, S2gBinPlan, S2gBounds, S2gFixedToGrid, S2gPlanSums,
+    S2gScatterCells, S2gScatterCellsFixed, S2gScatterSparse, S2gScatterSparseFixed, PLAN_CHUNK,
+    PLAN_THREADS,
 };
 use crate::gpu::memory::pinned;
 use crate::gpu::real::DeviceReal;
@@ -235,7 +236,8 @@ impl ScatterGpu {
     }
 
     /// Adds the charges of the n points `y` (n × dims, inside the grid `geom`) to `grid`
-    /// ((1 + dims) channels of p^dims nodes in `T`, zeroed by the caller), on stream `s`:
+    /// (p^dims nodes of [`charge_stride`] reals in `T`, node-major, zeroed by the caller), on
+    /// stream `s`:
     /// the points sorted by cell ([`ScatterGpu::sort`]), then the sparse cells point by
     /// point and the dense cells a piece per warp.
     #[allow(clippy::too_many_arguments)]
@@ -319,7 +321,8 @@ impl ScatterGpu {
     ) -> Result<(), GpuError> {
         let real = T::DEFINES;
         let len = (geom.p as usize).pow(dims as u32);
-        let total = (1 + dims) * len;
+        let stride = charge_stride(dims);
+        let total = stride * len;
         if self.fixed.as_ref().is_none_or(|f| f.len() < total) {
             self.fixed = Some(s.alloc_zeros(total)?);
         }
@@ -364,7 +367,7 @@ impl ScatterGpu {
         .launch(gpu, s, cells_config(gpu, plan))?;
         S2gFixedToGrid::<T> {
             total,
-            len,
+            stride,
             fixed: &*fixed,
             // The factors the kernels scaled by, as floats.
             inv_s0: 1.0 / (s0 as f32) as f64,
