@@ -135,7 +135,6 @@ unsafe fn gather_coordinates<const D: usize>(
         }
         return out;
     }
-    // (Loops, not closures, in this function: a closure does not take its target features.)
     let at = _mm256_mullo_epi32(col, _mm256_set1_epi32(D as i32));
     let mut out = [_mm256_setzero_ps(); D];
     for (a, o) in out.iter_mut().enumerate() {
