@@ -234,14 +234,15 @@ __device__ void scatter_sparse(int n, GridGeom g, const float* __restrict__ y,
     }
 }
 
-// grid = fixed / s0 (channel 0 of each node, every stride-th value) or / sq (the others),
-// after the fixed kernels.
+// grid = fixed / s0 (channel 0 of each node, every stride-th value; stride a power of two,
+// charge_stride) or / sq (the others), after the fixed kernels. (A mask, not a 64-bit
+// modulo, a software routine on the GPU.)
 extern "C" __global__ void s2g_fixed_to_grid(long long total, int stride,
                                              const long long* __restrict__ fixed,
                                              double inv_s0, double inv_sq,
                                              real* __restrict__ grid) {
     GRID_STRIDE(t, total)
-    grid[t] = (real)((double)fixed[t] * (t % stride == 0 ? inv_s0 : inv_sq));
+    grid[t] = (real)((double)fixed[t] * ((t & (stride - 1)) == 0 ? inv_s0 : inv_sq));
 }
 
 #ifdef REAL_F64

@@ -18,7 +18,8 @@ pub const CELL_THREADS: usize = BLOCK as usize;
 
 /// Reals per node of a `dims`-dimensional charge grid, node-major: the charge and the dims
 /// coordinate channels, 2-D padded to 4, so that a point adds its charges to a node in one
-/// 8- or 16-byte atomic (`kernels/repulse.cuh` has the same function).
+/// 8- or 16-byte atomic (`kernels/repulse.cuh` has the same function). A power of two,
+/// which [`S2gFixedToGrid`] relies on.
 pub const fn charge_stride(dims: usize) -> usize {
     if dims == 1 {
         2
@@ -177,8 +178,8 @@ kernels! {
         fixed: out i64 [charge_stride(dims) * len],
     }
 
-    /// `grid` = `fixed` / s0 on every node's channel 0 (each `stride`-th value), / sq on the
-    /// rest, given as `inv_s0` and `inv_sq`.
+    /// `grid` = `fixed` / s0 on every node's channel 0 (each `stride`-th value, `stride` a
+    /// power of two: [`charge_stride`]), / sq on the rest, given as `inv_s0` and `inv_sq`.
     pub struct S2gFixedToGrid<T> = "s2g_fixed_to_grid" {
         total: usize as i64,
         stride: usize as i32,
