@@ -1,5 +1,7 @@
 //! NVRTC compilation to device code (cubin), with an on-disk cache, and ahead of use on
-//! background threads.
+//! background threads; the cubins a single-precision run uses also come shipped, compiled
+//! ahead for the common architectures ([`super::shipped`]), which a fresh machine then
+//! loads without compiling.
 //!
 //! Kernels are compiled for the device's real architecture (`sm_XY`), so NVRTC runs
 //! `ptxas` and the driver loads machine code as is. (Loading PTX instead makes the driver
@@ -66,6 +68,8 @@ pub enum Origin {
     Compiled,
     /// The on-disk cache held it.
     Cached,
+    /// It came with the program ([`super::shipped`]).
+    Shipped,
 }
 
 /// A kernel file and the NVRTC defines that select one of its variants (`&[]` for the
@@ -83,20 +87,24 @@ type Outcome = Result<Vec<u8>, String>;
 pub struct Cubins {
     arch: &'static str,
     cache: Option<PathBuf>,
+    /// Whether the shipped cubins are looked up first (not by the tests of NVRTC itself).
+    shipped: bool,
     slots: Mutex<HashMap<Variant, Arc<OnceLock<Outcome>>>>,
 }
 
 impl Cubins {
-    /// The cubins for `arch`, cached in the usual folder.
+    /// The cubins for `arch`: shipped, else cached in the usual folder.
     pub fn new(arch: &'static str) -> Self {
-        Self::in_cache(arch, cache_dir())
+        Self::in_cache(arch, cache_dir(), true)
     }
 
-    /// The cubins for `arch`, cached in `cache` (`None`: no cache).
-    fn in_cache(arch: &'static str, cache: Option<PathBuf>) -> Self {
+    /// The cubins for `arch`, the `shipped` ones first if asked, then cached in `cache`
+    /// (`None`: no cache).
+    fn in_cache(arch: &'static str, cache: Option<PathBuf>, shipped: bool) -> Self {
         Cubins {
             arch,
             cache,
+            shipped,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -111,7 +119,8 @@ impl Cubins {
     /// Fills `slot` from the cache or NVRTC, unless it is filled or being filled (then waits).
     fn fill<'s>(&self, slot: &'s OnceLock<Outcome>, (id, defines): Variant) -> &'s Outcome {
         slot.get_or_init(|| {
-            cubin_cached_in(id, defines, self.arch, self.cache.clone()).map(|(bin, _)| bin)
+            let cache = self.cache.clone();
+            cubin_cached_in(id, defines, self.arch, cache, self.shipped).map(|(bin, _)| bin)
         })
     }
 
@@ -203,40 +212,60 @@ impl Drop for Precompile {
     }
 }
 
-/// The cubin of `id` compiled with `defines` for `arch`, from the cache folder `cache`
-/// (`None`: no cache) or freshly compiled (then cached), and where it came from; on
-/// failure, the compiler's log.
+/// The name a cubin of `id` compiled with `defines` for `arch` has in the cache folder and
+/// in the shipped archives: the file, the architecture and a hash of the source, the
+/// architecture and the options, so that a changed source or option never finds a stale
+/// cubin.
+pub(super) fn cubin_name(id: KernelId, defines: &[&str], arch: &str) -> String {
+    let opts = options(arch, id, defines);
+    let key = fnv1a(&[
+        id.source().as_bytes(),
+        arch.as_bytes(),
+        opts.join(" ").as_bytes(),
+    ]);
+    format!("{}-{arch}-{key:016x}.cubin", id.file())
+}
+
+/// The cubin of `id` compiled with `defines` for `arch`: shipped (when `shipped` is set and
+/// the program holds it), from the cache folder `cache` (`None`: no cache) or freshly
+/// compiled (then cached), and where it came from; on failure, the compiler's log.
 fn cubin_cached_in(
     id: KernelId,
     defines: &[&str],
     arch: &'static str,
     cache: Option<PathBuf>,
+    shipped: bool,
 ) -> Result<(Vec<u8>, Origin), String> {
-    let source = id.source();
-    let opts = options(arch, id, defines);
-    let key = format!(
-        "{:016x}",
-        fnv1a(&[
-            source.as_bytes(),
-            arch.as_bytes(),
-            opts.join(" ").as_bytes()
-        ])
-    );
-    let cached = cache.map(|d| d.join(format!("{}-{arch}-{key}.cubin", id.file())));
+    if let Some(bytes) = shipped
+        .then(|| super::shipped::cubin(id, defines, arch))
+        .flatten()
+    {
+        return Ok((bytes, Origin::Shipped));
+    }
+    let cached = cache.map(|d| d.join(cubin_name(id, defines, arch)));
     if let Some(bytes) = cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
         if is_elf(&bytes) {
             return Ok((bytes, Origin::Cached));
         }
     }
-    let bin = compile(&source, &opts)?.cubin;
+    let bin = compile_variant(id, defines, arch)?;
     if let Some(path) = cached {
         let _ = store(&path, &bin);
     }
     Ok((bin, Origin::Compiled))
 }
 
+/// The cubin of `id` with `defines` compiled by NVRTC for `arch` now; on failure, the log.
+pub(super) fn compile_variant(
+    id: KernelId,
+    defines: &[&str],
+    arch: &str,
+) -> Result<Vec<u8>, String> {
+    Ok(compile(&id.source(), &options(arch, id, defines))?.cubin)
+}
+
 /// A cubin is an ELF image; anything else in the cache (a torn or foreign file) is ignored.
-fn is_elf(bytes: &[u8]) -> bool {
+pub(super) fn is_elf(bytes: &[u8]) -> bool {
     bytes.starts_with(b"\x7fELF")
 }
 
@@ -399,7 +428,7 @@ pub fn compile_every_kernel(arch: &'static str, threads: usize) -> crate::Result
 
 /// Every kernel file, the repulsion's also with double grids, and the fused kNN's sweep
 /// alone for 50 dimensions (the variant runs use).
-fn every_variant() -> Vec<Variant> {
+pub(super) fn every_variant() -> Vec<Variant> {
     let f64_defines = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
     use crate::gpu::kernels::knn::{list_variant, MAX_KR};
     let variants = KernelId::ALL.iter().flat_map(|&id| {
@@ -499,9 +528,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Some(dir.path().to_path_buf());
         let (first, origin) =
-            cubin_cached_in(KernelId::Optim, &[], "sm_90", cache.clone()).unwrap();
+            cubin_cached_in(KernelId::Optim, &[], "sm_90", cache.clone(), false).unwrap();
         assert_eq!(origin, Origin::Compiled);
-        let (again, origin) = cubin_cached_in(KernelId::Optim, &[], "sm_90", cache).unwrap();
+        let (again, origin) = cubin_cached_in(KernelId::Optim, &[], "sm_90", cache, false).unwrap();
         assert_eq!(origin, Origin::Cached);
         assert_eq!(again, first);
     }
@@ -519,14 +548,19 @@ mod tests {
             return;
         };
         let dir = tempfile::tempdir().unwrap();
-        let cubins = Arc::new(Cubins::in_cache("sm_90", Some(dir.path().to_path_buf())));
+        let cubins = Arc::new(Cubins::in_cache(
+            "sm_90",
+            Some(dir.path().to_path_buf()),
+            false,
+        ));
         cubins.precompile(&every_variant(), cores()).finish();
         for file in files {
             let variant = (file.id, file.defines);
             let kept = cubins.slot(variant).get().cloned();
             assert_eq!(kept, Some(Ok(file.cubin.clone())), "{}", file.id.file());
             let cache = Some(dir.path().to_path_buf());
-            let (cached, origin) = cubin_cached_in(file.id, file.defines, "sm_90", cache).unwrap();
+            let (cached, origin) =
+                cubin_cached_in(file.id, file.defines, "sm_90", cache, false).unwrap();
             assert_eq!(origin, Origin::Cached, "{}", file.id.file());
             assert_eq!(cached, file.cubin, "{}", file.id.file());
         }
@@ -539,7 +573,7 @@ mod tests {
         if !nvrtc_for_test() {
             return;
         }
-        let cubins = Arc::new(Cubins::in_cache("sm_90", None));
+        let cubins = Arc::new(Cubins::in_cache("sm_90", None, false));
         let bad: Variant = (KernelId::Optim, &["--no-such-option"]);
         cubins.precompile(&[bad], 1).finish();
         assert!(cubins.slot(bad).get().is_some_and(|r| r.is_err()));
@@ -565,13 +599,13 @@ mod tests {
         let mut serial = 0.0;
         for &(id, defines) in &variants {
             let t = std::time::Instant::now();
-            cubin_cached_in(id, defines, "sm_90", None).unwrap();
+            cubin_cached_in(id, defines, "sm_90", None, false).unwrap();
             let seconds = t.elapsed().as_secs_f64();
             println!("{:>15} {defines:?}: {seconds:.2} s", id.file());
             serial += seconds;
         }
         let t = std::time::Instant::now();
-        let cubins = Arc::new(Cubins::in_cache("sm_90", None));
+        let cubins = Arc::new(Cubins::in_cache("sm_90", None, false));
         cubins.precompile(&variants, cores()).finish();
         let parallel = t.elapsed().as_secs_f64();
         let cores = cores();

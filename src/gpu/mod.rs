@@ -41,6 +41,7 @@ pub mod linalg;
 pub mod memory;
 pub mod progress;
 pub mod real;
+pub mod shipped;
 pub mod sum;
 
 pub use context::Gpu;

@@ -1,0 +1,184 @@
+//! Kernels shipped compiled: the cubins a single-precision run uses, compiled ahead by NVRTC
+//! for one architecture of each recent major version and embedded in the program, so that a
+//! machine's first run loads them instead of compiling them.
+//!
+//! A fresh machine's first MNIST run otherwise spent about 2 s of its 4.8 s (against 1.1 s
+//! warm) waiting for NVRTC (`benches/history/2026-11-gpu.md`). A cubin runs on every device
+//! of its major version whose minor version is at least its own (the CUDA C++ Programming
+//! Guide's binary compatibility), so `sm_80` serves compute capabilities 8.0–8.9, `sm_90`
+//! 9.0, `sm_100` 10.x and `sm_120` 12.x. Each architecture's cubins are one zip archive,
+//! `kernels/cubin/<arch>.zip`, its entries named as the on-disk cache names them
+//! (`cubin_name`: the file, the architecture and a hash of the source and the options), so
+//! a kernel whose source changed is simply not found here and compiles as before. The
+//! double-precision grids (`--precision f64`) and the fused kNN's sweep for inputs of other
+//! than 50 dimensions are not shipped: NVRTC compiles them on first use, then the cache
+//! keeps them.
+//!
+//! `scripts/kernels/ship.sh` writes the archives; the test `archives_match_the_sources`
+//! fails when a kernel changed and they were not written again.
+
+use std::io::{Cursor, Read};
+
+use super::compile::{cubin_name, is_elf};
+use super::kernels::KernelId;
+
+/// The shipped architectures and their archives.
+const ARCHIVES: [(&str, &[u8]); 4] = [
+    ("sm_80", include_bytes!("../../kernels/cubin/sm_80.zip")),
+    ("sm_90", include_bytes!("../../kernels/cubin/sm_90.zip")),
+    ("sm_100", include_bytes!("../../kernels/cubin/sm_100.zip")),
+    ("sm_120", include_bytes!("../../kernels/cubin/sm_120.zip")),
+];
+
+/// `(major, minor)` of an architecture named `sm_XY` (the last digit is the minor version).
+fn version(arch: &str) -> Option<(u32, u32)> {
+    let digits = arch.strip_prefix("sm_")?;
+    if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (major, minor) = digits.split_at(digits.len() - 1);
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The shipped archive whose cubins run on a device of architecture `arch`: the one of the
+/// same major version with the highest minor version not above the device's.
+fn archive_for(arch: &str) -> Option<(&'static str, &'static [u8])> {
+    let (major, minor) = version(arch)?;
+    ARCHIVES
+        .iter()
+        .filter_map(|&(name, bytes)| Some((version(name)?, name, bytes)))
+        .filter(|&((m, n), _, _)| m == major && n <= minor)
+        .max_by_key(|&((_, n), _, _)| n)
+        .map(|(_, name, bytes)| (name, bytes))
+}
+
+/// The shipped cubin of `id` compiled with `defines` that runs on `arch`, if the program
+/// holds one for this source.
+pub(super) fn cubin(id: KernelId, defines: &[&str], arch: &str) -> Option<Vec<u8>> {
+    let (shipped, bytes) = archive_for(arch)?;
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
+    let mut entry = archive.by_name(&cubin_name(id, defines, shipped)).ok()?;
+    let mut cubin = Vec::with_capacity(entry.size() as usize);
+    entry.read_to_end(&mut cubin).ok()?;
+    is_elf(&cubin).then_some(cubin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::compile::{every_variant, Variant};
+    use std::path::PathBuf;
+
+    /// The variants shipped: every variant but the double-precision ones.
+    fn shipped_variants() -> Vec<Variant> {
+        let double = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
+        every_variant()
+            .into_iter()
+            .filter(|&(_, defines)| defines != double)
+            .collect()
+    }
+
+    fn archive_path(arch: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/cubin/{arch}.zip"))
+    }
+
+    /// Each archive holds exactly the shipped variants of today's sources, as cubins: a
+    /// kernel edited without `scripts/kernels/ship.sh` fails here (its cubin would be
+    /// silently unused), and so does a leftover of an older source.
+    #[test]
+    fn archives_match_the_sources() {
+        for (arch, bytes) in ARCHIVES {
+            let mut want: Vec<String> = shipped_variants()
+                .iter()
+                .map(|&(id, defines)| cubin_name(id, defines, arch))
+                .collect();
+            want.sort();
+            let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
+            let mut held: Vec<String> = (0..archive.len())
+                .map(|i| archive.by_index(i).unwrap().name().unwrap().to_string())
+                .collect();
+            held.sort();
+            assert_eq!(
+                held, want,
+                "kernels/cubin/{arch}.zip does not match the kernels' sources: run scripts/kernels/ship.sh"
+            );
+            for name in &want {
+                let mut cubin = Vec::new();
+                archive
+                    .by_name(name)
+                    .unwrap()
+                    .read_to_end(&mut cubin)
+                    .unwrap();
+                assert!(is_elf(&cubin), "{arch}: {name} is not a cubin");
+            }
+        }
+    }
+
+    /// A device takes its own major version's archive, of the highest minor version it runs.
+    #[test]
+    fn devices_take_their_major_versions_archive() {
+        let take = |arch| archive_for(arch).map(|(name, _)| name);
+        assert_eq!(take("sm_90"), Some("sm_90"));
+        assert_eq!(take("sm_86"), Some("sm_80"));
+        assert_eq!(take("sm_89"), Some("sm_80"));
+        assert_eq!(take("sm_103"), Some("sm_100"));
+        assert_eq!(take("sm_121"), Some("sm_120"));
+        assert_eq!(take("sm_75"), None);
+        assert_eq!(take("sm_110"), None);
+        assert_eq!(take("compute_90"), None);
+        assert_eq!(version("sm_120"), Some((12, 0)));
+    }
+
+    /// A shipped variant is found for its architecture; a double-precision one is not.
+    #[test]
+    fn shipped_cubins_are_found() {
+        assert!(cubin(KernelId::Optim, &[], "sm_90").is_some());
+        assert!(cubin(KernelId::Optim, &[], "sm_86").is_some());
+        let double = <f64 as crate::gpu::real::DeviceReal>::DEFINES;
+        assert!(cubin(KernelId::S2g, double, "sm_90").is_none());
+        assert!(cubin(KernelId::Optim, &[], "sm_75").is_none());
+    }
+
+    /// Writes the archives with this process's NVRTC (`scripts/kernels/ship.sh`): every
+    /// shipped variant for every shipped architecture, entries sorted and dated 1980-01-01
+    /// so that the same cubins give the same bytes.
+    #[test]
+    #[ignore]
+    fn write_archives() {
+        use std::io::Write;
+        assert!(
+            crate::gpu::compile::nvrtc_for_test(),
+            "writing the archives needs libnvrtc"
+        );
+        for (arch, _) in ARCHIVES {
+            let mut variants = shipped_variants();
+            variants.sort_by_key(|&(id, defines)| cubin_name(id, defines, arch));
+            let cubins: Vec<(String, Vec<u8>)> = std::thread::scope(|s| {
+                let jobs: Vec<_> = variants
+                    .iter()
+                    .map(|&(id, defines)| {
+                        s.spawn(move || {
+                            let bin = crate::gpu::compile::compile_variant(id, defines, arch)
+                                .unwrap_or_else(|log| panic!("kernels/{}: {log}", id.file()));
+                            (cubin_name(id, defines, arch), bin)
+                        })
+                    })
+                    .collect();
+                jobs.into_iter().map(|j| j.join().unwrap()).collect()
+            });
+            let path = archive_path(arch);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+            let options = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated)
+                .compression_level(Some(9))
+                .last_modified_time(zip::DateTime::default());
+            for (name, bin) in cubins {
+                zip.start_file(name, options).unwrap();
+                zip.write_all(&bin).unwrap();
+            }
+            zip.finish().unwrap();
+            println!("{}", path.display());
+        }
+    }
+}
