@@ -16,28 +16,27 @@ pub(crate) fn available() -> bool {
 /// Entries per vector step.
 pub(crate) const WIDTH: usize = 8;
 
-/// $\sum_e p_e w_e (y_i - y_{c_e})$ over the entries of one row: `coords` packed block
-/// coordinates (local column in the low 16 bits), `values` their p, `yi` the row's point,
-/// `y_cols` the block column's points (row-major, `D` per point), `inv_dof` the kernel's
-/// 1/α. The last `coords.len() % 8` entries take one masked step: their lanes beyond the row
-/// load p = 0 and coordinate 0, so they add exactly 0. (Left to the portable loop, the
-/// 3.5 entries a run of a high-dimensional mixture's P ends with on average cost about as
-/// much as the rest of the run.)
+/// $\sum_e p_e w_e (y_i - y_{c_e})$ over the entries of one row: `cols` their local columns
+/// in the block, `values` their p, `yi` the row's point, `y_cols` the block column's points
+/// (row-major, `D` per point), `inv_dof` the kernel's 1/α. The last `cols.len() % 8` entries
+/// take one masked step: their lanes beyond the row load p = 0 and coordinate 0, so they add
+/// exactly 0. (Left to the portable loop, the 3.5 entries a run of a high-dimensional
+/// mixture's P ends with on average cost about as much as the rest of the run.)
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA ([`available`]), and every entry's local column `c`
-/// must satisfy `(c + 1) · D ≤ y_cols.len()` (the [`crate::sparse::Csb`] invariant: every
-/// block coordinate maps to a point of the block column).
+/// The CPU must support AVX2 and FMA ([`available`]), the row must hold at least 8 entries,
+/// and every entry's local column `c` must satisfy `(c + 1) · D ≤ y_cols.len()` (the
+/// [`crate::sparse::Csb`] invariant: every block coordinate maps to a point of the block
+/// column).
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn row<const D: usize>(
-    coords: &[u32],
+    cols: &[u16],
     values: &[f32],
     yi: &[f32; D],
     y_cols: &[f32],
     inv_dof: f32,
 ) -> [f32; D] {
-    debug_assert_eq!(coords.len(), values.len());
-    let low = _mm256_set1_epi32(0xffff);
+    debug_assert!(cols.len() == values.len() && cols.len() >= WIDTH);
     let one = _mm256_set1_ps(1.0);
     let inv = _mm256_set1_ps(inv_dof);
     let yi: [__m256; D] = std::array::from_fn(|a| _mm256_set1_ps(yi[a]));
@@ -45,27 +44,31 @@ pub(crate) unsafe fn row<const D: usize>(
     let all = _mm256_set1_epi32(-1);
     let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let mut e = 0;
-    while e < coords.len() {
-        let rest = coords.len() - e;
-        // SAFETY: full steps (e + 8 ≤ coords.len() = values.len()) load 8 lanes unaligned;
-        // the last, short one loads only its lanes below `rest` (the others read as 0).
-        let (c, p, mask) = unsafe {
+    while e < cols.len() {
+        let rest = cols.len() - e;
+        // SAFETY: full steps (e + 8 ≤ cols.len() = values.len()) load 8 lanes unaligned. The
+        // last, short one loads the row's last 8 columns (the caller passes rows of 8 or more)
+        // and moves its `rest` to the first lanes, and loads only its values below `rest` (the
+        // others read as 0): each entry keeps the lane it would have in a full step.
+        let (col, p, mask) = unsafe {
             if rest >= WIDTH {
                 (
-                    _mm256_loadu_si256(coords.as_ptr().add(e).cast()),
+                    _mm256_cvtepu16_epi32(_mm_loadu_si128(cols.as_ptr().add(e).cast())),
                     _mm256_loadu_ps(values.as_ptr().add(e)),
                     all,
                 )
             } else {
+                let last = _mm_loadu_si128(cols.as_ptr().add(cols.len() - WIDTH).cast());
+                let from = _mm256_add_epi32(lanes, _mm256_set1_epi32((WIDTH - rest) as i32));
+                let from = _mm256_min_epi32(from, _mm256_set1_epi32(WIDTH as i32 - 1));
                 let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest as i32), lanes);
                 (
-                    _mm256_maskload_epi32(coords.as_ptr().add(e).cast(), mask),
+                    _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(last), from),
                     _mm256_maskload_ps(values.as_ptr().add(e), mask),
                     mask,
                 )
             }
         };
-        let col = _mm256_and_si256(c, low);
         // SAFETY: as `gather_coordinates` requires: the caller's guarantee on the columns,
         // lanes off `mask` read nothing.
         let yj: [__m256; D] = unsafe { gather_coordinates::<D>(y_cols, col, mask) };

@@ -4,6 +4,7 @@ use rayon::prelude::*;
 
 use super::{check_shapes, pair, Attract};
 use crate::kernel::{EdgeF32, Kernel};
+use crate::sparse::csb::Block;
 use crate::sparse::Csb;
 use crate::Result;
 
@@ -54,11 +55,11 @@ fn wide_available() -> bool {
     false
 }
 
-/// The row's entries by the AVX2 loop, their sum. `wide` was checked by the caller
-/// ([`wide_available`]).
+/// The row's entries (at least [`WIDTH`]) by the AVX2 loop, their sum. `wide` was checked by
+/// the caller ([`wide_available`]).
 #[inline(always)]
 fn wide_row<const D: usize>(
-    cs: &[u32],
+    cs: &[u16],
     vs: &[f32],
     yi: &[f32; D],
     y_cols: &[f32],
@@ -66,9 +67,9 @@ fn wide_row<const D: usize>(
 ) -> [f32; D] {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: the caller runs this only where `wide_available` holds (AVX2 and FMA);
-        // the CSB invariant maps every local column of the block to one of its block
-        // column's points, which `run` sliced into `y_cols`.
+        // SAFETY: the caller runs this only where `wide_available` holds (AVX2 and FMA) and
+        // on rows of at least `WIDTH` entries; the CSB invariant maps every local column of
+        // the block to one of its block column's points, which `run` sliced into `y_cols`.
         unsafe { super::avx2::row::<D>(cs, vs, yi, y_cols, inv_dof) }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -105,21 +106,20 @@ fn run<const D: usize, const KL: bool>(
         for blk in csb.blocks(b) {
             let c0 = blk.col * beta;
             let y_cols = &y[c0 * D..(c0 + beta).min(csb.n()) * D];
-            kl += block::<D, KL>(blk.coords, blk.values, y_rows, y_cols, out, k, wide) as f64;
+            kl += block::<D, KL>(&blk, y_rows, y_cols, out, k, wide) as f64;
         }
         kl
     });
     crate::ordered::sum_in_order(kl)
 }
 
-/// One block's entries (sorted by local row), taken in runs of one row: the row's force is
-/// summed in registers, in [`LANES`] partial sums, and added to `out` once per run. (Adding
-/// every entry to `out` directly chains each entry's load and add on the previous one's store:
-/// about twice as slow.) Returns the block's Σ p ln w when `KL`.
+/// One block's entries, taken in its runs of one row: the row's force is summed in
+/// registers, in [`LANES`] partial sums, and added to `out` once per run. (Adding every entry
+/// to `out` directly chains each entry's load and add on the previous one's store: about
+/// twice as slow.) Returns the block's Σ p ln w when `KL`.
 #[inline(always)]
 fn block<const D: usize, const KL: bool>(
-    coords: &[u32],
-    values: &[f32],
+    blk: &Block<'_>,
     y_rows: &[f32],
     y_cols: &[f32],
     out: &mut [f32],
@@ -128,13 +128,13 @@ fn block<const D: usize, const KL: bool>(
 ) -> f32 {
     let mut kl = 0f32;
     let mut start = 0;
-    while start < coords.len() {
-        let r = (coords[start] >> 16) as usize;
-        let len = coords[start..]
-            .iter()
-            .position(|&c| (c >> 16) as usize != r)
-            .unwrap_or(coords.len() - start);
-        let (cs, vs) = (&coords[start..start + len], &values[start..start + len]);
+    for run in blk.runs {
+        let (r, len) = (run.row as usize, run.len as usize);
+        let (cs, vs) = (
+            &blk.cols[start..start + len],
+            &blk.values[start..start + len],
+        );
+        start += len;
         let yi: &[f32; D] = y_rows[r * D..r * D + D].try_into().unwrap();
         // The AVX2 loop takes the row's entries 8 at a time, the last few in one masked step
         // (not the KL pass: the logarithms stay scalar, every 50 iterations); the portable
@@ -146,11 +146,10 @@ fn block<const D: usize, const KL: bool>(
             for (o, s) in out[r * D..r * D + D].iter_mut().zip(sum) {
                 *o += s;
             }
-            start += len;
             continue;
         }
-        let mut entry = |lane: usize, c: u32, p: f32, acc: &mut [[f32; D]; LANES]| {
-            let col = (c & 0xffff) as usize;
+        let mut entry = |lane: usize, c: u16, p: f32, acc: &mut [[f32; D]; LANES]| {
+            let col = c as usize;
             let lw = pair::<D, KL>(p, yi, &y_cols[col * D..col * D + D], &mut acc[lane], k);
             if KL {
                 kl += p * lw;
@@ -170,7 +169,6 @@ fn block<const D: usize, const KL: bool>(
         for k in 0..D {
             out[r * D + k] += acc.iter().map(|a| a[k]).sum::<f32>();
         }
-        start += len;
     }
     kl
 }
