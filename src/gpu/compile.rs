@@ -405,7 +405,7 @@ pub fn compile_every_kernel(arch: &'static str, threads: usize) -> crate::Result
         for _ in 0..threads.clamp(1, jobs.len()) {
             s.spawn(|| {
                 while let Some(&(id, defines)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if let Err(log) = compile(&id.source(), &options(arch, id, defines)) {
+                    if let Err(log) = compile_variant(id, defines, arch) {
                         let mut failed = failures.lock().unwrap_or_else(PoisonError::into_inner);
                         failed.push(GpuError::Compile {
                             file: id.file(),
