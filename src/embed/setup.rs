@@ -147,12 +147,14 @@ pub(super) fn set_up(
 }
 
 /// Whether a run with the resolved `params` multiplies with cuBLAS on the device: the
-/// exact kNN below the fused path's size (its distance tiles), a PCA that drops features.
+/// exact kNN of points beyond the fused kernel's dimensions (its distance tiles), a PCA
+/// that drops features.
 fn uses_cublas(input: &Input, params: &EmbedParams, backend: BackendKind) -> bool {
     let Some(d) = input.d() else {
         return false;
     };
-    let tiled = params.knn == KnnMethod::Exact && crate::knn::gpu::exact_is_tiled(input.n());
+    let d_knn = params.pca.map_or(d, |m| m.min(d));
+    let tiled = params.knn == KnnMethod::Exact && crate::knn::gpu::exact_is_tiled(d_knn);
     backend.on_device() && (tiled || params.pca.is_some_and(|m| m < d))
 }
 
@@ -291,14 +293,26 @@ mod tests {
         };
         let gpu = BackendKind::Gpu;
         let exact = params(KnnMethod::Exact, Some(50));
-        assert!(uses_cublas(&points(70_000, 50), &exact, gpu));
+        // The exact kNN multiplies only beyond the fused kernel's 64 dimensions; a PCA
+        // that drops features always does.
+        assert!(!uses_cublas(&points(70_000, 50), &exact, gpu));
+        assert!(uses_cublas(&points(70_000, 784), &exact, gpu));
         assert!(uses_cublas(
-            &points(70_000, 50),
+            &points(70_000, 784),
             &exact,
             BackendKind::Hybrid
         ));
-        assert!(!uses_cublas(&points(70_000, 50), &exact, BackendKind::Cpu));
-        assert!(!uses_cublas(&points(250_000, 50), &exact, gpu));
+        assert!(!uses_cublas(&points(70_000, 784), &exact, BackendKind::Cpu));
+        assert!(uses_cublas(
+            &points(70_000, 100),
+            &params(KnnMethod::Exact, None),
+            gpu
+        ));
+        assert!(!uses_cublas(
+            &points(70_000, 60),
+            &params(KnnMethod::Exact, None),
+            gpu
+        ));
         let approx = params(KnnMethod::Approx, Some(50));
         assert!(!uses_cublas(&points(1_000, 50), &approx, gpu));
         assert!(uses_cublas(&points(1_000, 784), &approx, gpu));

@@ -1,8 +1,8 @@
 //! Exact kNN on the GPU, two paths with one contract:
 //!
-//! - `fused` (d ≤ 64 on sm_80+, the usual case after PCA, from `FUSED_FROM` points): 3xFP16
-//!   keys on the tensor cores with the selection behind them in one kernel; 2.7 s for
-//!   1M × 50, k = 90 on the H100.
+//! - `fused` (d ≤ 64 on sm_80+, the usual case after PCA, whatever n): 3xFP16 keys on the
+//!   tensor cores with the selection behind them in one kernel; 2.7 s for 1M × 50, k = 90
+//!   on the H100.
 //! - `tiled` (`kernels/knn.cu`, any d): cuBLAS SGEMM distance tiles and a top-k selection
 //!   that keeps the K best references of every query across tiles; 4.8 s for the same.
 //!
@@ -53,16 +53,15 @@ pub const MAX_K: usize = MAX_LIST - MARGIN;
 /// Device memory left to cuBLAS and the driver beyond what this stage allocates.
 const SLACK: usize = 256 << 20;
 
-/// Fewest points for which the fused path is taken. On the H100 (d = 50, k = 90) it took
-/// 2.72 s against the SGEMM path's 4.78 s at 1M points, but 0.058 s against 0.033 s at 70k,
-/// where a sweep of all blocks is two waves and the lists' filling phase dominates.
-const FUSED_FROM: usize = 250_000;
-
-/// Whether the exact kNN of `n` points takes the tiled path, whose distance tiles are
-/// cuBLAS products: below [`FUSED_FROM`] points (above it too where the fused path does not
-/// fit the device, which only the search itself finds out).
-pub(crate) fn exact_is_tiled(n: usize) -> bool {
-    n < FUSED_FROM
+/// Whether the exact kNN of points of `d` dimensions takes the tiled path, whose distance
+/// tiles are cuBLAS products: beyond the fused kernel's dimensions (also on devices before
+/// compute capability 8.0, and where the fused path does not fit the device, which only
+/// the search itself finds out). The fused path takes every size it suits: at 1M × 50 it
+/// took 2.72 s against the tiled path's 4.78 s (H100); at 70k 0.058 s against 0.033 s in a
+/// process whose cuBLAS is loaded, but a command line's whole kNN stage 0.075–0.081 s
+/// against 0.21–0.29 s (H200), the tiled path waiting for cuBLAS's start.
+pub(crate) fn exact_is_tiled(d: usize) -> bool {
+    d > crate::gpu::kernels::knn_fused::MAX_DIM
 }
 
 /// Which steps run and how, for benchmarks that split the time (`ALL_STAGES` in every real
@@ -80,7 +79,7 @@ pub(crate) struct Stages {
 }
 
 const ALL_STAGES: Stages = Stages {
-    fused_from: FUSED_FROM,
+    fused_from: 0,
     gemm: true,
     select: true,
     symmetric: true,
