@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Writes kernels/cubin/<arch>.zip: every kernel variant a single-precision run uses, compiled by
-# NVRTC for sm_80, sm_90, sm_100 and sm_120 (src/gpu/shipped.rs says why and what each serves).
+# Writes kernels/cubin/<arch>/<file>.zip: every kernel variant a single-precision run uses,
+# compiled by NVRTC for sm_80, sm_90, sm_100 and sm_120, a zip per kernel file
+# (src/gpu/shipped.rs says why and what each architecture serves).
 # Run it after changing anything under kernels/ or a kernel's constants, and commit the
 # archives with the change: the test gpu::shipped::tests::archives_match_the_sources fails
 # until then. No GPU needed; NVRTC comes from the test environment (scripts/test.sh sets it up).

@@ -6,8 +6,9 @@
 //! warm) waiting for NVRTC (`benches/history/2026-11-gpu.md`). A cubin runs on every device
 //! of its major version whose minor version is at least its own (the CUDA C++ Programming
 //! Guide's binary compatibility), so `sm_80` serves compute capabilities 8.0–8.9, `sm_90`
-//! 9.0, `sm_100` 10.x and `sm_120` 12.x. Each architecture's cubins are one zip archive,
-//! `kernels/cubin/<arch>.zip`, its entries named as the on-disk cache names them
+//! 9.0, `sm_100` 10.x and `sm_120` 12.x. Each kernel file's cubins for an architecture are
+//! one zip archive, `kernels/cubin/<arch>/<file>.zip` (the file's variants, e.g. the kNN's list
+//! lengths), its entries named as the on-disk cache names them
 //! (`cubin_name`: the file, the architecture and a hash of the source and the options), so
 //! a kernel whose source changed is simply not found here and compiles as before. The
 //! double-precision grids (`--precision f64`) and the fused kNN's sweep for inputs of other
@@ -22,13 +23,37 @@ use std::io::{Cursor, Read};
 use super::compile::{cubin_name, is_elf};
 use super::kernels::KernelId;
 
-/// The shipped architectures and their archives.
-const ARCHIVES: [(&str, &[u8]); 4] = [
-    ("sm_80", include_bytes!("../../kernels/cubin/sm_80.zip")),
-    ("sm_90", include_bytes!("../../kernels/cubin/sm_90.zip")),
-    ("sm_100", include_bytes!("../../kernels/cubin/sm_100.zip")),
-    ("sm_120", include_bytes!("../../kernels/cubin/sm_120.zip")),
-];
+/// The archives of one architecture: each kernel file's stem (`s2g` for `s2g.cu`) and its zip.
+type Archives = &'static [(&'static str, &'static [u8])];
+
+/// `(architecture, archives)` for each architecture in `[..]`, each with the zip of every
+/// kernel file in the second `[..]` (one `include_bytes!` per pair).
+macro_rules! archives {
+    ([$($arch:literal),*] $files:tt) => {
+        [$(($arch, archives!(@files $arch $files))),*]
+    };
+    (@files $arch:literal [$($file:literal),*]) => {
+        &[$(($file, include_bytes!(
+            concat!("../../kernels/cubin/", $arch, "/", $file, ".zip")
+        ) as &[u8])),*] as Archives
+    };
+}
+
+/// The shipped architectures and their archives, a file of `kernels/` each (the test
+/// `archives_cover_every_kernel_file` keeps the list whole).
+const ARCHIVES: [(&str, Archives); 4] = archives!(
+    ["sm_80", "sm_90", "sm_100", "sm_120"]
+    [
+        "affinity", "affinity_exact", "attract_hyb", "centre", "exact", "g2g", "g2s", "gmm",
+        "ivf", "knn", "knn_fused", "knn_refine", "near", "optim", "phi2force", "quality", "s2g",
+        "sparse_pca", "transform"
+    ]
+);
+
+/// The stem of a kernel file's name (`s2g` for `s2g.cu`), which names its archive.
+fn stem(id: KernelId) -> &'static str {
+    id.file().trim_end_matches(".cu")
+}
 
 /// `(major, minor)` of an architecture named `sm_XY` (the last digit is the minor version).
 fn version(arch: &str) -> Option<(u32, u32)> {
@@ -40,9 +65,9 @@ fn version(arch: &str) -> Option<(u32, u32)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
-/// The shipped archive whose cubins run on a device of architecture `arch`: the one of the
+/// The shipped archives whose cubins run on a device of architecture `arch`: those of the
 /// same major version with the highest minor version not above the device's.
-fn archive_for(arch: &str) -> Option<(&'static str, &'static [u8])> {
+fn archive_for(arch: &str) -> Option<(&'static str, Archives)> {
     let (major, minor) = version(arch)?;
     ARCHIVES
         .iter()
@@ -55,7 +80,8 @@ fn archive_for(arch: &str) -> Option<(&'static str, &'static [u8])> {
 /// The shipped cubin of `id` compiled with `defines` that runs on `arch`, if the program
 /// holds one for this source.
 pub(super) fn cubin(id: KernelId, defines: &[&str], arch: &str) -> Option<Vec<u8>> {
-    let (shipped, bytes) = archive_for(arch)?;
+    let (shipped, archives) = archive_for(arch)?;
+    let &(_, bytes) = archives.iter().find(|&&(file, _)| file == stem(id))?;
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
     let mut entry = archive.by_name(&cubin_name(id, defines, shipped)).ok()?;
     let mut cubin = Vec::with_capacity(entry.size() as usize);
@@ -78,39 +104,63 @@ mod tests {
             .collect()
     }
 
-    fn archive_path(arch: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/cubin/{arch}.zip"))
+    fn archive_path(arch: &str, id: KernelId) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("kernels/cubin/{arch}/{}.zip", stem(id)))
     }
 
-    /// Each archive holds exactly the shipped variants of today's sources, as cubins: a
-    /// kernel edited without `scripts/kernels/ship.sh` fails here (its cubin would be
-    /// silently unused), and so does a leftover of an older source.
+    /// Every kernel file has its archive for every architecture, and no archive is left of a
+    /// file that is gone.
+    #[test]
+    fn archives_cover_every_kernel_file() {
+        let mut files: Vec<&str> = KernelId::ALL.iter().map(|&id| stem(id)).collect();
+        files.sort_unstable();
+        for (arch, archives) in ARCHIVES {
+            let held: Vec<&str> = archives.iter().map(|&(file, _)| file).collect();
+            assert_eq!(held, files, "{arch}");
+        }
+    }
+
+    /// Each archive holds exactly the shipped variants of its file's source today, as
+    /// cubins: a kernel edited without `scripts/kernels/ship.sh` fails here (its cubin would
+    /// be silently unused), and so does a leftover of an older source.
     #[test]
     fn archives_match_the_sources() {
-        for (arch, bytes) in ARCHIVES {
-            let mut want: Vec<String> = shipped_variants()
-                .iter()
-                .map(|&(id, defines)| cubin_name(id, defines, arch))
-                .collect();
-            want.sort();
-            let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
-            let mut held: Vec<String> = (0..archive.len())
-                .map(|i| archive.by_index(i).unwrap().name().unwrap().to_string())
-                .collect();
-            held.sort();
-            assert_eq!(
-                held, want,
-                "kernels/cubin/{arch}.zip does not match the kernels' sources: run scripts/kernels/ship.sh"
-            );
-            for name in &want {
-                let mut cubin = Vec::new();
-                archive
-                    .by_name(name)
-                    .unwrap()
-                    .read_to_end(&mut cubin)
-                    .unwrap();
-                assert!(is_elf(&cubin), "{arch}: {name} is not a cubin");
+        for (arch, archives) in ARCHIVES {
+            for &id in KernelId::ALL {
+                let mut want: Vec<String> = shipped_variants()
+                    .iter()
+                    .filter(|&&(v, _)| v == id)
+                    .map(|&(id, defines)| cubin_name(id, defines, arch))
+                    .collect();
+                want.sort();
+                let &(_, bytes) = archives.iter().find(|&&(f, _)| f == stem(id)).unwrap();
+                check_archive(arch, id, bytes, &want);
             }
+        }
+    }
+
+    /// `bytes`, the archive of `id` for `arch`, holds the cubins `want` and nothing else.
+    fn check_archive(arch: &str, id: KernelId, bytes: &[u8], want: &[String]) {
+        let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
+        let mut held: Vec<String> = (0..archive.len())
+            .map(|i| archive.by_index(i).unwrap().name().unwrap().to_string())
+            .collect();
+        held.sort();
+        assert_eq!(
+            held,
+            want,
+            "kernels/cubin/{arch}/{}.zip does not match the kernel's source: run scripts/kernels/ship.sh",
+            stem(id)
+        );
+        for name in want {
+            let mut cubin = Vec::new();
+            archive
+                .by_name(name)
+                .unwrap()
+                .read_to_end(&mut cubin)
+                .unwrap();
+            assert!(is_elf(&cubin), "{arch}: {name} is not a cubin");
         }
     }
 
@@ -140,8 +190,8 @@ mod tests {
     }
 
     /// Writes the archives with this process's NVRTC (`scripts/kernels/ship.sh`): every
-    /// shipped variant for every shipped architecture, entries sorted and dated 1980-01-01
-    /// so that the same cubins give the same bytes.
+    /// shipped variant for every shipped architecture, one archive per kernel file, entries
+    /// sorted and dated 1980-01-01 so that the same cubins give the same bytes.
     #[test]
     #[ignore]
     fn write_archives() {
@@ -166,19 +216,22 @@ mod tests {
                     .collect();
                 jobs.into_iter().map(|j| j.join().unwrap()).collect()
             });
-            let path = archive_path(arch);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
             let options = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Deflated)
                 .compression_level(Some(9))
                 .last_modified_time(zip::DateTime::default());
-            for (name, bin) in cubins {
-                zip.start_file(name, options).unwrap();
-                zip.write_all(&bin).unwrap();
+            for &id in KernelId::ALL {
+                let path = archive_path(arch, id);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+                let prefix = format!("{}-", id.file());
+                for (name, bin) in cubins.iter().filter(|(name, _)| name.starts_with(&prefix)) {
+                    zip.start_file(name.as_str(), options).unwrap();
+                    zip.write_all(bin).unwrap();
+                }
+                zip.finish().unwrap();
             }
-            zip.finish().unwrap();
-            println!("{}", path.display());
+            println!("kernels/cubin/{arch}/");
         }
     }
 }
