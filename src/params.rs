@@ -259,6 +259,11 @@ impl EmbedParams {
         self.k_wanted().min(self.max_neighbors)
     }
 
+    /// The points' dimension after the PCA, for points of `d` dimensions (the kNN's).
+    pub fn reduced_dim(&self, d: usize) -> usize {
+        self.pca.map_or(d, |m| m.min(d))
+    }
+
     /// ⌈3u⌉ for the largest perplexity, before the `max_neighbors` cap.
     pub fn k_wanted(&self) -> usize {
         (3.0 * self.perplexity).ceil() as usize

@@ -59,8 +59,9 @@ pub(crate) unsafe fn row<const D: usize>(
                 )
             } else {
                 let last = _mm_loadu_si128(cols.as_ptr().add(cols.len() - WIDTH).cast());
+                // (The permutation reads an index's low 3 bits: the lanes at `rest` and
+                // beyond take some column of the row, read by no gather.)
                 let from = _mm256_add_epi32(lanes, _mm256_set1_epi32((WIDTH - rest) as i32));
-                let from = _mm256_min_epi32(from, _mm256_set1_epi32(WIDTH as i32 - 1));
                 let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest as i32), lanes);
                 (
                     _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(last), from),

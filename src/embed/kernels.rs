@@ -26,7 +26,7 @@ pub(super) fn precompile(
     Ok(match backend {
         BackendKind::Cpu => None,
         kind => {
-            let d = input.d().map(|d| params.pca.map_or(d, |m| m.min(d)));
+            let d = input.d().map(|d| params.reduced_dim(d));
             let sparse = matches!(input, Input::Sparse(_));
             Some(start(d, sparse, kind, params, Others::Started)?)
         }

@@ -209,7 +209,7 @@ pub(crate) fn plan(
         return Ok((MemoryReport::default(), watch));
     };
     let n = input.n();
-    let d = params.pca.map_or(d_given, |m| m.min(d_given));
+    let d = params.reduced_dim(d_given);
     let shape = RunShape {
         n,
         // Sparse rows are read already and never densified: the dense input the stages

@@ -153,8 +153,8 @@ fn uses_cublas(input: &Input, params: &EmbedParams, backend: BackendKind) -> boo
     let Some(d) = input.d() else {
         return false;
     };
-    let d_knn = params.pca.map_or(d, |m| m.min(d));
-    let tiled = params.knn == KnnMethod::Exact && crate::knn::gpu::exact_is_tiled(d_knn);
+    let tiled =
+        params.knn == KnnMethod::Exact && crate::knn::gpu::exact_is_tiled(params.reduced_dim(d));
     backend.on_device() && (tiled || params.pca.is_some_and(|m| m < d))
 }
 

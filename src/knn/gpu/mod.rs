@@ -68,9 +68,9 @@ pub(crate) fn exact_is_tiled(d: usize) -> bool {
 /// call).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Stages {
-    /// The fused tensor-core path ([`fused`]) where it applies, from this many points on;
-    /// the other fields then do not matter. `usize::MAX`: never.
-    pub fused_from: usize,
+    /// The fused tensor-core path ([`fused`]) where it applies; the other fields then do
+    /// not matter.
+    pub fused: bool,
     pub gemm: bool,
     pub select: bool,
     /// The symmetric schedule of [`tiled`] when the tiles are square (or chosen there) and
@@ -79,7 +79,7 @@ pub(crate) struct Stages {
 }
 
 const ALL_STAGES: Stages = Stages {
-    fused_from: 0,
+    fused: true,
     gemm: true,
     select: true,
     symmetric: true,
@@ -199,7 +199,7 @@ pub(crate) fn run(
         ));
     }
     let shape = Shape::new(n, d, k, key);
-    let answer = if n >= stages.fused_from && tiles.is_none() && fused::fits(gpu, shape)? {
+    let answer = if stages.fused && tiles.is_none() && fused::fits(gpu, shape)? {
         fused::run(gpu, points, shape, progress)?
     } else {
         tiled::run(gpu, points, shape, tiles, stages, progress)?

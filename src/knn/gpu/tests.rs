@@ -110,7 +110,7 @@ fn pixels(rng: &mut StdRng, n: usize, d: usize) -> Points {
 fn run_tiles(gpu: &Gpu, p: &Points, k: usize, tiles: Option<Tiles>) -> Neighbors {
     // The fused path at every size (where the tiles are automatic and d ≤ 64).
     let stages = Stages {
-        fused_from: 0,
+        fused: true,
         ..ALL_STAGES
     };
     run_host(gpu, p, k, Key::SqEuclidean, tiles, stages)
@@ -178,7 +178,7 @@ crate::gpu::gpu_test! {
     /// inner product (as `knn::exact`'s `inner_product_equals_brute_force`).
     fn gpu_inner_product_equals_cpu(gpu) {
         let tiled = Stages {
-            fused_from: usize::MAX,
+            fused: false,
             ..ALL_STAGES
         };
         let rectangular = Stages {
@@ -186,7 +186,7 @@ crate::gpu::gpu_test! {
             ..tiled
         };
         let fused = Stages {
-            fused_from: 0,
+            fused: true,
             ..ALL_STAGES
         };
         for (n, d, k) in [(9usize, 3usize, 8usize), (1300, 12, 20), (3000, 50, 30)] {
@@ -440,14 +440,13 @@ crate::gpu::gpu_test! {
             let host: Vec<f32> = (0..n * d).map(|_| rng.random::<f32>()).collect();
             let x = s.clone_htod(&host).unwrap();
             for &(tiles, fused, symmetric, split) in configs {
-                let fused_from = if fused { 0 } else { usize::MAX };
                 if start.elapsed().as_secs() > 170 {
                     println!("time budget spent: skipping {tiles:?} at n = {n}");
                     continue;
                 }
                 let time = |gemm: bool, select: bool| {
                     let stages = Stages {
-                        fused_from,
+                        fused,
                         gemm,
                         select,
                         symmetric,
