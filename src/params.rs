@@ -107,16 +107,18 @@ pub enum PointOrder {
 
 impl PointOrder {
     /// The order `--order auto` takes on `backend` with the kNN `knn` (resolved, see
-    /// [`EmbedParams::order`]), or with the neighbours `given` (`--knn-from`). Given
-    /// neighbours leave no search to number the points by its cells: on gpu they would
-    /// stay in the input's order, where the attraction's gathers of y scatter (10M points
-    /// on one H200: the optimisation 30.0 s in the input's order against 14.9 s in a PCA
-    /// tree's, which took 1.8 s; `benches/RESULTS.md`).
+    /// [`EmbedParams::order`]), or with the neighbours `given` (`--knn-from`): the
+    /// approximate kNN's cells on gpu, where its search sorts the points into them anyway;
+    /// a PCA tree's otherwise. The tree costs 0.01 s at 70k points and 0.26–0.30 s at
+    /// 1.3M on 16 cores and shortens the GPU's exact kNN and attraction by more (one H200,
+    /// deformed digits: 250k 1.21–1.24 s against 1.33–1.40 s in the input's order, 1.3M
+    /// with `--knn exact` 5.31–5.38 against 6.00–6.13 s; `benches/RESULTS.md`). Given
+    /// neighbours leave no search to number the points by its cells: in the input's order
+    /// the attraction's gathers of y scatter (10M points on one H200: the optimisation
+    /// 30.0 s against 14.9 s in a PCA tree's order).
     pub fn default_for(backend: BackendKind, knn: KnnMethod, given: bool) -> Self {
         match (backend, knn) {
-            _ if given => PointOrder::Locality,
-            (BackendKind::Gpu, KnnMethod::Approx) => PointOrder::Cells,
-            (BackendKind::Gpu, _) => PointOrder::Input,
+            (BackendKind::Gpu, KnnMethod::Approx) if !given => PointOrder::Cells,
             _ => PointOrder::Locality,
         }
     }
@@ -152,13 +154,9 @@ pub struct EmbedParams {
     /// Settings of the approximate kNN (cells, probes).
     pub ivf: IvfParams,
     /// Internal numbering of the points; `None` = [`PointOrder::default_for`] the backend
-    /// and kNN (resolved in the report):
-    /// [`PointOrder::Locality`] on cpu and hybrid, whose CSB attraction it speeds up (MNIST, 2
-    /// cores), [`PointOrder::Input`] on gpu with the exact kNN, where its host-side PCA tree
-    /// cost more than it saved (H100, 1.3M 2-D: 1.9 s to order, 0.7 s saved in the kNN and
-    /// optimisation), [`PointOrder::Cells`] on gpu with the approximate kNN (free);
-    /// [`PointOrder::Locality`] whenever the neighbours are given ([`Self::knn_given`]: no
-    /// search's cells to number the points by; see `resolve_search`).
+    /// and kNN (resolved in the report): [`PointOrder::Cells`] on gpu with the approximate
+    /// kNN (free), [`PointOrder::Locality`] otherwise, whose order speeds the CPU's CSB
+    /// attraction and the GPU's exact kNN and attraction.
     pub order: Option<PointOrder>,
     /// Initialisation (default PCA; graphs always start random).
     pub init: InitKind,

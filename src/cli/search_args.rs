@@ -60,10 +60,10 @@ pub struct SearchArgs {
     #[arg(long, allow_negative_numbers = true, default_value = "50")]
     pub pca: NoneOr<usize>,
     /// Internal numbering of the points: `locality` (a PCA-tree leaf order, so that close
-    /// points get close numbers: faster CPU attraction), `cells` (the approximate kNN's
-    /// cells, free with `--knn approx` on the GPU), `input`, or `auto` (locality on cpu and
-    /// hybrid; on gpu cells with the approximate kNN, else input). The output is in input
-    /// order either way.
+    /// points get close numbers: a faster attraction, and a faster exact kNN on the GPU),
+    /// `cells` (the approximate kNN's cells, free with `--knn approx` on the GPU), `input`,
+    /// or `auto` (cells on gpu with the approximate kNN, else locality). The output is in
+    /// input order either way.
     #[arg(long, value_enum, default_value_t = OrderArg::Auto)]
     pub order: OrderArg,
 }
