@@ -62,9 +62,11 @@ pub fn conditional_probabilities(
     Ok(p)
 }
 
-/// Entropy (nats) of the distribution ∝ exp(−β·dⱼ), written into `p` normalised.
-/// `d` are shifted distances (min 0).
-fn entropy_at(beta: f64, d: &[f64], p: &mut [f64]) -> f64 {
+/// Entropy (nats) of the distribution ∝ exp(−β·dⱼ), and its normaliser Σ exp(−β·dⱼ);
+/// the unnormalised weights go into `p` (the bisection needs only the entropy, so a step
+/// does not divide them: [`normalise`] does, once, for the step it keeps). `d` are shifted
+/// distances (min 0).
+fn entropy_at(beta: f64, d: &[f64], p: &mut [f64]) -> (f64, f64) {
     let mut sum = 0.0;
     let mut weighted = 0.0;
     for (pj, &dj) in p.iter_mut().zip(d) {
@@ -73,10 +75,14 @@ fn entropy_at(beta: f64, d: &[f64], p: &mut [f64]) -> f64 {
         sum += e;
         weighted += e * dj;
     }
+    (sum.ln() + beta * weighted / sum, sum)
+}
+
+/// The weights of [`entropy_at`] divided by their sum.
+fn normalise(p: &mut [f64], sum: f64) {
     for pj in p.iter_mut() {
         *pj /= sum;
     }
-    sum.ln() + beta * weighted / sum
 }
 
 /// Bisection on β ∈ (0, ∞) for one row; the entropy falls monotonically as β grows.
@@ -99,12 +105,13 @@ pub(super) fn calibrate_row(
     let mut beta = 1.0 / spread;
     let mut best = (f64::INFINITY, beta);
     for _ in 0..params.max_steps {
-        let h = entropy_at(beta, &shifted, out);
+        let (h, sum) = entropy_at(beta, &shifted, out);
         let gap = h - target;
         if gap.abs() < best.0 {
             best = (gap.abs(), beta);
         }
         if gap.abs() < params.tolerance {
+            normalise(out, sum);
             return;
         }
         if gap > 0.0 {
@@ -119,7 +126,8 @@ pub(super) fn calibrate_row(
             beta = 0.5 * (lo + hi);
         }
     }
-    entropy_at(best.1, &shifted, out);
+    let (_, sum) = entropy_at(best.1, &shifted, out);
+    normalise(out, sum);
 }
 
 #[cfg(test)]
