@@ -407,6 +407,33 @@ impl EmbedParams {
 mod tests {
     use super::*;
 
+    /// `--order auto`: the approximate kNN's cells on gpu, free there; a PCA tree's
+    /// everywhere else, the GPU's exact kNN and given neighbours included.
+    #[test]
+    fn auto_order_is_the_cells_or_a_pca_tree() {
+        use BackendKind::{Cpu, Gpu, Hybrid};
+        use KnnMethod::{Approx, Exact, Hnsw};
+        assert_eq!(
+            PointOrder::default_for(Gpu, Approx, false),
+            PointOrder::Cells
+        );
+        for (backend, knn, given) in [
+            (Gpu, Exact, false),
+            (Gpu, Hnsw, false),
+            (Gpu, Approx, true),
+            (Cpu, Approx, false),
+            (Cpu, Exact, false),
+            (Hybrid, Approx, false),
+        ] {
+            let order = PointOrder::default_for(backend, knn, given);
+            assert_eq!(
+                order,
+                PointOrder::Locality,
+                "{backend:?}, {knn:?}, given {given}"
+            );
+        }
+    }
+
     #[test]
     fn perplexity_gives_back_k() {
         for k in 3..2000 {
