@@ -262,6 +262,11 @@ impl EmbedParams {
         self.pca.map_or(d, |m| m.min(d))
     }
 
+    /// Whether the PCA drops features of points of `d` dimensions (it runs only then).
+    pub fn reduces(&self, d: usize) -> bool {
+        self.reduced_dim(d) < d
+    }
+
     /// ⌈3u⌉ for the largest perplexity, before the `max_neighbors` cap.
     pub fn k_wanted(&self) -> usize {
         (3.0 * self.perplexity).ceil() as usize

@@ -276,7 +276,7 @@ pub(crate) fn reduce(
     let on_gpu = backend != BackendKind::Cpu;
     let t = seconds.start("pca");
     params.metric.apply(&mut points)?;
-    let reduced = params.pca.is_some_and(|m| points.d > m);
+    let reduced = params.reduces(points.d);
     let inner = params.metric == prep::Metric::InnerProduct;
     let (points, basis) = match params.pca {
         Some(m) if reduced && (params.keep_reference || inner) => {

@@ -155,7 +155,7 @@ fn uses_cublas(input: &Input, params: &EmbedParams, backend: BackendKind) -> boo
     };
     let tiled =
         params.knn == KnnMethod::Exact && crate::knn::gpu::exact_is_tiled(params.reduced_dim(d));
-    backend.on_device() && (tiled || params.pca.is_some_and(|m| m < d))
+    backend.on_device() && (tiled || params.reduces(d))
 }
 
 /// Refuses what `params` ask of `input` that it cannot give (a model of anything but dense

@@ -56,7 +56,7 @@ pub(crate) fn reduce_sparse(
 ) -> Result<(Points, bool)> {
     let scaled;
     let rows = match params.metric {
-        Metric::InnerProduct if params.pca.is_some_and(|m| rows.d > m) => {
+        Metric::InnerProduct if params.reduces(rows.d) => {
             return Err(Error::param(
                 "metric",
                 "inner-product needs an uncentred PCA, and the sparse PCA centres the \

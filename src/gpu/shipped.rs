@@ -203,14 +203,14 @@ mod tests {
         for (arch, _) in ARCHIVES {
             let mut variants = shipped_variants();
             variants.sort_by_key(|&(id, defines)| cubin_name(id, defines, arch));
-            let cubins: Vec<(String, Vec<u8>)> = std::thread::scope(|s| {
+            let cubins: Vec<(KernelId, String, Vec<u8>)> = std::thread::scope(|s| {
                 let jobs: Vec<_> = variants
                     .iter()
                     .map(|&(id, defines)| {
                         s.spawn(move || {
                             let bin = crate::gpu::compile::compile_variant(id, defines, arch)
                                 .unwrap_or_else(|log| panic!("kernels/{}: {log}", id.file()));
-                            (cubin_name(id, defines, arch), bin)
+                            (id, cubin_name(id, defines, arch), bin)
                         })
                     })
                     .collect();
@@ -224,8 +224,7 @@ mod tests {
                 let path = archive_path(arch, id);
                 std::fs::create_dir_all(path.parent().unwrap()).unwrap();
                 let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
-                let prefix = format!("{}-", id.file());
-                for (name, bin) in cubins.iter().filter(|(name, _)| name.starts_with(&prefix)) {
+                for (_, name, bin) in cubins.iter().filter(|(of, _, _)| *of == id) {
                     zip.start_file(name.as_str(), options).unwrap();
                     zip.write_all(bin).unwrap();
                 }
