@@ -13,7 +13,8 @@
 # Environment: MNIST_ITERS (default 1000,2000,4000; empty: none), DIGITS_ITERS (default
 # 1000,3000,10000; empty: none), RUNS (of `--iters auto`, default 1), CAP (the unreachable
 # rule's cap; default 4000 and 10000; 0: no such run), EMBED_ARGS (added to every run, e.g.
-# "--momentum 0.9").
+# "--momentum 0.9" or "--grid-spacing 0.5"), REF_KL (a long run's KL: each auto run then also
+# gets scripts/bench/kl_path.py's line, the first iteration within 1 % of it).
 # Needs .bench/bin (or SGTSNE_BIN), .bench/data and .bench/images
 # (scripts/bench/stage_images.sh). About 4 minutes. Writes $OUT/converge-auto.txt.
 # BACKEND (default gpu) runs them on another backend, e.g. cpu.
@@ -33,6 +34,7 @@ o = json.load(open(sys.argv[1]))["optimise"]
 print("  windows:", json.dumps([(s["to"], round(s["kept"], 3), None if s.get("kl_drop") is None
       else round(s["kl_drop"], 4)) for s in o.get("stability_history", [])]))' "$work/$1.json" |
     tee -a "$summary"
+  [ -z "${REF_KL:-}" ] || python3 "$bench_dir/kl_path.py" "$work/$1.json" "$REF_KL" | tee -a "$summary"
 }
 runs() {
   local name=$1 counts=$2 cap=$3 iters
