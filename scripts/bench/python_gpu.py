@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Python package against the CLI on one GPU (benches/RESULTS.md, Python rows).
 
-    python3 scripts/bench/python_gpu.py SGTSNE_BIN MNIST_PCA50.npy [--big N] [--out DIR]
+    python3 scripts/bench/python_gpu.py SGTSNE_BIN MNIST_PCA50.npy [--big N]
 
 Measures, on MNIST 70k (PCA 50), with the defaults:
 - `TSNE(backend="gpu").fit_transform(X)` five times in one process: the first call and the
