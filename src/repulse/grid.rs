@@ -304,9 +304,13 @@ pub fn stencil(x: f64, p: usize) -> (usize, [f64; 4]) {
 }
 
 /// The base node of [`stencil`] alone: `floor(x)` clamped to `1 ..= p − 3` (monotone in `x`).
+/// Clamped below first, `x` is at least 1, where the cast's truncation is the floor: the
+/// same node for every `x` (NaN included, which `max` takes to 1), without the call to libm's
+/// `floor` that the baseline x86-64 target makes for `f64::floor` (S2G and G2S locate every
+/// point on every axis at every iteration).
 #[inline(always)]
 pub fn stencil_base(x: f64, p: usize) -> usize {
-    (x.floor().max(1.0) as usize).min(p - 3)
+    (x.max(1.0) as usize).min(p - 3)
 }
 
 #[cfg(test)]
