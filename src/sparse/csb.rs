@@ -219,12 +219,6 @@ impl Csb {
             }
         })
     }
-
-    /// Bytes the attraction streams per pass (columns, values and runs).
-    pub fn stream_bytes(&self) -> usize {
-        self.nnz() * (std::mem::size_of::<u16>() + std::mem::size_of::<f32>())
-            + self.runs.len() * std::mem::size_of::<Run>()
-    }
 }
 
 /// Appends the runs of equal consecutive `rows` (one block's entries) to `runs`, a run longer

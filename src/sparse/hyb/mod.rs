@@ -133,11 +133,6 @@ impl Hyb {
         };
         at(rows.start)..at(rows.end)
     }
-
-    /// Bytes one attraction pass streams (indices and values; padding included).
-    pub fn stream_bytes(&self) -> usize {
-        (self.ell_vals.len() + self.coo_vals.len()) * 8 + self.coo_rows.len() * 4
-    }
 }
 
 #[cfg(test)]
