@@ -3,10 +3,10 @@
 # `embed` (the backend `auto` picks, the GPU there): the early phase alone (`--iters 250`),
 # then `--iters auto` started from its map (`--init`, no early phase of its own) scaled by
 # each of SCALES, and from that map after STAGE_ITERS iterations at exaggeration
-# STAGE_EXAGGERATION (below 1: the repulsion outweighs the pull, the map grows faster). Each run's summary line, then
-# scripts/bench/kl_path.py's: the KL along the run and the first iteration within 1 % of
-# REF_KL (a 10000-iteration run's; the continued runs count from the early phase's end, so
-# add its 250 to compare them with a run from the PCA start).
+# STAGE_EXAGGERATION (below 1: the repulsion outweighs the pull, the map grows faster).
+# Each run's summary line, then scripts/bench/kl_path.py's: the KL along the run and the
+# first iteration within 1 % of REF_KL (a 10000-iteration run's; the continued runs count
+# from the early phase's end, so add its 250 to compare them with a run from the PCA start).
 #
 #   scripts/bench/converge_restart.sh
 #
