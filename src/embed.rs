@@ -324,7 +324,7 @@ fn run_stages(
         optimise.stability_history = watched.history;
     }
     optimise.auto_stop = watched.stopped;
-    if watched.stopped == Some(crate::optim::AutoStop::Converged) {
+    if watched.stopped.is_some_and(crate::optim::AutoStop::by_rule) {
         // Stopped by its own rule, not by the caller.
         optimise.interrupted_at = None;
     }

@@ -280,6 +280,10 @@ fn stability_lines(r: &Report) -> Vec<String> {
             "  --iters auto: stopped after {} iterations, the map settled",
             o.iterations
         )),
+        Some(AutoStop::Flattened) => lines.push(format!(
+            "  --iters auto: stopped after {} iterations, the KL flat and the neighbourhoods              formed",
+            o.iterations
+        )),
         Some(AutoStop::Cap) => lines.push(format!(
             "  --iters auto: stopped at its cap, {} iterations, before the map settled",
             o.iterations

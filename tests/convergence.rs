@@ -26,6 +26,7 @@ fn unreachable(cap: usize) -> Option<AutoIters> {
         cap,
         stability: 1.0,
         kl_drop: 0.0,
+        kl_flat: 0.0,
     })
 }
 
@@ -88,6 +89,60 @@ fn auto_stops_a_settled_map_and_respects_its_cap() {
     }
 }
 
+/// The coarse step is `--iters auto`'s and off for a fixed count unless given; given, it
+/// changes the descent; off, a run is the same bit for bit as with β = 0 given.
+#[test]
+fn the_coarse_step_is_autos_and_can_be_given() {
+    let run = |iters: usize, auto: Option<AutoIters>, coarse_boost: f32| {
+        let params = EmbedParams {
+            backend: BackendKind::Cpu,
+            optim: OptimParams {
+                iters,
+                coarse_boost,
+                coarse_cell: 5.0,
+                ..Default::default()
+            },
+            auto_iters: auto,
+            ..Default::default()
+        };
+        let input = Input::Points(sgtsne::demo::points().unwrap());
+        embed(input, "digits", None, &params, &Silent).unwrap()
+    };
+    let plain = digits(BackendKind::Cpu, 500, None);
+    assert_eq!(plain.report.params.optim.coarse_boost, 0.0);
+    assert_eq!(run(500, None, 0.0).y, plain.y);
+    let boosted = run(500, None, 3.0);
+    assert_ne!(boosted.y, plain.y);
+    assert!(boosted.y.iter().all(|v| v.is_finite()));
+
+    let mut auto = OptimParams::default();
+    sgtsne::optim::stability::auto_schedule(&mut auto);
+    assert_eq!((auto.momentum_late, auto.coarse_boost), (0.9, 3.0));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("y.json");
+    demo_run(
+        &["--iters", "auto", "--report", out.to_str().unwrap()],
+        &dir.path().join("y.npy"),
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(report["params"]["optim"]["coarse_boost"], 3.0);
+    demo_run(
+        &[
+            "--iters",
+            "auto",
+            "--coarse-boost",
+            "0",
+            "--report",
+            out.to_str().unwrap(),
+        ],
+        &dir.path().join("y.npy"),
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(report["params"]["optim"]["coarse_boost"], 0.0);
+}
+
 /// `sgtsne embed --demo --backend cpu ARGS -o OUT`, which must succeed; its stderr.
 fn demo_run(args: &[&str], out: &std::path::Path) -> String {
     let mut all = vec!["embed", "--demo", "--backend", "cpu"];
@@ -128,6 +183,9 @@ fn auto_iterations_at_the_command_line() {
         ),
         (&["--iters", "auto", "--auto-kl-drop", "-1"], "auto-kl-drop"),
         (&["--iters", "auto", "--iters-cap", "0"], "iters-cap"),
+        (&["--iters", "auto", "--auto-kl-flat", "-1"], "auto-kl-flat"),
+        (&["--coarse-boost", "-1"], "coarse-boost"),
+        (&["--coarse-cell", "0"], "coarse-cell"),
     ] {
         let bad = dir.path().join("bad.npy");
         let mut all = vec![

@@ -73,6 +73,13 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     momentum : float or None, default=None
         Momentum after the early phase; ``None`` is 0.8, or 0.9 with ``max_iter="auto"``
         (which converges in fewer steps).
+    coarse_boost : float or None, default=None
+        The coarse step after the early phase: each point's gradient plus this times the
+        mean gradient of its ``coarse_cell`` of the map, so that regions which move together
+        move faster. ``None`` is 0 (off), or 3 with ``max_iter="auto"``, where a converged
+        map comes in far fewer steps (1.3M points: 1800 against 4550).
+    coarse_cell : float, default=20.0
+        The side of the coarse step's cells, in embedding units.
     neighbors : {"auto", "exact", "approx", "hnsw"} or (indices, distances) or sparse matrix, default="auto"
         How the nearest neighbours are found, or the neighbours themselves: two n × k arrays
         (scikit-learn's ``kneighbors``; −1 marks an absent one) or a sparse n × n distance
@@ -167,6 +174,8 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         early_exaggeration_iter=250,
         early_momentum=0.5,
         momentum=None,
+        coarse_boost=None,
+        coarse_cell=20.0,
         neighbors="auto",
         max_neighbors=1000,
         pca=50,
@@ -203,6 +212,8 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.early_exaggeration_iter = early_exaggeration_iter
         self.early_momentum = early_momentum
         self.momentum = momentum
+        self.coarse_boost = coarse_boost
+        self.coarse_cell = coarse_cell
         self.neighbors = neighbors
         self.max_neighbors = max_neighbors
         self.pca = pca
@@ -273,6 +284,8 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             "early_exaggeration_iters": self.early_exaggeration_iter,
             "early_momentum": self.early_momentum,
             "momentum": self.momentum,
+            "coarse_boost": self.coarse_boost,
+            "coarse_cell": self.coarse_cell,
             "knn": knn,
             "max_neighbors": self.max_neighbors,
             "pca": self.pca,

@@ -294,8 +294,8 @@ fn grid(d: &Bound<'_, PyDict>, dims: usize) -> PyResult<Option<GridSpec>> {
     )
 }
 
-/// The optimiser's schedule (`iters`, exaggerations, momenta, `max_step_norm`,
-/// `deterministic`, `kl_every`).
+/// The optimiser's schedule (`iters`, exaggerations, momenta, the coarse step,
+/// `max_step_norm`, `deterministic`, `kl_every`).
 fn optim_params(d: &Bound<'_, PyDict>, p: &mut EmbedParams) -> PyResult<()> {
     if let Some(cap) = get::<usize>(d, "auto_iters_cap")? {
         p.auto_iters = Some(AutoIters {
@@ -303,7 +303,7 @@ fn optim_params(d: &Bound<'_, PyDict>, p: &mut EmbedParams) -> PyResult<()> {
             ..AutoIters::default()
         });
         p.optim.iters = cap;
-        p.optim.momentum_late = sgtsne::optim::stability::AUTO_MOMENTUM;
+        sgtsne::optim::stability::auto_schedule(&mut p.optim);
     }
     let o = &mut p.optim;
     if let Some(v) = get(d, "iters")? {
@@ -323,6 +323,12 @@ fn optim_params(d: &Bound<'_, PyDict>, p: &mut EmbedParams) -> PyResult<()> {
     }
     if let Some(v) = get(d, "momentum")? {
         o.momentum_late = v;
+    }
+    if let Some(v) = get(d, "coarse_boost")? {
+        o.coarse_boost = v;
+    }
+    if let Some(v) = get(d, "coarse_cell")? {
+        o.coarse_cell = v;
     }
     match d.get_item("max_step_norm")? {
         Some(v) if v.is_none() => o.max_step_norm = None,

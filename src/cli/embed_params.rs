@@ -137,13 +137,10 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
                 .unwrap_or(defaults.optim.early_exaggeration_iters),
             exaggeration: a.exaggeration.unwrap_or(defaults.optim.exaggeration),
             momentum_early: a.early_momentum,
-            momentum_late: a.momentum.unwrap_or(match a.iters {
-                AutoOr::Value(_) => defaults.optim.momentum_late,
-                AutoOr::Auto => sgtsne::optim::stability::AUTO_MOMENTUM,
-            }),
             max_step_norm: a.max_step_norm.into_option(),
+            coarse_cell: a.coarse_cell,
             deterministic: a.deterministic,
-            ..defaults.optim
+            ..optim_defaults(a)
         },
         auto_iters: match a.iters {
             AutoOr::Value(_) => None,
@@ -151,12 +148,25 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
                 cap: a.iters_cap,
                 stability: a.auto_stability,
                 kl_drop: a.auto_kl_drop,
+                kl_flat: a.auto_kl_flat,
             }),
         },
         ..defaults
     };
     apply_search(&a.search, a.seed, &mut params);
     Ok(params)
+}
+
+/// The schedule's defaults for `a`'s iteration count (`--iters auto` has its own,
+/// [`sgtsne::optim::stability::auto_schedule`]), with the momentum and coarse step given.
+fn optim_defaults(a: &EmbedArgs) -> OptimParams {
+    let mut o = OptimParams::default();
+    if let AutoOr::Auto = a.iters {
+        sgtsne::optim::stability::auto_schedule(&mut o);
+    }
+    o.momentum_late = a.momentum.unwrap_or(o.momentum_late);
+    o.coarse_boost = a.coarse_boost.unwrap_or(o.coarse_boost);
+    o
 }
 
 /// The search flags ([`SearchArgs`]) onto `params`, with the approximate kNN's `seed`.

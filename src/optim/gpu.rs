@@ -7,7 +7,7 @@ use cudarc::driver::CudaSlice;
 use super::schedule::Phase;
 use super::OptimParams;
 use crate::gpu::comm::Ranks;
-use crate::gpu::kernels::optim::{OptimRecentre, OptimStep};
+use crate::gpu::kernels::optim::{OptimCoarseSums, OptimRecentre, OptimStep};
 use crate::gpu::{Gpu, GpuError};
 
 /// Device state of the descent: update and gains per coordinate, and the column sums
@@ -19,6 +19,9 @@ pub struct OptimizerGpu {
     update: CudaSlice<f32>,
     gains: CudaSlice<f32>,
     sums: CudaSlice<u64>,
+    /// The coarse step's cells ([`super::coarse`]), made by the first step that takes one;
+    /// a one-word stand-in until then (the step kernel reads it only when boosting).
+    records: CudaSlice<i64>,
 }
 
 impl OptimizerGpu {
@@ -30,6 +33,7 @@ impl OptimizerGpu {
             update: gpu.stream.alloc_zeros(n * dims)?,
             gains: crate::gpu::memory::filled(gpu, n * dims, 1f32)?,
             sums: gpu.stream.alloc_zeros(dims * crate::gpu::sum::WORDS)?,
+            records: gpu.stream.alloc_zeros(1)?,
         })
     }
 
@@ -55,7 +59,8 @@ impl OptimizerGpu {
 
     /// [`OptimizerGpu::step`] of one GPU's rows in a run over several: the column sums of
     /// every rank's rows are added up (`ranks`, exact sums, so the mean is the same on
-    /// every GPU and for any number of them) and the mean taken over the `total` points.
+    /// every GPU and for any number of them) and the mean taken over the `total` points;
+    /// so are the coarse step's cells (integers: the same words on every GPU).
     pub fn step_ranks(
         &mut self,
         gpu: &Gpu,
@@ -68,6 +73,31 @@ impl OptimizerGpu {
         let (n, dims) = (self.n, self.dims);
         let s = &gpu.stream;
         s.memset_zeros(&mut self.sums)?;
+        let cells = super::coarse::cells_per_axis(dims);
+        let inv_cell = 1.0 / params.coarse_cell;
+        if phase.boost > 0.0 {
+            let len = cells.pow(dims as u32) * (dims + 1);
+            if self.records.len() != len {
+                self.records = s.alloc_zeros(len)?;
+            } else {
+                s.memset_zeros(&mut self.records)?;
+            }
+            OptimCoarseSums {
+                dims,
+                n,
+                alpha: phase.exaggeration,
+                eta: params.learning_rate,
+                inv_cell,
+                cells,
+                attr,
+                rep,
+                y: &*y,
+                records: &mut self.records,
+                n_records: len,
+            }
+            .launch(gpu, s, gpu.config(n))?;
+            ranks.sum(&mut self.records)?;
+        }
         OptimStep {
             dims,
             n,
@@ -82,6 +112,11 @@ impl OptimizerGpu {
             update: &mut self.update,
             gains: &mut self.gains,
             sums: &mut self.sums,
+            boost: phase.boost,
+            inv_cell,
+            cells,
+            records: &self.records,
+            n_records: self.records.len(),
         }
         .launch(gpu, s, gpu.config(n))?;
         ranks.sum(&mut self.sums)?;
@@ -107,12 +142,17 @@ mod tests {
         fn device_steps_equal_host_steps(gpu) {
             let seed = rand::random();
             let mut rng = StdRng::seed_from_u64(seed);
-            for dims in 1..=3 {
+            // Without and with the coarse step (cells of 0.25: tens of points a cell at the
+            // start, the edge cells once Y has grown).
+            for (dims, coarse_boost) in (1..=3).flat_map(|d| [(d, 0.0), (d, 3.0)]) {
                 let n = 10_007;
                 let params = OptimParams {
                     learning_rate: 7.0,
+                    coarse_boost,
+                    coarse_cell: 0.25,
                     ..Default::default()
                 };
+                let mut coarse = crate::optim::coarse::CoarseCells::new();
                 let mut y: Vec<f32> = (0..n * dims).map(|_| rng.random_range(-1.0..1.0)).collect();
                 let mut y_dev = gpu.stream.clone_htod(&y).unwrap();
                 let mut opt = OptimizerGpu::new(gpu, n, dims).unwrap();
@@ -138,7 +178,7 @@ mod tests {
                     schedule::step(
                         &mut y,
                         &grad,
-                        (&mut update, &mut gains),
+                        (&mut update, &mut gains, &mut coarse),
                         dims,
                         phase,
                         &params,
@@ -164,8 +204,8 @@ mod tests {
                     .collect();
                 assert!(
                     far.len() <= 2,
-                    "seed {seed}, dims {dims}: |Δy| beyond {} at {} coordinates, the first \
-                     (coordinate, |Δy|) {:?}",
+                    "seed {seed}, dims {dims}, boost {coarse_boost}: |Δy| beyond {} at {} \
+                     coordinates, the first (coordinate, |Δy|) {:?}",
                     1e-5 * scale,
                     far.len(),
                     &far[..far.len().min(5)]

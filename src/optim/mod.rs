@@ -6,6 +6,7 @@
 //! $g_i = α F_{attr,i} − F_{rep,i}$, so a learning rate here means the same as there
 //! (auto = max(n / early exaggeration, 50), Belkina et al. 2019).
 
+pub mod coarse;
 pub mod convergence;
 pub mod gpu;
 pub mod gradient;
@@ -166,6 +167,7 @@ pub fn optimize_observed(
     let mut grad = vec![0f32; len];
     let mut update = vec![0f32; len];
     let mut gains = vec![1f32; len];
+    let mut coarse = coarse::CoarseCells::new();
     let mut report = OptimReport::default();
     progress.begin("optimise", params.iters as u64);
     let mut done = params.iters;
@@ -186,7 +188,14 @@ pub fn optimize_observed(
             }
         }
         let t = std::time::Instant::now();
-        schedule::step(y, &grad, (&mut update, &mut gains), dims, phase, params);
+        schedule::step(
+            y,
+            &grad,
+            (&mut update, &mut gains, &mut coarse),
+            dims,
+            phase,
+            params,
+        );
         schedule::recentre(y, dims);
         report.update_seconds += t.elapsed().as_secs_f64();
         progress.advance(1);

@@ -47,6 +47,21 @@ pub const SETTLED: f64 = 0.94;
 /// default 0.8 stays for a fixed count, whose runs repeat as before.
 pub const AUTO_MOMENTUM: f32 = 0.9;
 
+/// The coarse step's β under `--iters auto` unless one is given ([`super::coarse`]): with
+/// cells of 20, 1.3M deformed digits came within 1 % of a 10000-iteration run's KL in 1800
+/// iterations (β = 1.5: 2400; none: 4550) and 10M in 1050 (1300; 2350), their 10-NN
+/// accuracy above a 1000-iteration run's; a fixed count keeps none, so its runs repeat as
+/// before.
+pub const AUTO_COARSE_BOOST: f32 = 3.0;
+
+/// The schedule of `--iters auto` where the caller gave none: momentum [`AUTO_MOMENTUM`]
+/// and the coarse step [`AUTO_COARSE_BOOST`] after the early phase. The command line and
+/// the Python package call it before applying the values given.
+pub fn auto_schedule(o: &mut super::OptimParams) {
+    o.momentum_late = AUTO_MOMENTUM;
+    o.coarse_boost = AUTO_COARSE_BOOST;
+}
+
 /// The neighbourhood stability over one window of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Stability {
@@ -70,32 +85,46 @@ impl Stability {
     }
 }
 
-/// The rule of `--iters auto` (`max_iter="auto"` in Python).
+/// The kept fraction from which a flat KL alone stops an `--iters auto` run
+/// ([`AutoIters::kl_flat`]): most neighbourhoods have formed (the early phase's end keeps
+/// under 1 %; a 10M-point map kept 0.74 at 1060 iterations and 0.89 at 1881, where its KL
+/// was within 1 % of a 5000-iteration run's).
+pub const FORMED: f64 = 0.85;
+
+/// The rule of `--iters auto` (`max_iter="auto"` in Python): stop once a window (a tenth of
+/// the run) finds the map settled — at least [`AutoIters::stability`] of the sampled
+/// neighbourhoods kept and the KL's fall at most [`AutoIters::kl_drop`] — or its KL flat —
+/// a fall of at most [`AutoIters::kl_flat`] with [`FORMED`] of the neighbourhoods kept.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct AutoIters {
     /// The most iterations, the early phase included (`--iters-cap`).
     pub cap: usize,
-    /// Stop once at least this fraction of the sampled neighbours is kept over a window
+    /// Settled: at least this fraction of the sampled neighbours kept over a window
     /// (`--auto-stability`)…
     pub stability: f64,
     /// …and the KL fell by at most this fraction over it (`--auto-kl-drop`).
     pub kl_drop: f64,
+    /// Flat: the KL fell by at most this fraction over a window (never more than
+    /// `kl_drop`) while [`FORMED`] of the neighbourhoods were kept (`--auto-kl-flat`).
+    pub kl_flat: f64,
 }
 
-/// The rule's defaults: a map counts as settled when 97 % of its sampled neighbourhoods
-/// stay over a tenth of the run and the KL fell by at most 1.5 % over it (about MNIST's
-/// fall over the last tenth of 1000 iterations). At scale the KL flattens first: on 1.3M
-/// deformed digits it fell under 1 % a window from iteration 1060 on, while 97 % of the
-/// neighbourhoods stayed only from about 7200 iterations with momentum 0.8 (4400 with
-/// 0.9; the rule stopped at 4897 with 10-NN preservation 0.303, a 10000-iteration run's
-/// 0.304); on MNIST the neighbourhoods settle first (97 % at about 1000 iterations) and
-/// the KL decides.
+/// The rule's defaults. Settled: 97 % of the sampled neighbourhoods stay over a tenth of
+/// the run and the KL fell by at most 1.5 % over it (about MNIST's fall over the last
+/// tenth of 1000 iterations); on MNIST the neighbourhoods settle first (97 % at about 900
+/// iterations) and the KL decides. Flat: a fall of at most 0.6 %. At scale, under the
+/// coarse step ([`super::coarse`]), the neighbourhoods keep reshuffling at the cells'
+/// edges (1.3M deformed digits kept 0.95–0.965 from iteration 1500 to 10000) while the KL
+/// flattens: its fall passed under 0.6 % a window at 1881 iterations, where the KL was
+/// within 1 % of a 10000-iteration run's and the 10-NN preservation above it; 10M digits
+/// likewise at 1881 (KL 4 % below a 5000-iteration run's).
 impl Default for AutoIters {
     fn default() -> Self {
         AutoIters {
             cap: 10_000,
             stability: 0.97,
             kl_drop: 0.015,
+            kl_flat: 0.006,
         }
     }
 }
@@ -112,11 +141,16 @@ impl AutoIters {
                 format!("{} is not in (0, 1]", self.stability),
             ));
         }
-        if !(self.kl_drop >= 0.0 && self.kl_drop.is_finite()) {
-            return Err(Error::param(
-                "auto-kl-drop",
-                format!("{} is not a fraction of 0 or more", self.kl_drop),
-            ));
+        for (name, v) in [
+            ("auto-kl-drop", self.kl_drop),
+            ("auto-kl-flat", self.kl_flat),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(Error::param(
+                    name,
+                    format!("{v} is not a fraction of 0 or more"),
+                ));
+            }
         }
         Ok(())
     }
@@ -128,8 +162,17 @@ impl AutoIters {
 pub enum AutoStop {
     /// The rule held: the map had settled.
     Converged,
+    /// The rule held: the KL had flattened, most neighbourhoods formed.
+    Flattened,
     /// The cap came first.
     Cap,
+}
+
+impl AutoStop {
+    /// Whether the run's own rule stopped it (not its cap).
+    pub fn by_rule(self) -> bool {
+        self != AutoStop::Cap
+    }
 }
 
 /// What the checkpoints found, once the run is over ([`Watch::finish`]).
@@ -173,8 +216,9 @@ struct State {
     at_end: Option<(usize, Vec<f32>)>,
     kls: Vec<(usize, f64)>,
     history: Vec<Stability>,
-    /// The iteration at which the run stops, once the auto rule held at a checkpoint.
-    converged: Option<usize>,
+    /// The iteration at which the run stops, and why, once the auto rule held at a
+    /// checkpoint.
+    converged: Option<(usize, AutoStop)>,
     /// Whether this watch stopped the run (not the caller's observer).
     stopped_run: bool,
 }
@@ -277,14 +321,21 @@ impl<'a> Watch<'a> {
                 sample: self.sample.len(),
             };
             st.history.push(window);
-            if let Some(rule) = self.rule {
+            if let (Some(rule), None) = (self.rule, st.converged) {
                 // Without KL reports (`kl_every` 0) the rule is the stability's alone.
-                let kl_ok = match window.kl_drop {
-                    Some(d) => d <= rule.kl_drop,
-                    None => st.kls.len() < 2,
-                };
-                if window.kept >= rule.stability && kl_ok && st.converged.is_none() {
-                    st.converged = Some(due);
+                let settled = window.kept >= rule.stability
+                    && match window.kl_drop {
+                        Some(d) => d <= rule.kl_drop,
+                        None => st.kls.len() < 2,
+                    };
+                let flat = window.kept >= FORMED
+                    && window
+                        .kl_drop
+                        .is_some_and(|d| d <= rule.kl_flat.min(rule.kl_drop));
+                if settled {
+                    st.converged = Some((due, AutoStop::Converged));
+                } else if flat {
+                    st.converged = Some((due, AutoStop::Flattened));
                 }
             }
         }
@@ -319,9 +370,9 @@ impl<'a> Watch<'a> {
         }
         let st = self.state.into_inner();
         // A verdict that came after the cap did not stop the run: the cap did.
-        let stopped = self.rule.map(|_| match st.stopped_run {
-            true => AutoStop::Converged,
-            false => AutoStop::Cap,
+        let stopped = self.rule.map(|_| match (st.stopped_run, st.converged) {
+            (true, Some((_, why))) => why,
+            _ => AutoStop::Cap,
         });
         Watched {
             history: st.history,
@@ -369,7 +420,7 @@ impl Observer<[f32]> for Watch<'_> {
         self.rule?;
         self.collect(iter);
         let mut st = self.state.borrow_mut();
-        st.converged.filter(|&at| iter >= at)?;
+        st.converged.filter(|&(at, _)| iter >= at)?;
         st.stopped_run = true;
         Some(Stop::Finish)
     }
@@ -402,7 +453,7 @@ fn searches() -> Option<&'static rayon::ThreadPool> {
 /// The warning a run gives when it stopped while its map was still changing (not when the
 /// caller stopped it): what was measured and how to run longer.
 pub fn warning(report: &super::OptimReport) -> Option<String> {
-    if report.interrupted_at.is_some() || report.auto_stop == Some(AutoStop::Converged) {
+    if report.interrupted_at.is_some() || report.auto_stop.is_some_and(AutoStop::by_rule) {
         return None;
     }
     let s = report.stability.filter(|s| !s.settled())?;

@@ -176,6 +176,37 @@ fn auto_runs_on_while_the_map_moves() {
     assert_eq!(watch.finish(None).stopped, Some(AutoStop::Cap));
 }
 
+/// The cloud of 800 points with a seeded 3 % of them moved elsewhere at each `iter`: most
+/// neighbourhoods stay (about 90 %), some reshuffle every window.
+fn reshuffling(iter: usize) -> Vec<f32> {
+    let mut y = cloud(800, 5);
+    let mut rng = StdRng::seed_from_u64(iter as u64);
+    for _ in 0..24 {
+        let i = rng.random_range(0..800);
+        y[2 * i] = rng.random_range(-10.0..10.0);
+        y[2 * i + 1] = rng.random_range(-10.0..10.0);
+    }
+    y
+}
+
+/// A map whose neighbourhoods have formed but keep reshuffling a little (the coarse step's
+/// at scale) stops once its KL is flat, and says so; while the KL still falls it runs on.
+#[test]
+fn auto_stops_a_formed_map_whose_kl_is_flat() {
+    let mut watch = Watch::new(None, (800, 2), (3000, 250), auto(3000), 0);
+    let done = drive(&mut watch, 3000, reshuffling, |_| 2.0);
+    let watched = watch.finish(None);
+    assert_eq!(watched.stopped, Some(AutoStop::Flattened));
+    let first = watched.history[0];
+    assert!(first.kept >= FORMED && first.kept < 0.97, "{first:?}");
+    assert_eq!(done, 275 + 7);
+    // The same map with a KL still falling 1.5–3 % a window (2 + 50 / √i): the cap.
+    let mut watch = Watch::new(None, (800, 2), (3000, 250), auto(3000), 0);
+    let falling = |i: usize| 2.0 + 50.0 / (i as f64 + 1.0).sqrt();
+    assert_eq!(drive(&mut watch, 3000, reshuffling, falling), 3000);
+    assert_eq!(watch.finish(None).stopped, Some(AutoStop::Cap));
+}
+
 /// The caller's observer still sees what it asks for, and its stop comes first.
 #[test]
 fn the_inner_observer_is_served() {
@@ -211,5 +242,10 @@ fn rules_out_of_range_name_their_flag() {
     })
     .contains("auto-stability"));
     assert!(bad(AutoIters { kl_drop: -0.1, ..d }).contains("auto-kl-drop"));
+    assert!(bad(AutoIters {
+        kl_flat: f64::NAN,
+        ..d
+    })
+    .contains("auto-kl-flat"));
     d.validate().unwrap();
 }
