@@ -36,10 +36,25 @@ struct InFlight {
 }
 
 /// Shows the resident Y to an observer of the host Y, downloading it at the iterations the
-/// observer asks for only (a synchronous copy on the optimiser's stream, after the step).
+/// observer asks for only (a synchronous copy on the optimiser's stream, after the step),
+/// through page-locked memory into one host buffer kept for the run: the device waits
+/// while Y travels, and a copy straight into fresh pageable memory moved 1.4 GB/s on the
+/// GPU machines, 60 ms for a 10M-point map at each of `--iters auto`'s checkpoints.
 pub struct Downloaded<'a> {
-    pub gpu: &'static Gpu,
-    pub inner: &'a mut dyn Observer<[f32]>,
+    gpu: &'static Gpu,
+    inner: &'a mut dyn Observer<[f32]>,
+    host: Vec<f32>,
+}
+
+impl<'a> Downloaded<'a> {
+    /// `inner` shown the Y of `gpu`'s optimisation.
+    pub fn new(gpu: &'static Gpu, inner: &'a mut dyn Observer<[f32]>) -> Self {
+        Downloaded {
+            gpu,
+            inner,
+            host: Vec::new(),
+        }
+    }
 }
 
 impl Observer<CudaSlice<f32>> for Downloaded<'_> {
@@ -48,8 +63,9 @@ impl Observer<CudaSlice<f32>> for Downloaded<'_> {
     }
 
     fn observe(&mut self, iter: usize, y: &CudaSlice<f32>) -> Result<()> {
-        let host = self.gpu.stream.clone_dtoh(y)?;
-        self.inner.observe(iter, &host)
+        self.host.resize(y.len(), 0.0);
+        crate::gpu::memory::dtoh_staged(self.gpu, &y.slice(..), &mut self.host)?;
+        self.inner.observe(iter, &self.host)
     }
 
     fn stop(&self, iter: usize) -> Option<Stop> {

@@ -124,7 +124,7 @@ pub(super) fn optimise(
             let gpu = Gpu::get()?;
             let mut repulse = repulsion.device(gpu, gpu.stream.clone())?;
             let mut y_dev = gpu.stream.clone_htod(&*y)?;
-            let mut downloaded = observer.map(|inner| Downloaded { gpu, inner });
+            let mut downloaded = observer.map(|inner| Downloaded::new(gpu, inner));
             let report = optimize_device_observed(
                 gpu,
                 &p,
