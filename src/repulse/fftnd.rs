@@ -157,6 +157,20 @@ impl<T: Real> PaddedFft<T> {
         m: usize,
         spec: &mut Vec<Complex<T>>,
     ) {
+        self.forward_open((x, nch, c), m, spec);
+        if self.dims > 1 {
+            lines(&*self.fwd, spec, &mut self.scratch);
+        }
+    }
+
+    /// [`PaddedFft::forward`] but for the last axis's line transforms (none in 1-D): what
+    /// [`PaddedFft::through_last_axis`] starts from.
+    fn forward_open(
+        &mut self,
+        (x, nch, c): (&[T], usize, usize),
+        m: usize,
+        spec: &mut Vec<Complex<T>>,
+    ) {
         let (p, n) = (self.p, 2 * self.p);
         debug_assert!(m == p || m == n);
         let rows = m.pow(self.dims as u32 - 1);
@@ -189,7 +203,9 @@ impl<T: Real> PaddedFft<T> {
             let out_len = cols * groups * n;
             transpose_pad(&spec[..r], &mut self.tmp[..out_len], (r / cols, cols), m, n);
             std::mem::swap(spec, &mut self.tmp);
-            lines(&*self.fwd, &mut spec[..out_len], &mut self.scratch);
+            if a + 1 < self.dims {
+                lines(&*self.fwd, &mut spec[..out_len], &mut self.scratch);
+            }
             r = out_len;
         }
         debug_assert_eq!(r, len);
@@ -199,13 +215,67 @@ impl<T: Real> PaddedFft<T> {
     /// circular convolution's), keeping the first `p` values along every axis: writes
     /// `out[j·nch + c]` for the `p^s` nodes `j` of `(out, nch, c)`. `spec` is destroyed.
     pub fn inverse(&mut self, spec: &mut Vec<Complex<T>>, (out, nch, c): (&mut [T], usize, usize)) {
+        if self.dims > 1 {
+            lines(&*self.inv, spec, &mut self.scratch);
+        }
+        self.inverse_closed(spec, (out, nch, c));
+    }
+
+    /// Forward transform of one real channel (as [`PaddedFft::forward`]), `each(at, line)`
+    /// on every line of the spectrum's contiguous last axis (`at`: the line's offset in the
+    /// spectrum; in 1-D the whole spectrum is one line), then the inverse transform (as
+    /// [`PaddedFft::inverse`]) into `out`. The last axis is transformed, handed over and
+    /// transformed back one line at a time, while the line is in cache: the spectrum
+    /// streams through memory once there instead of four times (forward, a product with a
+    /// kernel spectrum, a sum over it, inverse). Returns the `each` results summed over the
+    /// lines in order, whatever the threads.
+    pub fn through_last_axis(
+        &mut self,
+        (x, nch, c): (&[T], usize, usize),
+        spec: &mut Vec<Complex<T>>,
+        out: (&mut [T], usize, usize),
+        each: impl Fn(usize, &mut [Complex<T>]) -> f64 + Sync,
+    ) -> f64 {
+        self.forward_open((x, nch, c), self.p, spec);
+        let total = if self.dims == 1 {
+            each(0, spec)
+        } else {
+            let n = 2 * self.p;
+            let per_task = (spec.len() / n).div_ceil(self.scratch.len()).max(1);
+            let (fwd, inv) = (&*self.fwd, &*self.inv);
+            let mut sums = vec![0.0; spec.len() / n];
+            spec.par_chunks_mut(per_task * n)
+                .zip(sums.par_chunks_mut(per_task))
+                .zip(self.scratch.par_iter_mut())
+                .enumerate()
+                .for_each(|(t, ((chunk, sums), s))| {
+                    for (l, (line, sum)) in chunk.chunks_exact_mut(n).zip(sums).enumerate() {
+                        fwd.process_with_scratch(line, &mut s.fft);
+                        *sum = each((t * per_task + l) * n, line);
+                        inv.process_with_scratch(line, &mut s.fft);
+                    }
+                });
+            sums.iter().sum()
+        };
+        self.inverse_closed(spec, out);
+        total
+    }
+
+    /// [`PaddedFft::inverse`] after the last axis's line transforms.
+    fn inverse_closed(
+        &mut self,
+        spec: &mut Vec<Complex<T>>,
+        (out, nch, c): (&mut [T], usize, usize),
+    ) {
         let (p, n, half) = (self.p, 2 * self.p, self.p + 1);
         debug_assert_eq!(spec.len(), self.len());
         debug_assert_eq!(out.len(), p.pow(self.dims as u32) * nch);
         // Undo the axes in reverse: transform the contiguous axis, crop it to p, rotate back.
         let mut r = self.len();
         for a in (1..self.dims).rev() {
-            lines(&*self.inv, &mut spec[..r], &mut self.scratch);
+            if a + 1 < self.dims {
+                lines(&*self.inv, &mut spec[..r], &mut self.scratch);
+            }
             // Before axis a's forward rotation the matrix had `cols` columns: half for a = 1,
             // 2p after.
             let cols = if a == 1 { half } else { n };
@@ -268,13 +338,20 @@ fn transpose_pad<E: Copy + Default + Send + Sync>(
         .enumerate()
         .for_each(|(t, block)| {
             let j0 = t * TILE;
-            for (dj, row) in block.chunks_exact_mut(width).enumerate() {
-                let j = j0 + dj;
-                for (g, seg) in row.chunks_exact_mut(n).enumerate() {
-                    for (k, d) in seg[..m].iter_mut().enumerate() {
-                        *d = inp[(g * m + k) * c + j];
+            // Square tiles: TILE input rows at a time, so that a tile's reads touch TILE
+            // rows (pages, at 2048 nodes per axis) rather than a whole column's m.
+            for g in 0..groups {
+                for k0 in (0..m).step_by(TILE) {
+                    let k1 = (k0 + TILE).min(m);
+                    for (dj, row) in block.chunks_exact_mut(width).enumerate() {
+                        let j = j0 + dj;
+                        for (k, d) in row[g * n + k0..g * n + k1].iter_mut().enumerate() {
+                            *d = inp[(g * m + k0 + k) * c + j];
+                        }
                     }
-                    seg[m..].fill(E::default());
+                }
+                for row in block.chunks_exact_mut(width) {
+                    row[g * n + m..(g + 1) * n].fill(E::default());
                 }
             }
         });
@@ -358,6 +435,43 @@ mod tests {
                 );
                 assert_eq!(out[3 * j], 0.0);
             }
+        }
+    }
+
+    /// The fused pass gives what a forward transform, a product line by line and an inverse
+    /// give, bit for bit, and sums the lines' results.
+    #[test]
+    fn through_last_axis_is_forward_product_inverse() {
+        let mut rng = StdRng::seed_from_u64(4);
+        let mut planners = Planners::default();
+        for (p, dims) in [(12usize, 1usize), (7, 2), (5, 3)] {
+            let len = p.pow(dims as u32);
+            let x: Vec<f64> = (0..2 * len).map(|_| rng.random::<f64>() - 0.5).collect();
+            let mut f = PaddedFft::new(&mut planners, p, dims);
+            let weight: Vec<f64> = (0..f.len()).map(|_| rng.random::<f64>()).collect();
+            let mut spec = Vec::new();
+            f.forward((&x, 2, 0), p, &mut spec);
+            let energy: f64 = spec
+                .iter()
+                .zip(&weight)
+                .map(|(z, w)| w * z.norm_sqr())
+                .sum();
+            spec.iter_mut()
+                .zip(&weight)
+                .for_each(|(z, &w)| *z = z.scale(w));
+            let mut want = vec![0.0; len];
+            f.inverse(&mut spec, (&mut want, 1, 0));
+            let mut got = vec![0.0; len];
+            let e = f.through_last_axis((&x, 2, 0), &mut spec, (&mut got, 1, 0), |at, line| {
+                let mut e = 0.0;
+                for (z, &w) in line.iter_mut().zip(&weight[at..]) {
+                    e += w * z.norm_sqr();
+                    *z = z.scale(w);
+                }
+                e
+            });
+            assert_eq!(got, want, "p={p} s={dims}");
+            assert!((e - energy).abs() <= 1e-12 * energy, "p={p} s={dims}");
         }
     }
 }
