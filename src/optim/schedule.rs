@@ -198,7 +198,7 @@ pub fn step(
         .for_each(|(at, (((y, g), u), gain))| {
             for t in 0..y.len() {
                 let g = match beta > 0.0 {
-                    true => g[t] + beta * coarse.mean(at * POINTS + t / dims, t % dims, eta),
+                    true => g[t] + beta * coarse.mean(at * POINTS + t / dims, t % dims),
                     false => g[t],
                 };
                 // The last update went against this gradient: the descent goes on.
