@@ -197,9 +197,10 @@ pub fn step(
         .enumerate()
         .for_each(|(at, (((y, g), u), gain))| {
             for t in 0..y.len() {
-                let g = match beta > 0.0 {
-                    true => g[t] + beta * coarse.mean(at * POINTS + t / dims, t % dims),
-                    false => g[t],
+                let g = if beta > 0.0 {
+                    g[t] + beta * coarse.mean(at * POINTS + t / dims, t % dims)
+                } else {
+                    g[t]
                 };
                 // The last update went against this gradient: the descent goes on.
                 let continuing = (g > 0.0) != (u[t] > 0.0);

@@ -241,7 +241,7 @@ impl<T: Real> PaddedFft<T> {
             each(0, spec)
         } else {
             let n = 2 * self.p;
-            let per_task = (spec.len() / n).div_ceil(self.scratch.len()).max(1);
+            let per_task = lines_per_task(spec.len() / n, self.scratch.len());
             let (fwd, inv) = (&*self.fwd, &*self.inv);
             let mut sums = vec![0.0; spec.len() / n];
             spec.par_chunks_mut(per_task * n)
@@ -308,10 +308,15 @@ impl<T: Real> PaddedFft<T> {
     }
 }
 
+/// Lines per parallel task when `lines` are split evenly over `tasks` scratch buffers.
+fn lines_per_task(lines: usize, tasks: usize) -> usize {
+    lines.div_ceil(tasks).max(1)
+}
+
 /// 1-D complex FFTs of every contiguous line of `data`, split evenly over the scratch buffers.
 fn lines<T: FftNum>(fft: &dyn Fft<T>, data: &mut [Complex<T>], scratch: &mut [RowScratch<T>]) {
     let n = fft.len();
-    let per_task = (data.len() / n).div_ceil(scratch.len()).max(1) * n;
+    let per_task = lines_per_task(data.len() / n, scratch.len()) * n;
     data.par_chunks_mut(per_task)
         .zip(scratch.par_iter_mut())
         .for_each(|(chunk, s)| fft.process_with_scratch(chunk, &mut s.fft));
