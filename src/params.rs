@@ -9,6 +9,7 @@ use crate::init::InitKind;
 use crate::kernel::Kernel;
 use crate::knn::ivf::IvfParams;
 use crate::optim::{AutoIters, OptimParams};
+use crate::repulse::grid::MAX_TOTAL_NODES;
 use crate::repulse::{GridSpec, RepulsionSpec};
 pub use crate::repulse::{Precision, RepulsionMethod};
 use crate::{Error, Result};
@@ -32,6 +33,24 @@ pub const AUTO_APPROX_GPU_MIN: usize = 500_000;
 /// 333 gets its customary ⌈3u⌉; beyond, the note of the cap says what was cut. At 1.3M
 /// points, 1000 neighbours hold 10 GB of kNN graph and P.
 pub const MAX_NEIGHBORS: usize = 1000;
+
+/// Nodes a point of the adaptive grid's budget under `--iters auto`
+/// ([`EmbedParams::auto_grid_budget`]) when the repulsion runs on the GPU, where the near
+/// field's direct sums cost little beside the G2G's transforms. Optimisation seconds at 2 /
+/// 4 / 8 nodes a point and without a budget (one H100, medians of 3,
+/// `scripts/bench/auto_budget.sh`): MNIST 0.24 / 0.26 / 0.28 / 0.49, 250k deformed digits
+/// 0.93 / 1.02 / 1.23 / 2.34, 500k 1.78 / 2.15 / 2.11 / 3.86, KL and accuracy alike.
+pub const AUTO_NODES_PER_POINT_DEVICE: usize = 2;
+
+/// [`AUTO_NODES_PER_POINT_DEVICE`] on the host, whose near field costs more a pair:
+/// MNIST's optimisation on 2 threads took 16.2 / 17.5 / 22.4 s at 4 / 8 / 16 nodes a
+/// point, 19.6 s without a budget (medians of 2).
+pub const AUTO_NODES_PER_POINT_HOST: usize = 4;
+
+/// Points from which `--iters auto` leaves the grid without a budget (2²⁰): the budget was
+/// measured up to 500k points, and denser maps give the near field more pairs a point,
+/// while a grid at its [`MAX_TOTAL_NODES`] cap already has fewer nodes than 4 a point.
+pub const AUTO_BUDGET_POINTS: usize = 1 << 20;
 
 /// The perplexity whose k = ⌈3·perplexity⌉ is `k`: k / 3, stepped down past any rounding
 /// that would make 3 · (k / 3) exceed k. A search for exactly k neighbours (`sgtsne knn -k`,
@@ -187,6 +206,10 @@ pub struct EmbedParams {
     /// the Cauchy kernel on one GPU (gpu and hybrid backends), where the grid is capped
     /// ([`EmbedParams::repulsion_spec`] resolves it).
     pub near_field: Option<bool>,
+    /// The most nodes of the adaptive repulsion grid (`--grid-max-nodes`; `None`:
+    /// [`MAX_TOTAL_NODES`], or under `--iters auto` the budget of
+    /// [`EmbedParams::auto_grid_budget`]; resolved in the report).
+    pub grid_max_nodes: Option<usize>,
     /// Precision of the FFT repulsion's grids (default f32).
     pub precision: Precision,
     /// Backend (default auto).
@@ -231,6 +254,7 @@ impl Default for EmbedParams {
             grid: None,
             repulsion: RepulsionMethod::Fft,
             near_field: None,
+            grid_max_nodes: None,
             precision: Precision::F32,
             backend: BackendKind::Auto,
             gpus: None,
@@ -295,7 +319,56 @@ impl EmbedParams {
             near_field: self
                 .near_field
                 .unwrap_or_else(|| self.near_field_default(self.backend.on_device())),
+            max_nodes: self.grid_max_nodes.unwrap_or(MAX_TOTAL_NODES),
         }
+    }
+
+    /// The node budget that `--iters auto`'s schedule ([`OptimParams::grid_budget`]) gives
+    /// the adaptive grid of a run of `n` points whose repulsion runs `on_device` or on the
+    /// host: [`AUTO_NODES_PER_POINT_DEVICE`] or [`AUTO_NODES_PER_POINT_HOST`] a point,
+    /// where that is below [`MAX_TOTAL_NODES`] and the near field can keep the force error
+    /// (1-D and 2-D, the Cauchy kernel's FFT repulsion on one GPU or the host, the near
+    /// field not turned off, an adaptive grid); `None` elsewhere. Call it with the
+    /// backend's GPUs resolved.
+    ///
+    /// Why: a run that converges makes a wider map than 1000 iterations do, and a grid of
+    /// fixed spacing grows with it. MNIST 70k under `--iters auto` ended on 1440² nodes
+    /// against 720² at 1000 iterations, 30 nodes a point, and the G2G over them cost 2.4×
+    /// an iteration (`benches/RESULTS.md`, convergence). Such a map is sparse: at spacing
+    /// 0.7 the near field's cutoff (2 units) holds 13 neighbours a point, a few microseconds
+    /// of direct sums, where halving the nodes per axis saves three quarters of the G2G.
+    /// From [`AUTO_BUDGET_POINTS`] up nothing changes.
+    pub fn auto_grid_budget(&self, n: usize, on_device: bool) -> Option<usize> {
+        let grid_auto = matches!(
+            self.grid
+                .unwrap_or_else(|| GridSpec::default_for(self.dims, self.backend.on_device())),
+            GridSpec::Auto { .. }
+        );
+        let per_point = match on_device {
+            true => AUTO_NODES_PER_POINT_DEVICE,
+            false => AUTO_NODES_PER_POINT_HOST,
+        };
+        let budget = n.saturating_mul(per_point);
+        (self.auto_iters.is_some()
+            && self.optim.grid_budget
+            && self.dims <= 2
+            && grid_auto
+            && self.near_field != Some(false)
+            && self.gpus.unwrap_or(1) <= 1
+            && self.kernel.is_cauchy()
+            && self.repulsion == RepulsionMethod::Fft
+            && n < AUTO_BUDGET_POINTS
+            && budget < MAX_TOTAL_NODES)
+            .then_some(budget)
+    }
+
+    /// Whether `--near-field auto` may turn the near field on for a run of this kind, before
+    /// its size is known: [`EmbedParams::near_field_default`] on the GPU, or a budget of
+    /// `--iters auto` ([`EmbedParams::auto_grid_budget`]) for some size.
+    pub fn near_field_possible(&self) -> bool {
+        self.near_field.unwrap_or_else(|| {
+            self.near_field_default(true) || self.auto_grid_budget(1, true).is_some()
+        })
     }
 
     /// Whether `--near-field auto` turns the near field on for a run whose repulsion runs
@@ -411,6 +484,69 @@ impl EmbedParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--iters auto` gives a grid budget of 2 nodes a point on the GPU and 4 on the host, in
+    /// 1-D and 2-D below 2²⁰ points and 2²² nodes, where the near field can keep the
+    /// accuracy; none for a rule alone, at a fixed count, in 3-D, over several GPUs, with the
+    /// near field off, a fixed grid, another kernel or the exact repulsion.
+    #[test]
+    fn auto_iters_budget_where_the_near_field_can_serve() {
+        let mut auto = EmbedParams {
+            auto_iters: Some(AutoIters::default()),
+            ..Default::default()
+        };
+        assert_eq!(auto.auto_grid_budget(70_000, true), None, "a rule alone");
+        crate::optim::stability::auto_schedule(&mut auto.optim);
+        assert_eq!(auto.auto_grid_budget(70_000, true), Some(140_000));
+        assert_eq!(auto.auto_grid_budget(70_000, false), Some(280_000));
+        assert_eq!(
+            auto.auto_grid_budget((1 << 20) - 1, true),
+            Some((1 << 21) - 2)
+        );
+        assert_eq!(
+            auto.auto_grid_budget((1 << 20) - 1, false),
+            Some((1 << 22) - 4)
+        );
+        assert_eq!(auto.auto_grid_budget(1 << 20, true), None);
+        assert_eq!(auto.auto_grid_budget(1 << 20, false), None);
+        assert!(auto.near_field_possible());
+        let one_d = EmbedParams {
+            dims: 1,
+            ..auto.clone()
+        };
+        assert_eq!(one_d.auto_grid_budget(1000, true), Some(2000));
+        let none = [
+            EmbedParams::default(),
+            EmbedParams {
+                dims: 3,
+                ..auto.clone()
+            },
+            EmbedParams {
+                gpus: Some(2),
+                ..auto.clone()
+            },
+            EmbedParams {
+                near_field: Some(false),
+                ..auto.clone()
+            },
+            EmbedParams {
+                grid: Some(GridSpec::Fixed(256)),
+                ..auto.clone()
+            },
+            EmbedParams {
+                kernel: Kernel { dof: 0.5 },
+                ..auto.clone()
+            },
+            EmbedParams {
+                repulsion: RepulsionMethod::Exact,
+                ..auto.clone()
+            },
+        ];
+        for p in none {
+            assert_eq!(p.auto_grid_budget(70_000, true), None, "{p:?}");
+        }
+        assert!(!EmbedParams::default().near_field_possible());
+    }
 
     /// `--order auto`: the approximate kNN's cells on gpu, free there; a PCA tree's
     /// everywhere else, the GPU's exact kNN and given neighbours included.

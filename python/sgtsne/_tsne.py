@@ -98,10 +98,15 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     grid_spacing, grid_error : float or None, default=None
         An adaptive grid's node spacing, or the repulsion's relative force error to size
         the grid for.
+    grid_max_nodes : int or None, default=None
+        The most nodes of an adaptive grid, past which its spacing grows; ``None`` the
+        engine's: 2048² in 2-D, or with ``max_iter="auto"`` in 1-D and 2-D 2 a point on
+        the GPU and 4 on the CPU, the near field keeping the accuracy.
     repulsion : {"fft", "exact"}, default="fft"
         FFT-interpolated repulsion, or exact O(n²) sums (small n only).
     near_field : {"auto", "on", "off"}, default="auto"
-        Exact repulsion between close points beside the grid (on in 3-D on one GPU).
+        Exact repulsion between close points beside the grid (on in 3-D on one GPU, and
+        with ``max_iter="auto"``'s grid budget).
     precision : {"f32", "f64"}, default="f32"
         Precision of the repulsion's grids.
     max_step_norm : float or None, default=5.0
@@ -183,6 +188,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         grid=None,
         grid_spacing=None,
         grid_error=None,
+        grid_max_nodes=None,
         repulsion="fft",
         near_field="auto",
         precision="f32",
@@ -221,6 +227,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.grid = grid
         self.grid_spacing = grid_spacing
         self.grid_error = grid_error
+        self.grid_max_nodes = grid_max_nodes
         self.repulsion = repulsion
         self.near_field = near_field
         self.precision = precision
@@ -293,6 +300,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             "grid": self.grid,
             "grid_spacing": self.grid_spacing,
             "grid_error": self.grid_error,
+            "grid_max_nodes": self.grid_max_nodes,
             "repulsion": self.repulsion,
             "near_field": self.near_field,
             "precision": self.precision,

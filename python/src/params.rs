@@ -195,6 +195,14 @@ pub fn embed_params(d: &Bound<'_, PyDict>, init_y: Option<Vec<f32>>) -> PyResult
             ],
         )?;
     }
+    if let Some(v) = get::<usize>(d, "grid_max_nodes")? {
+        if v == 0 {
+            return Err(PyValueError::new_err(
+                "invalid parameter `grid_max_nodes`: must be at least 1",
+            ));
+        }
+        p.grid_max_nodes = Some(v);
+    }
     if let Some(v) = get::<String>(d, "near_field")? {
         p.near_field = choice(
             "near_field",

@@ -228,6 +228,22 @@ def test_auto_iterations_stop_once_the_map_has_settled(digits):
         assert last["kept"] >= 0.85 and last["kl_drop"] <= 0.006
 
 
+def test_auto_iterations_hold_the_grid_to_a_budget(digits):
+    # max_iter="auto" holds the grid to 4 nodes a point on the CPU with the near field on;
+    # a budget given is used as it is, and 0 is refused with the parameter named.
+    x, _ = digits
+    n = len(x)
+    auto = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter="auto", iters_cap=600).fit(x)
+    params = auto.report_["params"]
+    assert params["grid_max_nodes"] == 4 * n and params["near_field"] is True
+    assert auto.report_["optimise"]["final_grid"] ** 2 <= 4 * n
+    given = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter=300, grid_max_nodes=3000).fit(x)
+    assert given.report_["params"]["grid_max_nodes"] == 3000
+    assert given.report_["optimise"]["final_grid"] ** 2 <= 3000
+    with pytest.raises(ValueError, match="grid_max_nodes"):
+        sgtsne.TSNE(backend="cpu", max_iter=300, grid_max_nodes=0).fit(x)
+
+
 def test_the_coarse_step_can_be_given_or_refused(digits):
     x, _ = digits
     plain = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter=400, random_state=0)

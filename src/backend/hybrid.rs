@@ -236,6 +236,7 @@ mod tests {
                         deterministic: precision == Precision::F64,
                         // The near field's twins meet as well (the 3-D default on a GPU).
                         near_field: dims == 3,
+                        max_nodes: crate::repulse::grid::MAX_TOTAL_NODES,
                     };
                     let mut cpu = CpuGradient::new(&p, method.host()).unwrap();
                     let stream = gpu.device.context.new_stream().unwrap();
@@ -383,6 +384,7 @@ mod tests {
                     kernel: crate::kernel::Kernel::CAUCHY,
                     deterministic: false,
                     near_field: false,
+                    max_nodes: crate::repulse::grid::MAX_TOTAL_NODES,
                 };
                 let rep = method.device(gpu, stream.clone()).unwrap();
                 let mut side = DeviceSide::new(gpu, stream.clone(), rep, y.data.len()).unwrap();

@@ -251,11 +251,20 @@ pub struct EmbedArgs {
     /// h = (E / C)^(1/4), C fitted per dimension from the grid-size sweeps.
     #[arg(long, allow_negative_numbers = true, value_name = "E", conflicts_with_all = ["grid", "grid_spacing"])]
     pub grid_error: Option<f64>,
+    /// The most nodes of an adaptive repulsion grid, in all: past them its spacing grows
+    /// instead, and with the near field on (--near-field on) the force error holds. Default
+    /// 4,194,304 (2048² in 2-D, 160³ in 3-D); under --iters auto in 1-D and 2-D, 2 a point
+    /// on the GPU and 4 on the CPU with the near field on, where that is fewer (a converged
+    /// map is wide and sparse, and a grid of fixed spacing over it costs more than the
+    /// direct sums that a coarser one needs).
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub grid_max_nodes: Option<usize>,
     /// The FFT repulsion's near field: where the grid is coarser than asked (capped at its
     /// node limit; a fixed grid always) it carries the smooth long-range part of the kernel,
     /// and the pairs within a few grid spacings are summed directly (P3M's split), which
     /// holds the force error near 5e-3 on a coarse grid (Cauchy kernel; one GPU, or the
-    /// CPU). `auto`: on in 3-D on the gpu and hybrid backends on one GPU. It costs time
+    /// CPU). `auto`: on in 3-D on the gpu and hybrid backends on one GPU, and with the
+    /// node budget of --iters auto (see --grid-max-nodes). It costs time
     /// (3-D: +30 % at 1.3M points, 2.7× at 10M) and left KL and accuracy unchanged in the
     /// runs measured; `off` for speed.
     #[arg(long, value_enum, default_value_t = NearFieldArg::Auto)]

@@ -110,6 +110,7 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             NearFieldArg::On => Some(true),
             NearFieldArg::Off => Some(false),
         },
+        grid_max_nodes: a.grid_max_nodes,
         precision: match a.precision {
             PrecisionArg::F32 => Precision::F32,
             PrecisionArg::F64 => Precision::F64,

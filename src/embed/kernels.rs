@@ -187,11 +187,7 @@ fn device_kernels(
         ),
         RepulsionMethod::Exact => variants.push((KernelId::Exact, &[])),
     }
-    if params
-        .near_field
-        .unwrap_or_else(|| params.near_field_default(true))
-        && params.repulsion == RepulsionMethod::Fft
-    {
+    if params.near_field_possible() && params.repulsion == RepulsionMethod::Fft {
         variants.push((KernelId::Near, real));
     }
     variants.push((KernelId::Quality, &[]));

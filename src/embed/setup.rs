@@ -114,11 +114,13 @@ pub(super) fn set_up(
             "the near field runs on one GPU only: use --gpus 1, or --near-field off",
         ));
     }
-    params.near_field = Some(
-        params
-            .near_field
-            .unwrap_or_else(|| params.near_field_default(backend.kind.on_device())),
-    );
+    // `--iters auto` holds a small run's grid to a node budget, the near field keeping its
+    // accuracy; a budget given is used as it is.
+    let budget = params.auto_grid_budget(n, backend.kind.on_device());
+    params.near_field = Some(params.near_field.unwrap_or_else(|| {
+        budget.is_some() || params.near_field_default(backend.kind.on_device())
+    }));
+    params.grid_max_nodes = params.grid_max_nodes.or(budget);
     crate::trace::event(|| "setup: GPUs planned".into());
     let (memory, watch) = memory::plan(input, &params, backend.kind)?;
     crate::trace::event(|| "setup: memory planned".into());

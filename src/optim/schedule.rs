@@ -60,6 +60,11 @@ pub struct OptimParams {
     /// without it). The device's scalar sums (Z, KL, means) are always exact
     /// ([`crate::gpu::sum`]).
     pub deterministic: bool,
+    /// Hold an adaptive repulsion grid to a budget of nodes a point, the near field keeping
+    /// its accuracy ([`crate::embed::EmbedParams::auto_grid_budget`]): part of the schedule
+    /// of `--iters auto` ([`super::stability::auto_schedule`]), whose converged maps are
+    /// wide and sparse; off by default, so that a stopping rule alone changes nothing else.
+    pub grid_budget: bool,
 }
 
 impl Default for OptimParams {
@@ -78,6 +83,7 @@ impl Default for OptimParams {
             coarse_cell: 20.0,
             kl_every: 50,
             deterministic: false,
+            grid_budget: false,
         }
     }
 }

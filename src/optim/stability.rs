@@ -55,11 +55,13 @@ pub const AUTO_MOMENTUM: f32 = 0.9;
 pub const AUTO_COARSE_BOOST: f32 = 3.0;
 
 /// The schedule of `--iters auto` where the caller gave none: momentum [`AUTO_MOMENTUM`]
-/// and the coarse step [`AUTO_COARSE_BOOST`] after the early phase. The command line and
-/// the Python package call it before applying the values given.
+/// and the coarse step [`AUTO_COARSE_BOOST`] after the early phase, and the repulsion
+/// grid's node budget ([`super::OptimParams::grid_budget`]). The command line and the
+/// Python package call it before applying the values given.
 pub fn auto_schedule(o: &mut super::OptimParams) {
     o.momentum_late = AUTO_MOMENTUM;
     o.coarse_boost = AUTO_COARSE_BOOST;
+    o.grid_budget = true;
 }
 
 /// The neighbourhood stability over one window of a run.

@@ -94,6 +94,20 @@ impl Ladder {
         }
         p
     }
+
+    /// The largest class of a `dims`-dimensional grid with at most `nodes` nodes in all
+    /// (the smallest class when even that one has more).
+    pub fn largest_within(self, nodes: usize, dims: usize) -> usize {
+        let fits = |p: usize| p.checked_pow(dims as u32).is_some_and(|len| len <= nodes);
+        let mut p = self.smallest(dims);
+        loop {
+            let next = self.size_class(p + 1, dims);
+            if !fits(next) {
+                return p;
+            }
+            p = next;
+        }
+    }
 }
 
 /// Ratio between consecutive [`spacing_class`]es.
@@ -176,8 +190,14 @@ impl Grid {
     /// first 1.5 to 2.5 spacings below the box: a grid's nodes are then the same whatever
     /// its node count, so the ladder's slack changes no charge or potential.
     pub fn fit(y: &[f32], dims: usize, spec: GridSpec) -> Result<Grid> {
+        Grid::fit_within(y, dims, spec, MAX_TOTAL_NODES)
+    }
+
+    /// [`Grid::fit`] with an adaptive grid held to at most `max_nodes` nodes in all
+    /// ([`Grid::fit_box_within`]).
+    pub fn fit_within(y: &[f32], dims: usize, spec: GridSpec, max_nodes: usize) -> Result<Grid> {
         let (lo, hi) = bounding_box(y, dims)?;
-        Grid::fit_box(lo, hi, dims, spec, Ladder::Fine)
+        Grid::fit_box_within(lo, hi, dims, spec, Ladder::Fine, max_nodes)
     }
 
     /// [`Grid::fit`] from a bounding box (per-axis min `lo` and max `hi`) computed elsewhere,
@@ -188,6 +208,25 @@ impl Grid {
         dims: usize,
         spec: GridSpec,
         ladder: Ladder,
+    ) -> Result<Grid> {
+        Grid::fit_box_within(lo, hi, dims, spec, ladder, MAX_TOTAL_NODES)
+    }
+
+    /// [`Grid::fit_box`] with an adaptive grid held to at most `max_nodes` nodes in all: a
+    /// node budget (`--grid-max-nodes`) below [`MAX_TOTAL_NODES`]. Past it the node count
+    /// stays at the largest class of the ladder within the budget, and the spacing grows on
+    /// the ladder of [`spacing_class`]es, so that the kernel spectra are rebuilt once per
+    /// 1/16 of growth rather than at every iteration. The near field
+    /// ([`crate::repulse::near`]) then keeps the force error of the spacing asked for; a
+    /// budget at or above [`MAX_TOTAL_NODES`] changes nothing (that cap keeps the spacing
+    /// that fits the box exactly).
+    pub fn fit_box_within(
+        lo: [f64; 3],
+        hi: [f64; 3],
+        dims: usize,
+        spec: GridSpec,
+        ladder: Ladder,
+        max_nodes: usize,
     ) -> Result<Grid> {
         let extent = (0..dims)
             .map(|a| hi[a] - lo[a])
@@ -217,8 +256,14 @@ impl Grid {
                     .max()
                     .unwrap_or(MIN_NODES);
                 let cap = fft_friendly_below(max_nodes_per_axis(dims));
+                let budget = ladder.largest_within(max_nodes, dims);
                 let p = ladder.size_class(want, dims);
-                if p <= cap {
+                if max_nodes < MAX_TOTAL_NODES && p > budget {
+                    // `want ≤ extent/h + 5`, so past the budget `extent/(budget − 5) > h`,
+                    // and any spacing at least that fits the box in `budget` nodes.
+                    let spacing = spacing_class(extent / (budget - MARGIN_NODES) as f64);
+                    (budget, spacing)
+                } else if p <= cap {
                     (p, h)
                 } else {
                     (cap, extent / (cap - MARGIN_NODES) as f64)
@@ -470,6 +515,48 @@ mod tests {
             assert!(x >= 1.5 - 1e-9 && x <= g.p as f64 - 2.5 + 1e-9, "{x}");
         }
         assert!(Grid::fit(&[0.0, f32::NAN], 1, GridSpec::Auto { h: 0.5 }).is_err());
+    }
+
+    /// Past a node budget an adaptive grid keeps the budget's largest class, its spacing
+    /// grows on the spacing ladder and still covers the points; below it, or with the
+    /// budget at the cap, the grid is the one without a budget.
+    #[test]
+    fn node_budget_holds_the_count_and_grows_the_spacing() {
+        for ladder in [Ladder::Fine, Ladder::Sparse] {
+            let budget = 300_000;
+            let cap = ladder.largest_within(budget, 2);
+            assert!(cap * cap <= budget);
+            assert!(ladder.size_class(cap + 1, 2).pow(2) > budget);
+            for half in [10.0, 60.0, 200.0, 900.0] {
+                let (lo, hi) = ([-half, -0.5 * half, 0.0], [half, 0.7 * half, 0.0]);
+                let spec = GridSpec::Auto { h: 0.35 };
+                let free = Grid::fit_box(lo, hi, 2, spec, ladder).unwrap();
+                let held = Grid::fit_box_within(lo, hi, 2, spec, ladder, budget).unwrap();
+                if free.p <= cap {
+                    assert_eq!(held, free);
+                    continue;
+                }
+                assert_eq!(held.p, cap);
+                assert!(held.h > 0.35);
+                assert_eq!(held.h, spacing_class(held.h));
+                for a in 0..2 {
+                    for v in [lo[a], hi[a]] {
+                        let x = (v - held.origin[a]) / held.h;
+                        assert!(x >= 1.5 - 1e-9 && x <= held.p as f64 - 2.5 + 1e-9, "{x}");
+                    }
+                }
+            }
+            let (lo, hi) = ([-1e4, -1e4, 0.0], [1e4, 1e4, 0.0]);
+            let spec = GridSpec::Auto { h: 0.35 };
+            assert_eq!(
+                Grid::fit_box_within(lo, hi, 2, spec, ladder, MAX_TOTAL_NODES).unwrap(),
+                Grid::fit_box(lo, hi, 2, spec, ladder).unwrap()
+            );
+        }
+        assert_eq!(
+            Ladder::Sparse.largest_within(1, 2),
+            Ladder::Sparse.smallest(2)
+        );
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct RepulsionSpec {
     /// Split the kernel: the grid convolves its long part, the pairs within the cutoff sum
     /// the short part directly ([`crate::repulse::near`]; FFT method, Cauchy kernel).
     pub near_field: bool,
+    /// The most nodes of an adaptive grid ([`crate::repulse::Grid::fit_box_within`]:
+    /// [`crate::repulse::grid::MAX_TOTAL_NODES`] unless a budget holds it lower).
+    pub max_nodes: usize,
 }
 
 impl RepulsionSpec {
@@ -61,12 +64,14 @@ impl RepulsionSpec {
             (RepulsionMethod::Fft, Precision::F32) => Box::new(
                 FftRepulsion::new(self.grid)
                     .with_kernel(self.kernel)
-                    .with_near_field(self.near_field),
+                    .with_near_field(self.near_field)
+                    .with_max_nodes(self.max_nodes),
             ),
             (RepulsionMethod::Fft, Precision::F64) => Box::new(
                 FftRepulsion::<f64>::with_precision(self.grid)
                     .with_kernel(self.kernel)
-                    .with_near_field(self.near_field),
+                    .with_near_field(self.near_field)
+                    .with_max_nodes(self.max_nodes),
             ),
             (RepulsionMethod::Exact, _) => Box::new(ExactRepulsion::with_kernel(self.kernel)),
         }
@@ -83,12 +88,14 @@ impl RepulsionSpec {
                 FftRepulsionGpu::<f32>::on_stream(gpu, stream, self.grid)?
                     .with_kernel(self.kernel)
                     .with_near_field(self.near_field)
+                    .with_max_nodes(self.max_nodes)
                     .with_deterministic(self.deterministic),
             ),
             (RepulsionMethod::Fft, Precision::F64) => Box::new(
                 FftRepulsionGpu::<f64>::on_stream(gpu, stream, self.grid)?
                     .with_kernel(self.kernel)
                     .with_near_field(self.near_field)
+                    .with_max_nodes(self.max_nodes)
                     .with_deterministic(self.deterministic),
             ),
             (RepulsionMethod::Exact, _) => {

@@ -22,6 +22,7 @@ fn spec(deterministic: bool) -> RepulsionSpec {
         kernel: Kernel::CAUCHY,
         deterministic,
         near_field: false,
+        max_nodes: crate::repulse::grid::MAX_TOTAL_NODES,
     }
 }
 

@@ -15,7 +15,7 @@ use crate::kernel::Kernel;
 use crate::repulse::fftnd::{Planners, Real};
 use crate::repulse::g2g::{channels, Convolver};
 use crate::repulse::g2s::gather;
-use crate::repulse::grid::Grid;
+use crate::repulse::grid::{Grid, MAX_TOTAL_NODES};
 use crate::repulse::near::{add_near, GridKernel};
 use crate::repulse::phi2force::phi2force;
 use crate::repulse::s2g::Scatter;
@@ -27,6 +27,8 @@ use crate::Result;
 /// or `f64`.
 pub struct FftRepulsion<T: Real = f32> {
     spec: GridSpec,
+    /// The adaptive grid's node budget ([`Grid::fit_box_within`]).
+    max_nodes: usize,
     kernel: GridKernel,
     planners: Planners<T>,
     /// The convolvers of the last few grids, the latest first ([`CONVOLVERS`]).
@@ -49,6 +51,7 @@ impl<T: Real> FftRepulsion<T> {
     pub fn with_precision(grid: GridSpec) -> Self {
         FftRepulsion {
             spec: grid,
+            max_nodes: MAX_TOTAL_NODES,
             kernel: Kernel::CAUCHY.into(),
             planners: Planners::default(),
             convs: Vec::new(),
@@ -85,6 +88,12 @@ impl<T: Real> FftRepulsion<T> {
             convs: Vec::new(),
             ..self
         }
+    }
+
+    /// The same with an adaptive grid held to `max_nodes` nodes in all
+    /// ([`Grid::fit_box_within`]; [`MAX_TOTAL_NODES`] by default).
+    pub fn with_max_nodes(self, max_nodes: usize) -> Self {
+        FftRepulsion { max_nodes, ..self }
     }
 
     /// The grid specification this instance was built with.
@@ -192,7 +201,7 @@ fn keep_within<T: Real>(convs: &mut Vec<Convolver<T>>) {
 impl<T: Real> Repulse for FftRepulsion<T> {
     fn repulse(&mut self, y: &[f32], dims: usize, force: &mut [f32]) -> Result<Repulsion> {
         check_shapes(y, dims, force.len())?;
-        let grid = Grid::fit(y, dims, self.spec)?;
+        let grid = Grid::fit_within(y, dims, self.spec, self.max_nodes)?;
         match dims {
             1 => self.run::<1>(y, &grid, force),
             2 => self.run::<2>(y, &grid, force),
@@ -358,6 +367,39 @@ pub(crate) mod tests {
                 "{at}: Z {got:e} against {want:e}"
             );
         }
+    }
+
+    /// A node budget with the near field on keeps the default spacing's accuracy on a
+    /// spread-out layout (like a converged map) with a quarter of its nodes; without the
+    /// near field the same capped grid errs several times as much.
+    #[test]
+    fn node_budget_with_the_near_field_keeps_the_error() {
+        let y = clusters(3000, 2, 8, 60.0, 13);
+        let spec = GridSpec::default_auto();
+        let mut free = FftRepulsion::new(spec);
+        let (e_free, _) = errors(&mut free, &y, 2);
+        let nodes = free
+            .repulse(&y, 2, &mut vec![0f32; y.len()])
+            .unwrap()
+            .grid
+            .unwrap();
+        let budget = nodes * nodes / 4;
+        let mut held = FftRepulsion::new(spec)
+            .with_near_field(true)
+            .with_max_nodes(budget);
+        let (e_held, ez_held) = errors(&mut held, &y, 2);
+        let p = held
+            .repulse(&y, 2, &mut vec![0f32; y.len()])
+            .unwrap()
+            .grid
+            .unwrap();
+        assert!(p * p <= budget, "{p}² nodes over a budget of {budget}");
+        assert!(
+            e_held < 1e-2 && e_held < 2.0 * e_free && ez_held < 5e-3,
+            "budget: force {e_held:e}, Z {ez_held:e}; free grid: {e_free:e}"
+        );
+        let (e_bare, _) = errors(&mut FftRepulsion::new(spec).with_max_nodes(budget), &y, 2);
+        assert!(e_bare > 3.0 * e_held, "{e_bare:e} without the near field");
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::gpu::{Gpu, GpuError};
 use crate::kernel::Kernel;
 use crate::repulse::g2g::gpu::ConvolverGpu;
 use crate::repulse::g2s::gpu::gather_device;
-use crate::repulse::grid::Ladder;
+use crate::repulse::grid::{Ladder, MAX_TOTAL_NODES};
 use crate::repulse::near::gpu::NearGpu;
 use crate::repulse::phi2force::gpu::phi2force_device;
 use crate::repulse::s2g::gpu::{BoundsGpu, ScatterGpu};
@@ -45,6 +45,8 @@ pub struct FftRepulsionGpu<T: DeviceReal = f32> {
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
     spec: GridSpec,
+    /// The adaptive grid's node budget ([`Grid::fit_box_within`]).
+    max_nodes: usize,
     bounds: BoundsGpu,
     scatter: ScatterGpu,
     convolver: ConvolverGpu<T>,
@@ -109,6 +111,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
             next: 0,
             stream,
             spec,
+            max_nodes: MAX_TOTAL_NODES,
         })
     }
 
@@ -125,6 +128,13 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
     /// the whole kernel.
     pub fn with_near_field(mut self, near_field: bool) -> Self {
         self.convolver.kernel = self.convolver.kernel.with_near_field(near_field, self.spec);
+        self
+    }
+
+    /// The same with an adaptive grid held to `max_nodes` nodes in all
+    /// ([`Grid::fit_box_within`]; [`MAX_TOTAL_NODES`] by default).
+    pub fn with_max_nodes(mut self, max_nodes: usize) -> Self {
+        self.max_nodes = max_nodes;
         self
     }
 
@@ -148,7 +158,7 @@ impl<T: DeviceReal> FftRepulsionGpu<T> {
                 return Err(Error::param("y", "an embedding coordinate is not finite"));
             }
         }
-        Grid::fit_box(lo64, hi64, dims, self.spec, Ladder::Sparse)
+        Grid::fit_box_within(lo64, hi64, dims, self.spec, Ladder::Sparse, self.max_nodes)
     }
 
     /// Queues the four stages for the n points `y` into timing slot `slot`, Z on its way to
