@@ -87,10 +87,9 @@ impl Ladder {
 
     /// The smallest class `≥ want` of a `dims`-dimensional grid.
     pub fn size_class(self, want: usize, dims: usize) -> usize {
-        let growth = self.growth(dims);
         let mut p = self.smallest(dims);
         while p < want {
-            p = fft_friendly((p as f64 * growth).ceil() as usize);
+            p = self.next_class(p, dims);
         }
         p
     }
@@ -101,12 +100,17 @@ impl Ladder {
         let fits = |p: usize| p.checked_pow(dims as u32).is_some_and(|len| len <= nodes);
         let mut p = self.smallest(dims);
         loop {
-            let next = self.size_class(p + 1, dims);
+            let next = self.next_class(p, dims);
             if !fits(next) {
                 return p;
             }
             p = next;
         }
+    }
+
+    /// The class after class `p` of a `dims`-dimensional grid.
+    fn next_class(self, p: usize, dims: usize) -> usize {
+        fft_friendly((p as f64 * self.growth(dims)).ceil() as usize)
     }
 }
 
@@ -256,17 +260,19 @@ impl Grid {
                     .max()
                     .unwrap_or(MIN_NODES);
                 let cap = fft_friendly_below(max_nodes_per_axis(dims));
-                let budget = ladder.largest_within(max_nodes, dims);
                 let p = ladder.size_class(want, dims);
-                if max_nodes < MAX_TOTAL_NODES && p > budget {
+                let budget = (max_nodes < MAX_TOTAL_NODES)
+                    .then(|| ladder.largest_within(max_nodes, dims))
+                    .filter(|&budget| p > budget);
+                match budget {
                     // `want ≤ extent/h + 5`, so past the budget `extent/(budget − 5) > h`,
                     // and any spacing at least that fits the box in `budget` nodes.
-                    let spacing = spacing_class(extent / (budget - MARGIN_NODES) as f64);
-                    (budget, spacing)
-                } else if p <= cap {
-                    (p, h)
-                } else {
-                    (cap, extent / (cap - MARGIN_NODES) as f64)
+                    Some(budget) => (
+                        budget,
+                        spacing_class(extent / (budget - MARGIN_NODES) as f64),
+                    ),
+                    None if p <= cap => (p, h),
+                    None => (cap, extent / (cap - MARGIN_NODES) as f64),
                 }
             }
         };
