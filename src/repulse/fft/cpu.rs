@@ -376,23 +376,19 @@ pub(crate) mod tests {
     fn node_budget_with_the_near_field_keeps_the_error() {
         let y = clusters(3000, 2, 8, 60.0, 13);
         let spec = GridSpec::default_auto();
+        let nodes_per_axis = |r: &mut FftRepulsion| {
+            let out = r.repulse(&y, 2, &mut vec![0f32; y.len()]).unwrap();
+            out.grid.unwrap()
+        };
         let mut free = FftRepulsion::new(spec);
         let (e_free, _) = errors(&mut free, &y, 2);
-        let nodes = free
-            .repulse(&y, 2, &mut vec![0f32; y.len()])
-            .unwrap()
-            .grid
-            .unwrap();
+        let nodes = nodes_per_axis(&mut free);
         let budget = nodes * nodes / 4;
         let mut held = FftRepulsion::new(spec)
             .with_near_field(true)
             .with_max_nodes(budget);
         let (e_held, ez_held) = errors(&mut held, &y, 2);
-        let p = held
-            .repulse(&y, 2, &mut vec![0f32; y.len()])
-            .unwrap()
-            .grid
-            .unwrap();
+        let p = nodes_per_axis(&mut held);
         assert!(p * p <= budget, "{p}² nodes over a budget of {budget}");
         assert!(
             e_held < 1e-2 && e_held < 2.0 * e_free && ez_held < 5e-3,
