@@ -80,6 +80,12 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         map comes in far fewer steps (1.3M points: 1800 against 4550).
     coarse_cell : float, default=20.0
         The side of the coarse step's cells, in embedding units.
+    coarse_delay : int or None, default=None
+        Steps after the early phase before the coarse step begins; ``None`` is 0, or 150
+        with ``max_iter="auto"`` below 2**20 points. Just after the early phase the map
+        expands out of its clusters, and a coarse step there mixes the edges of
+        neighbouring clusters (a lower 10-NN accuracy); raise it if the classes of a
+        converged map look frayed.
     neighbors : {"auto", "exact", "approx", "hnsw"} or (indices, distances) or sparse matrix, default="auto"
         How the nearest neighbours are found, or the neighbours themselves: two n × k arrays
         (scikit-learn's ``kneighbors``; −1 marks an absent one) or a sparse n × n distance
@@ -181,6 +187,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         momentum=None,
         coarse_boost=None,
         coarse_cell=20.0,
+        coarse_delay=None,
         neighbors="auto",
         max_neighbors=1000,
         pca=50,
@@ -220,6 +227,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.momentum = momentum
         self.coarse_boost = coarse_boost
         self.coarse_cell = coarse_cell
+        self.coarse_delay = coarse_delay
         self.neighbors = neighbors
         self.max_neighbors = max_neighbors
         self.pca = pca
@@ -293,6 +301,7 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             "momentum": self.momentum,
             "coarse_boost": self.coarse_boost,
             "coarse_cell": self.coarse_cell,
+            "coarse_delay": self.coarse_delay,
             "knn": knn,
             "max_neighbors": self.max_neighbors,
             "pca": self.pca,

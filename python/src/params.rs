@@ -203,6 +203,9 @@ pub fn embed_params(d: &Bound<'_, PyDict>, init_y: Option<Vec<f32>>) -> PyResult
         }
         p.grid_max_nodes = Some(v);
     }
+    if let Some(v) = get::<usize>(d, "coarse_delay")? {
+        p.coarse_delay = Some(v);
+    }
     if let Some(v) = get::<String>(d, "near_field")? {
         p.near_field = choice(
             "near_field",

@@ -220,6 +220,7 @@ def test_auto_iterations_stop_once_the_map_has_settled(digits):
     assert model.n_iter_ == optimise["iterations"]
     assert optim["momentum_late"] == pytest.approx(0.9)
     assert optim["coarse_boost"] == pytest.approx(3.0)
+    assert optim["coarse_delay"] == 150
     last = optimise["stability_history"][-1]
     assert last == optimise["stability"]
     if optimise["auto_stop"] == "converged":
@@ -255,6 +256,16 @@ def test_the_coarse_step_can_be_given_or_refused(digits):
     assert not np.array_equal(y_plain, y_boosted) and np.isfinite(y_boosted).all()
     off = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter="auto", coarse_boost=0).fit(x)
     assert off.report_["params"]["optim"]["coarse_boost"] == 0
+    # Delayed, it runs from later on; delayed past the run's end, never: the plain run's
+    # embedding.
+    late = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter=400, random_state=0,
+                       coarse_boost=3.0, coarse_cell=5.0, coarse_delay=50)
+    y_late = late.fit_transform(x)
+    assert late.report_["params"]["optim"]["coarse_delay"] == 50
+    assert not np.array_equal(y_late, y_boosted) and not np.array_equal(y_late, y_plain)
+    never = sgtsne.TSNE(backend="cpu", n_jobs=2, max_iter=400, random_state=0,
+                        coarse_boost=3.0, coarse_delay=400)
+    assert np.array_equal(never.fit_transform(x), y_plain)
     with pytest.raises(ValueError, match="coarse-boost"):
         sgtsne.TSNE(backend="cpu", max_iter=300, coarse_boost=-1).fit(x)
 

@@ -208,6 +208,12 @@ pub struct EmbedArgs {
         allow_negative_numbers = true
     )]
     pub coarse_cell: f32,
+    /// Iterations after the early phase before --coarse-boost's step begins [default: 0;
+    /// 150 with --iters auto below 2^20 points]: just after the early phase the map expands out of its
+    /// clusters, and a coarse step there mixes the edges of neighbouring clusters (a lower
+    /// 10-NN accuracy). Raise it if the classes of a converged map look frayed.
+    #[arg(long, value_name = "N")]
+    pub coarse_delay: Option<usize>,
     /// Learning rate: `auto` = max(n / early exaggeration, 50), or a number.
     #[arg(long, default_value = "auto", allow_negative_numbers = true)]
     pub learning_rate: AutoOr<f32>,

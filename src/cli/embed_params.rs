@@ -111,6 +111,7 @@ pub(super) fn params_from(a: &EmbedArgs) -> Result<EmbedParams> {
             NearFieldArg::Off => Some(false),
         },
         grid_max_nodes: a.grid_max_nodes,
+        coarse_delay: a.coarse_delay,
         precision: match a.precision {
             PrecisionArg::F32 => Precision::F32,
             PrecisionArg::F64 => Precision::F64,

@@ -121,6 +121,9 @@ pub(super) fn set_up(
         budget.is_some() || params.near_field_default(backend.kind.on_device())
     }));
     params.grid_max_nodes = params.grid_max_nodes.or(budget);
+    params.optim.coarse_delay = params
+        .coarse_delay
+        .unwrap_or_else(|| params.auto_coarse_delay(n));
     crate::trace::event(|| "setup: GPUs planned".into());
     let (memory, watch) = memory::plan(input, &params, backend.kind)?;
     crate::trace::event(|| "setup: memory planned".into());
