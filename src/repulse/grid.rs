@@ -221,9 +221,9 @@ impl Grid {
     /// stays at the largest class of the ladder within the budget, and the spacing grows on
     /// the ladder of [`spacing_class`]es, so that the kernel spectra are rebuilt once per
     /// 1/16 of growth rather than at every iteration. The near field
-    /// ([`crate::repulse::near`]) then keeps the force error of the spacing asked for; a
-    /// budget at or above [`MAX_TOTAL_NODES`] changes nothing (that cap keeps the spacing
-    /// that fits the box exactly).
+    /// ([`crate::repulse::near`]) then keeps the force error of the spacing asked for. A
+    /// budget at or above [`MAX_TOTAL_NODES`] changes nothing: that cap holds every grid
+    /// the same way.
     pub fn fit_box_within(
         lo: [f64; 3],
         hi: [f64; 3],
@@ -272,7 +272,12 @@ impl Grid {
                         spacing_class(extent / (budget - MARGIN_NODES) as f64),
                     ),
                     None if p <= cap => (p, h),
-                    None => (cap, extent / (cap - MARGIN_NODES) as f64),
+                    // At the cap, as past a budget: a spacing on the ladder, so that a map
+                    // still growing rebuilds its kernel spectra once per 1/16 of growth,
+                    // not at every iteration (on 2 threads a 2048² G2G took 327 ms an
+                    // iteration with the spacing that fits the box exactly, 125 ms on the
+                    // ladder: `benches/history/2026-12-cpu.md`).
+                    None => (cap, spacing_class(extent / (cap - MARGIN_NODES) as f64)),
                 }
             }
         };
@@ -513,9 +518,16 @@ mod tests {
         assert!(Grid::fit(&y, 3, GridSpec::Fixed(5)).is_err());
         assert!(Grid::fit(&y, 3, GridSpec::Fixed(1000)).is_err());
         assert!(Grid::fit(&y, 2, GridSpec::Auto { h: 0.0 }).is_err());
+        // At the cap the spacing steps on the ladder as the box grows, as a fixed grid's.
         let huge = [-1e6f32, -1e6, 1e6, 1e6];
         let g = Grid::fit(&huge, 2, GridSpec::Auto { h: 0.5 }).unwrap();
         assert!(g.len() <= MAX_TOTAL_NODES && g.h > 0.5);
+        assert_eq!(g.h, spacing_class(g.h));
+        let wider: Vec<f32> = huge.iter().map(|v| v * 1.0001).collect();
+        assert_eq!(
+            Grid::fit(&wider, 2, GridSpec::Auto { h: 0.5 }).unwrap().h,
+            g.h
+        );
         for &v in &huge {
             let x = (v as f64 - g.origin[0]) / g.h;
             assert!(x >= 1.5 - 1e-9 && x <= g.p as f64 - 2.5 + 1e-9, "{x}");
