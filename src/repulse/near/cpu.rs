@@ -152,8 +152,8 @@ impl<const D: usize> Cells<D> {
                     if d2 >= r2 {
                         continue;
                     }
-                    let g2 = near.short_g2(d2);
-                    out[0] += near.short_g1(d2);
+                    let (g1, g2) = near.short_pair(d2);
+                    out[0] += g1;
                     out[1] += g2;
                     for a in 0..D {
                         out[2 + a] += g2 * (yj[a] as f64 - grid.centre[a]);
