@@ -32,8 +32,11 @@ const BANDS: usize = 128;
 /// Fewest points worth spreading in parallel.
 const MIN_PARALLEL_POINTS: usize = 8192;
 
-/// Points per task of the bucketing passes.
-const BUCKET_CHUNK: usize = 1 << 16;
+/// Points per task of the bucketing passes: small enough that a 70k-point map gives every
+/// thread of a 16-core host a share (chunks of 2¹⁶ left two tasks to three passes over the
+/// points, serial work in each of MNIST's thousand S2G calls). A band's points are its
+/// buckets of every chunk in order, so the sums do not depend on it.
+const BUCKET_CHUNK: usize = 1 << 13;
 
 /// Reusable buffers for [`Scatter::run`]: each point's corner row, and per chunk of points
 /// their indices bucketed by band.
