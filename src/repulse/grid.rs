@@ -223,7 +223,8 @@ impl Grid {
     /// 1/16 of growth rather than at every iteration. The near field
     /// ([`crate::repulse::near`]) then keeps the force error of the spacing asked for. A
     /// budget at or above [`MAX_TOTAL_NODES`] changes nothing: that cap holds every grid
-    /// the same way.
+    /// the same way (in 3-D with the spacing on the ladder; in 1-D and 2-D with the one that
+    /// fits the box).
     pub fn fit_box_within(
         lo: [f64; 3],
         hi: [f64; 3],
@@ -272,12 +273,17 @@ impl Grid {
                         spacing_class(extent / (budget - MARGIN_NODES) as f64),
                     ),
                     None if p <= cap => (p, h),
-                    // At the cap, as past a budget: a spacing on the ladder, so that a map
-                    // still growing rebuilds its kernel spectra once per 1/16 of growth,
-                    // not at every iteration (on 2 threads a 2048² G2G took 327 ms an
-                    // iteration with the spacing that fits the box exactly, 125 ms on the
-                    // ladder: `benches/history/2026-12-cpu.md`).
-                    None => (cap, spacing_class(extent / (cap - MARGIN_NODES) as f64)),
+                    // At the cap in 3-D, as past a budget: a spacing on the ladder, so that
+                    // a map still growing rebuilds its kernel spectra once per 1/16 of
+                    // growth, not at every iteration (1.3M deformed digits at 160³: 9.2–9.3
+                    // against 11.9–12.7 s on the GPU, the same KL). In 1-D and 2-D the
+                    // spacing that fits the box exactly: there the ladder, at 1/16 or 1/64,
+                    // slowed the end of `--iters auto` on 1.3M points at 2048² (KL 4.827
+                    // against 4.791, one window sooner flat), though a 2048² G2G on 2
+                    // threads takes 345 ms an iteration so against 119 ms on the ladder
+                    // (`benches/history/2026-12-cpu.md`).
+                    None if dims == 3 => (cap, spacing_class(extent / (cap - MARGIN_NODES) as f64)),
+                    None => (cap, extent / (cap - MARGIN_NODES) as f64),
                 }
             }
         };
@@ -518,16 +524,25 @@ mod tests {
         assert!(Grid::fit(&y, 3, GridSpec::Fixed(5)).is_err());
         assert!(Grid::fit(&y, 3, GridSpec::Fixed(1000)).is_err());
         assert!(Grid::fit(&y, 2, GridSpec::Auto { h: 0.0 }).is_err());
-        // At the cap the spacing steps on the ladder as the box grows, as a fixed grid's.
+        // At the cap a 2-D grid's spacing fits the box exactly; a 3-D grid's steps on the
+        // ladder as the box grows, as a fixed grid's.
         let huge = [-1e6f32, -1e6, 1e6, 1e6];
         let g = Grid::fit(&huge, 2, GridSpec::Auto { h: 0.5 }).unwrap();
         assert!(g.len() <= MAX_TOTAL_NODES && g.h > 0.5);
-        assert_eq!(g.h, spacing_class(g.h));
-        let wider: Vec<f32> = huge.iter().map(|v| v * 1.0001).collect();
+        assert_eq!(g.h, 2e6 / (g.p - MARGIN_NODES) as f64);
+        let huge3 = [-1e4f32, -1e4, -1e4, 1e4, 1e4, 1e4];
+        let g3 = Grid::fit(&huge3, 3, GridSpec::Auto { h: 0.5 }).unwrap();
+        assert!(g3.len() <= MAX_TOTAL_NODES && g3.h > 0.5);
+        assert_eq!(g3.h, spacing_class(g3.h));
+        let wider: Vec<f32> = huge3.iter().map(|v| v * 1.0001).collect();
         assert_eq!(
-            Grid::fit(&wider, 2, GridSpec::Auto { h: 0.5 }).unwrap().h,
-            g.h
+            Grid::fit(&wider, 3, GridSpec::Auto { h: 0.5 }).unwrap().h,
+            g3.h
         );
+        for &v in &huge3 {
+            let x = (v as f64 - g3.origin[0]) / g3.h;
+            assert!(x >= 1.5 - 1e-9 && x <= g3.p as f64 - 2.5 + 1e-9, "{x}");
+        }
         for &v in &huge {
             let x = (v as f64 - g.origin[0]) / g.h;
             assert!(x >= 1.5 - 1e-9 && x <= g.p as f64 - 2.5 + 1e-9, "{x}");
