@@ -48,6 +48,17 @@ pub const AUTO_NODES_PER_POINT_DEVICE: usize = 2;
 /// point, 19.6 s without a budget (medians of 2).
 pub const AUTO_NODES_PER_POINT_HOST: usize = 4;
 
+/// Nodes a point of a 3-D grid's budget on the GPU ([`EmbedParams::auto_grid_budget`]), at
+/// any iteration count, where the near field is on by default: below the 160³ cap a coarser
+/// grid's transforms cost less than the wider direct sums it leaves the near field. MNIST
+/// 70k in 3-D (one H100, `--iters 1000`): 1.29 s wall at 4 a point (63³ nodes) and 1.32 s
+/// at 2 (48³) against 5.25 s at the cap (G2G 2.92 of its 3.78 s of optimisation), KL
+/// 2.546 all three, force error 2.2e-3 (64³) against 5.4e-3 (160³) at iteration 1000. At
+/// 1.3M deformed digits 2 a point (125³) took 9.57 s against 9.38 s at the cap, the near
+/// field's 3.50 s outweighing the G2G's 1.33 s saved: 4 a point leaves such a run at the
+/// cap.
+pub const SOLID_NODES_PER_POINT_DEVICE: usize = 4;
+
 /// Points from which `--iters auto` leaves the grid without a budget (2²⁰): the budget was
 /// measured up to 500k points, and denser maps give the near field more pairs a point,
 /// while a grid at its [`MAX_TOTAL_NODES`] cap already has fewer nodes than 4 a point.
@@ -329,42 +340,49 @@ impl EmbedParams {
         }
     }
 
-    /// The node budget that `--iters auto`'s schedule ([`OptimParams::grid_budget`]) gives
-    /// the adaptive grid of a run of `n` points whose repulsion runs `on_device` or on the
-    /// host: [`AUTO_NODES_PER_POINT_DEVICE`] or [`AUTO_NODES_PER_POINT_HOST`] a point,
-    /// where that is below [`MAX_TOTAL_NODES`] and the near field can keep the force error
-    /// (1-D and 2-D, the Cauchy kernel's FFT repulsion on one GPU or the host, the near
-    /// field not turned off, an adaptive grid); `None` elsewhere. Call it with the
-    /// backend's GPUs resolved.
+    /// The node budget of the adaptive grid of a run of `n` points whose repulsion runs
+    /// `on_device` or on the host, where the near field keeps the force error while the grid
+    /// is coarser than its spacing asks (the Cauchy kernel's FFT repulsion on one GPU or the
+    /// host, the near field not turned off, an adaptive grid), and where the budget is
+    /// below [`MAX_TOTAL_NODES`]; `None` elsewhere. Call it with the backend's GPUs resolved.
     ///
-    /// Why: a run that converges makes a wider map than 1000 iterations do, and a grid of
-    /// fixed spacing grows with it. MNIST 70k under `--iters auto` ended on 1440² nodes
-    /// against 720² at 1000 iterations, 30 nodes a point, and the G2G over them cost 2.4×
-    /// an iteration (`benches/RESULTS.md`, convergence). Such a map is sparse: at spacing
-    /// 0.7 the near field's cutoff (2 units) holds 13 neighbours a point, a few microseconds
-    /// of direct sums, where halving the nodes per axis saves three quarters of the G2G.
-    /// From [`AUTO_BUDGET_POINTS`] up nothing changes.
+    /// - In 1-D and 2-D, `--iters auto`'s schedule ([`OptimParams::grid_budget`]) below
+    ///   [`AUTO_BUDGET_POINTS`]: [`AUTO_NODES_PER_POINT_DEVICE`] or
+    ///   [`AUTO_NODES_PER_POINT_HOST`] a point. A run that converges makes a wider map than
+    ///   1000 iterations do, and a grid of fixed spacing grows with it. MNIST 70k under
+    ///   `--iters auto` ended on 1440² nodes against 720² at 1000 iterations, 30 nodes a
+    ///   point, and the G2G over them cost 2.4× an iteration (`benches/RESULTS.md`,
+    ///   convergence). Such a map is sparse: at spacing 0.7 the near field's cutoff (2
+    ///   units) holds 13 neighbours a point, a few microseconds of direct sums, where halving
+    ///   the nodes per axis saves three quarters of the G2G.
+    /// - In 3-D on the device, at any iteration count: [`SOLID_NODES_PER_POINT_DEVICE`] a
+    ///   point, where the near field is on by default ([`EmbedParams::near_field_default`]).
+    ///   A 3-D grid of spacing 0.6 over a map 100–200 units wide would need 160³ nodes or
+    ///   more; its transforms streamed most of an iteration's bytes.
     pub fn auto_grid_budget(&self, n: usize, on_device: bool) -> Option<usize> {
         let grid_auto = matches!(
             self.grid
                 .unwrap_or_else(|| GridSpec::default_for(self.dims, self.backend.on_device())),
             GridSpec::Auto { .. }
         );
-        let per_point = match on_device {
-            true => AUTO_NODES_PER_POINT_DEVICE,
-            false => AUTO_NODES_PER_POINT_HOST,
-        };
-        let budget = n.saturating_mul(per_point);
-        (self.auto_iters.is_some()
-            && self.optim.grid_budget
-            && self.dims <= 2
-            && grid_auto
+        let served = grid_auto
             && self.near_field != Some(false)
             && self.gpus.unwrap_or(1) <= 1
             && self.kernel.is_cauchy()
-            && self.repulsion == RepulsionMethod::Fft
-            && n < AUTO_BUDGET_POINTS
-            && budget < MAX_TOTAL_NODES)
+            && self.repulsion == RepulsionMethod::Fft;
+        let per_point = match (self.dims, on_device) {
+            (3, true) => SOLID_NODES_PER_POINT_DEVICE,
+            (3, false) => return None,
+            (_, true) if self.auto_iters.is_some() && self.optim.grid_budget => {
+                AUTO_NODES_PER_POINT_DEVICE
+            }
+            (_, false) if self.auto_iters.is_some() && self.optim.grid_budget => {
+                AUTO_NODES_PER_POINT_HOST
+            }
+            _ => return None,
+        };
+        let budget = n.saturating_mul(per_point);
+        (served && (self.dims == 3 || n < AUTO_BUDGET_POINTS) && budget < MAX_TOTAL_NODES)
             .then_some(budget)
     }
 
@@ -521,8 +539,9 @@ mod tests {
 
     /// `--iters auto` gives a grid budget of 2 nodes a point on the GPU and 4 on the host, in
     /// 1-D and 2-D below 2²⁰ points and 2²² nodes, where the near field can keep the
-    /// accuracy; none for a rule alone, at a fixed count, in 3-D, over several GPUs, with the
-    /// near field off, a fixed grid, another kernel or the exact repulsion.
+    /// accuracy; none for a rule alone or at a fixed count (3-D on the device has its own,
+    /// at any count), over several GPUs, with the near field off, a fixed grid, another
+    /// kernel or the exact repulsion.
     #[test]
     fn auto_iters_budget_where_the_near_field_can_serve() {
         let mut auto = EmbedParams {
@@ -549,12 +568,21 @@ mod tests {
             ..auto.clone()
         };
         assert_eq!(one_d.auto_grid_budget(1000, true), Some(2000));
+        // 3-D on the device: its own budget at any iteration count; none on the host.
+        let solid = EmbedParams {
+            dims: 3,
+            grid: Some(GridSpec::default_for(3, true)),
+            ..Default::default()
+        };
+        assert_eq!(
+            solid.auto_grid_budget(70_000, true),
+            Some(70_000 * SOLID_NODES_PER_POINT_DEVICE)
+        );
+        assert_eq!(solid.auto_grid_budget(70_000, false), None);
+        assert_eq!(solid.auto_grid_budget(1 << 22, true), None, "past the cap");
+        assert!(solid.near_field_possible());
         let none = [
             EmbedParams::default(),
-            EmbedParams {
-                dims: 3,
-                ..auto.clone()
-            },
             EmbedParams {
                 gpus: Some(2),
                 ..auto.clone()

@@ -106,8 +106,9 @@ class TSNE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         the grid for.
     grid_max_nodes : int or None, default=None
         The most nodes of an adaptive grid, past which its spacing grows; ``None`` the
-        engine's: 2048² in 2-D, or with ``max_iter="auto"`` in 1-D and 2-D 2 a point on
-        the GPU and 4 on the CPU, the near field keeping the accuracy.
+        engine's: 2048² in 2-D and 160³ in 3-D, or where fewer, 4 a point in 3-D on the
+        GPU, and with ``max_iter="auto"`` in 1-D and 2-D 2 a point on the GPU and 4 on the
+        CPU, the near field keeping the accuracy.
     repulsion : {"fft", "exact"}, default="fft"
         FFT-interpolated repulsion, or exact O(n²) sums (small n only).
     near_field : {"auto", "on", "off"}, default="auto"

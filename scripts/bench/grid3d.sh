@@ -12,6 +12,9 @@
 #   RUNS=1 scripts/bench/grid3d.sh      # embeds of each kind (3), with their medians
 #   scripts/bench/grid3d.sh 10m          # the default's force error on 10M digits
 #   scripts/bench/grid3d.sh 10m-embed    # 3-D embeds of them, with and without the near field
+#   scripts/bench/grid3d.sh budget       # 3-D's node budget (4 a point, src/params.rs) against
+#                                        # the 160³ cap: MNIST, 250k and 500k deformed digits,
+#                                        # each beside its 2-D run (RUNS=3 rounds on MNIST)
 #
 # About 6 minutes on the H100. Writes $OUT/grid3d.txt and $OUT/grid3d.tgz (the sweeps'
 # CSVs, heat maps and logs inside).
@@ -20,6 +23,29 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || set -- "" "--near-field off"
 bench_begin grid3d
+if [ "$1" = budget ]; then
+  # The default 3-D grid (held to 4 nodes a point where that is below the cap) against
+  # --grid-max-nodes 4194304 (the cap alone, the default before), with the 2-D run beside.
+  cap=(--grid-max-nodes 4194304)
+  mnist_input
+  embed mnist-warmup "${mnist[@]}" --backend gpu --dims 3
+  for r in $(seq "${RUNS:-3}"); do
+    embed "mnist-2d-$r" "${mnist[@]}" --backend gpu
+    embed "mnist-3d-$r" "${mnist[@]}" --backend gpu --dims 3
+    embed "mnist-3d-cap-$r" "${mnist[@]}" --backend gpu --dims 3 "${cap[@]}"
+  done
+  for kind in 2d 3d 3d-cap; do
+    medians "MNIST $kind" $(for r in $(seq "${RUNS:-3}"); do echo "mnist-$kind-$r"; done)
+  done
+  for n in 250000 500000; do
+    digits "$n"
+    embed "digits$n-2d" "${input[@]}" --backend gpu
+    embed "digits$n-3d" "${input[@]}" --backend gpu --dims 3
+    embed "digits$n-3d-cap" "${input[@]}" --backend gpu --dims 3 "${cap[@]}"
+  done
+  bench_end
+  exit
+fi
 if [ "$1" = 10m ] || [ "$1" = 10m-embed ]; then
   # 10M deformed digits: the default grid's force error at iteration 1000
   # (configs/sweep-3d-digits10m-near.toml; about 4 minutes, most of it the exact Z), or 3-D

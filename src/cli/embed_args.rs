@@ -259,10 +259,10 @@ pub struct EmbedArgs {
     pub grid_error: Option<f64>,
     /// The most nodes of an adaptive repulsion grid, in all: past them its spacing grows
     /// instead, and with the near field on (--near-field on) the force error holds. Default
-    /// 4,194,304 (2048² in 2-D, 160³ in 3-D); under --iters auto in 1-D and 2-D, 2 a point
-    /// on the GPU and 4 on the CPU with the near field on, where that is fewer (a converged
-    /// map is wide and sparse, and a grid of fixed spacing over it costs more than the
-    /// direct sums that a coarser one needs).
+    /// 4,194,304 (2048² in 2-D, 160³ in 3-D), or where that is fewer: in 3-D on the GPU 4 a
+    /// point (so 63³ for 70k points), and under --iters auto in 1-D and 2-D 2 a point on the
+    /// GPU and 4 on the CPU, the near field on in both (a wide, sparse map on a grid of fixed
+    /// spacing costs more in transforms than the direct sums that a coarser one needs).
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub grid_max_nodes: Option<usize>,
     /// The FFT repulsion's near field: where the grid is coarser than asked (capped at its
@@ -270,9 +270,10 @@ pub struct EmbedArgs {
     /// and the pairs within a few grid spacings are summed directly (P3M's split), which
     /// holds the force error near 5e-3 on a coarse grid (Cauchy kernel; one GPU, or the
     /// CPU). `auto`: on in 3-D on the gpu and hybrid backends on one GPU, and with the
-    /// node budget of --iters auto (see --grid-max-nodes). It costs time
-    /// (3-D: +30 % at 1.3M points, 2.7× at 10M) and left KL and accuracy unchanged in the
-    /// runs measured; `off` for speed.
+    /// node budget of --iters auto (see --grid-max-nodes). It costs time at scale
+    /// (3-D: +30 % at 1.3M points, 2.7× at 10M), saves it below (3-D at 70k points: its
+    /// node budget with it, 1.3 s against 5.3 s at 160³), and left KL and accuracy unchanged
+    /// in the runs measured; `off` for speed at scale.
     #[arg(long, value_enum, default_value_t = NearFieldArg::Auto)]
     pub near_field: NearFieldArg,
     /// Repulsion: `fft` (interpolation on a grid) or `exact` (O(n²), for reference).
