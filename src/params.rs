@@ -51,9 +51,9 @@ pub const AUTO_NODES_PER_POINT_HOST: usize = 4;
 /// Nodes a point of a 3-D grid's budget on the GPU ([`EmbedParams::auto_grid_budget`]), at
 /// any iteration count, where the near field is on by default: below the 160³ cap a coarser
 /// grid's transforms cost less than the wider direct sums it leaves the near field. MNIST
-/// 70k in 3-D (one H100, `--iters 1000`): 1.29 s wall at 4 a point (63³ nodes) and 1.32 s
-/// at 2 (48³) against 5.25 s at the cap (G2G 2.92 of its 3.78 s of optimisation), KL
-/// 2.546 all three, force error 2.2e-3 (64³) against 5.4e-3 (160³) at iteration 1000. At
+/// 70k in 3-D (one H100, `--iters 1000`): 1.30–1.31 s wall at 4 a point (63³ nodes)
+/// against 3.97–4.00 s at the cap (G2G 2.95 of its 3.45 s of optimisation), 2 a point (48³)
+/// alike, KL 2.546 all, force error 2.2e-3 (64³) against 5.4e-3 (160³) at iteration 1000. At
 /// 1.3M deformed digits 2 a point (125³) took 9.57 s against 9.38 s at the cap, the near
 /// field's 3.50 s outweighing the G2G's 1.33 s saved: 4 a point leaves such a run at the
 /// cap.
