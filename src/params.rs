@@ -370,15 +370,11 @@ impl EmbedParams {
             && self.gpus.unwrap_or(1) <= 1
             && self.kernel.is_cauchy()
             && self.repulsion == RepulsionMethod::Fft;
+        let auto_schedule = self.auto_iters.is_some() && self.optim.grid_budget;
         let per_point = match (self.dims, on_device) {
             (3, true) => SOLID_NODES_PER_POINT_DEVICE,
-            (3, false) => return None,
-            (_, true) if self.auto_iters.is_some() && self.optim.grid_budget => {
-                AUTO_NODES_PER_POINT_DEVICE
-            }
-            (_, false) if self.auto_iters.is_some() && self.optim.grid_budget => {
-                AUTO_NODES_PER_POINT_HOST
-            }
+            (1 | 2, true) if auto_schedule => AUTO_NODES_PER_POINT_DEVICE,
+            (1 | 2, false) if auto_schedule => AUTO_NODES_PER_POINT_HOST,
             _ => return None,
         };
         let budget = n.saturating_mul(per_point);

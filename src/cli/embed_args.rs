@@ -272,7 +272,7 @@ pub struct EmbedArgs {
     /// CPU). `auto`: on in 3-D on the gpu and hybrid backends on one GPU, and with the
     /// node budget of --iters auto (see --grid-max-nodes). It costs time at scale
     /// (3-D: +30 % at 1.3M points, 2.7× at 10M), saves it below (3-D at 70k points: its
-    /// node budget with it, 1.3 s against 5.3 s at 160³), and left KL and accuracy unchanged
+    /// node budget with it, 1.3 s against 4.0 s at 160³), and left KL and accuracy unchanged
     /// in the runs measured; `off` for speed at scale.
     #[arg(long, value_enum, default_value_t = NearFieldArg::Auto)]
     pub near_field: NearFieldArg,

@@ -265,13 +265,16 @@ impl Grid {
                 let budget = (max_nodes < MAX_TOTAL_NODES)
                     .then(|| ladder.largest_within(max_nodes, dims))
                     .filter(|&budget| p > budget);
+                // `nodes` per axis with the spacing that fits the box in them, or the
+                // ladder's next class up.
+                let held = |nodes: usize, on_ladder: bool| {
+                    let fit = extent / (nodes - MARGIN_NODES) as f64;
+                    (nodes, if on_ladder { spacing_class(fit) } else { fit })
+                };
                 match budget {
                     // `want ≤ extent/h + 5`, so past the budget `extent/(budget − 5) > h`,
                     // and any spacing at least that fits the box in `budget` nodes.
-                    Some(budget) => (
-                        budget,
-                        spacing_class(extent / (budget - MARGIN_NODES) as f64),
-                    ),
+                    Some(budget) => held(budget, true),
                     None if p <= cap => (p, h),
                     // At the cap in 3-D, as past a budget: a spacing on the ladder, so that
                     // a map still growing rebuilds its kernel spectra once per 1/16 of
@@ -282,8 +285,7 @@ impl Grid {
                     // against 4.791, one window sooner flat), though a 2048² G2G on 2
                     // threads takes 345 ms an iteration so against 119 ms on the ladder
                     // (`benches/history/2026-12-cpu.md`).
-                    None if dims == 3 => (cap, spacing_class(extent / (cap - MARGIN_NODES) as f64)),
-                    None => (cap, extent / (cap - MARGIN_NODES) as f64),
+                    None => held(cap, dims == 3),
                 }
             }
         };
