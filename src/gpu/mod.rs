@@ -104,6 +104,7 @@ fn probe_libraries() -> Result<(), String> {
         .filter(|(_, present)| !present)
         .map(|(name, _)| *name)
         .collect();
+    crate::trace::event(|| "CUDA libraries probed".into());
     if !missing.is_empty() {
         return Err(format!("library not found: {}", missing.join(", ")));
     }
@@ -119,7 +120,9 @@ pub fn probe_device(ordinal: usize) -> Result<Device, String> {
              chooses which)"
         ));
     }
+    crate::trace::event(|| format!("GPU {ordinal}: the driver started, {count} devices"));
     let context = CudaContext::new(ordinal).map_err(|e| format!("cannot create a context: {e}"))?;
+    crate::trace::event(|| format!("GPU {ordinal}: context made"));
     let name = context.name().map_err(|e| e.to_string())?;
     let compute_capability = context.compute_capability().map_err(|e| e.to_string())?;
     let total_memory = context.total_mem().map_err(|e| e.to_string())?;
