@@ -27,7 +27,8 @@ after a warm-up):
 Each tiled kernel's forces are checked against ``ell``'s (relative error printed).
 
 Run on the GPU machine (CuPy is there): ``python3 scripts/bench/attract_floors.py`` (about a
-minute, 26 GB of device memory at 10M); ``--n`` for another size.
+minute, 26 GB of device memory at 10M); ``--n`` for another size, ``--clusters`` for another
+number of equal clusters (default 6), ``--floors-only`` to stop before the tiled kernels.
 """
 import argparse
 import time
@@ -311,9 +312,9 @@ def bench(launch, reps=7):
     return float(np.median(times))
 
 
-def clustered_p(n, rng):
-    """K random neighbours per row in the row's cluster of n/CLUSTERS points, ELL slot-major."""
-    nc = -(-n // CLUSTERS)
+def clustered_p(n, rng, clusters=CLUSTERS):
+    """K random neighbours per row in the row's cluster of n/clusters points, ELL slot-major."""
+    nc = -(-n // clusters)
     rows = cp.arange(n, dtype=cp.int64)
     start = (rows // nc) * nc
     size = cp.minimum(nc, n - start)
@@ -370,7 +371,7 @@ def setting(doc):
     seeded generator."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--n", type=int, default=10_000_000)
-    n = ap.parse_args().n
+    n = ap.parse_known_args()[0].n
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     print(f"device: {cp.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, {sms} SMs")
@@ -379,7 +380,11 @@ def setting(doc):
 
 def main():
     n, dev, sms, rng = setting(__doc__)
-    nc, cols, vals = clustered_p(n, rng)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clusters", type=int, default=CLUSTERS)
+    ap.add_argument("--floors-only", action="store_true")
+    extra = ap.parse_known_args()[0]
+    nc, cols, vals = clustered_p(n, rng, extra.clusters)
     y = (rng.standard_normal((n, 2), dtype=cp.float32) * 30).astype(cp.float32)
     force = cp.zeros((n, 2), dtype=cp.float32)
     print(f"P: {n} rows x {K} entries ({n * K / 1e9:.2f}e9), clusters of {nc} points; "
@@ -406,6 +411,8 @@ def main():
     st = floors.get_function("stream_only")
     print(f"{'stream only (floor of reading P)':40s} "
           f"{bench(lambda: st(grid, (256,), args_ell)):7.2f} ms")
+    if extra.floors_only:
+        return
     # (kernel, rows R, columns C, threads, entries in flight per thread, no atomics)
     configs = [("tile", 8192, 12288, 1024, 4, 0), ("tile", 16384, 12288, 1024, 4, 0),
                ("tile", 16384, 12288, 1024, 4, 1), ("tile3", 16384, 12288, 1024, 4, 0),

@@ -12,8 +12,9 @@
 #   medians LABEL NAME...  medians of wall, report total and optimise over the runs NAME...
 #   logged NAME CMD...   runs CMD timed, its output in the work folder; one line with the wall
 #   mnist_input, big_input   set the arrays `mnist` and `big` to an input and its labels
-#   mixture N, digits N      set the array `input` to N mixture points or N deformed MNIST
-#                        digits and their labels, generated into $BENCH_GEN on first use
+#   mixture N [C], digits N  set the array `input` to N mixture points (C clusters, default
+#                        40) or N deformed MNIST digits and their labels, generated into
+#                        $BENCH_GEN on first use
 #   ab_binaries          sets a_bin and b_bin (A_BIN, B_BIN; default .bench/base/sgtsne and
 #                        the staged binary), says each with its BUILD line and A_ENV / B_ENV,
 #                        and exits when one is missing (after bench_begin)
@@ -138,13 +139,14 @@ big_input() {
   big=("$f" --labels "$l")
 }
 
-# mixture N: sets the array `input` to the N × 50 mixture of 40 clusters (seed 0) and its
-# labels, made on first use.
+# mixture N [C]: sets the array `input` to the N × 50 mixture of C clusters (default 40;
+# seed 0) and its labels, made on first use.
 mixture() {
-  local n=$1 f=$gen_dir/gen${1}_d50_c40.npy l=$gen_dir/gen${1}_d50_c40_labels.npy
+  local n=$1 c=${2:-40}
+  local f=$gen_dir/gen${n}_d50_c$c.npy l=$gen_dir/gen${n}_d50_c${c}_labels.npy
   if [ ! -s "$f" ] || [ ! -s "$l" ]; then
     mkdir -p "$gen_dir"
-    logged "gen-$n" "$sgtsne" gen --n "$n" --dim 50 --clusters 40 -o "$f" --labels "$l" || exit 1
+    logged "gen-$n" "$sgtsne" gen --n "$n" --dim 50 --clusters "$c" -o "$f" --labels "$l" || exit 1
   fi
   input=("$f" --labels "$l")
 }
