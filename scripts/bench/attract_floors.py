@@ -366,25 +366,30 @@ def tiles(cols, vals, n, rows, width):
             start, packed, cp.concatenate(tvals), warp_off.astype(cp.int64))
 
 
-def setting(doc):
-    """The command line's --n (10M by default), the device (announced), its SMs and a
-    seeded generator."""
+def setting(doc, flags=None):
+    """The command line's --n (10M by default) and the flags `flags(parser)` adds, parsed;
+    the device (announced), its SMs and a seeded generator."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--n", type=int, default=10_000_000)
-    n = ap.parse_known_args()[0].n
+    if flags:
+        flags(ap)
+    args = ap.parse_args()
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     print(f"device: {cp.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, {sms} SMs")
-    return n, dev, sms, cp.random.default_rng(1)
+    return args, dev, sms, cp.random.default_rng(1)
+
+
+def floors_flags(ap):
+    """This script's own flags beside --n."""
+    ap.add_argument("--clusters", type=int, default=CLUSTERS)
+    ap.add_argument("--floors-only", action="store_true")
 
 
 def main():
-    n, dev, sms, rng = setting(__doc__)
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--clusters", type=int, default=CLUSTERS)
-    ap.add_argument("--floors-only", action="store_true")
-    extra = ap.parse_known_args()[0]
-    nc, cols, vals = clustered_p(n, rng, extra.clusters)
+    args, dev, sms, rng = setting(__doc__, floors_flags)
+    n = args.n
+    nc, cols, vals = clustered_p(n, rng, args.clusters)
     y = (rng.standard_normal((n, 2), dtype=cp.float32) * 30).astype(cp.float32)
     force = cp.zeros((n, 2), dtype=cp.float32)
     print(f"P: {n} rows x {K} entries ({n * K / 1e9:.2f}e9), clusters of {nc} points; "
@@ -411,7 +416,7 @@ def main():
     st = floors.get_function("stream_only")
     print(f"{'stream only (floor of reading P)':40s} "
           f"{bench(lambda: st(grid, (256,), args_ell)):7.2f} ms")
-    if extra.floors_only:
+    if args.floors_only:
         return
     # (kernel, rows R, columns C, threads, entries in flight per thread, no atomics)
     configs = [("tile", 8192, 12288, 1024, 4, 0), ("tile", 16384, 12288, 1024, 4, 0),

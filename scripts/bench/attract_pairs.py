@@ -237,7 +237,8 @@ def tile_pairs(n, lo, hi, v, T, least, by_row=False):
 
 
 def main():
-    n, dev, sms, rng = setting(__doc__)
+    args, dev, sms, rng = setting(__doc__)
+    n = args.n
     t0 = time.time()
     lo, hi, v = half_p(n, rng)
     y = (rng.standard_normal((n, 2), dtype=cp.float32) * 30).astype(cp.float32)
