@@ -12,7 +12,7 @@
 //! processes, each with a driver of its own, on cores the run leaves idle while it starts:
 //! this program again with a hidden subcommand (the command line's `fft-helper`), or
 //! whatever the front end registered ([`set_helper`]). The run's [`super::fft::PlanCache`]
-//! waits for a plan's helper before making the plan ([`wait`]), and then finds cuFFT's
+//! waits for a plan's helper before making the plan, and then finds cuFFT's
 //! kernels in the driver's cache.
 //!
 //! A record in sgtsne's cache directory (`fft-plans/driver-<version>-cufft-<version>.txt`,
@@ -65,28 +65,38 @@ fn key(plan: &PlanSpec) -> Key {
     (plan.0.clone(), plan.1, plan.2 as i32)
 }
 
-/// The plans helpers were started for in this process: false while a helper may still be
-/// making one, true once it has (or its helper ended without it).
+/// The plans helpers were started for in this process, false while a helper may still be
+/// making one, true once it has (or its helper ended without it); and the helpers running.
+#[derive(Default)]
+struct State {
+    plans: HashMap<Key, bool>,
+    running: usize,
+}
+
 struct Registry {
-    plans: Mutex<HashMap<Key, bool>>,
-    settled: Condvar,
+    state: Mutex<State>,
+    changed: Condvar,
 }
 
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| Registry {
-        plans: Mutex::new(HashMap::new()),
-        settled: Condvar::new(),
+        state: Mutex::new(State::default()),
+        changed: Condvar::new(),
     })
 }
 
 impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Marks `plans` as being made; returns those not marked before.
     fn claim(&self, plans: Vec<PlanSpec>) -> Vec<PlanSpec> {
-        let mut known = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.lock();
         plans
             .into_iter()
-            .filter(|p| match known.entry(key(p)) {
+            .filter(|p| match state.plans.entry(key(p)) {
                 std::collections::hash_map::Entry::Occupied(_) => false,
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(false);
@@ -97,32 +107,55 @@ impl Registry {
     }
 
     fn settle(&self, plan: &PlanSpec) {
-        let mut known = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-        known.insert(key(plan), true);
-        self.settled.notify_all();
+        self.lock().plans.insert(key(plan), true);
+        self.changed.notify_all();
     }
 
-    /// Blocks while a helper may still be making `key`, at most `longest`.
-    fn wait(&self, key: &Key, longest: Duration) {
+    /// Counts a helper in (`+1`) or out (`-1`).
+    fn count(&self, change: isize) {
+        let mut state = self.lock();
+        state.running = state.running.saturating_add_signed(change);
+        self.changed.notify_all();
+    }
+
+    /// Blocks while `done` says no, at most `longest`.
+    fn wait_until(&self, longest: Duration, done: impl Fn(&State) -> bool) {
         let end = Instant::now() + longest;
-        let mut known = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
-        while known.get(key) == Some(&false) {
+        let mut state = self.lock();
+        while !done(&state) {
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
             }
-            known = self
-                .settled
-                .wait_timeout(known, left)
+            state = self
+                .changed
+                .wait_timeout(state, left)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// Blocks while a helper may still be making `key`, at most `longest`.
+    fn wait(&self, key: &Key, longest: Duration) {
+        self.wait_until(longest, |state| state.plans.get(key) != Some(&false));
     }
 }
 
 /// Waits, before the run's process makes a plan, for the helper making it (if any).
 pub(crate) fn wait(shape: &[usize], batch: usize, ty: cufftType) {
     registry().wait(&(shape.to_vec(), batch, ty as i32), LONGEST_WAIT);
+}
+
+/// Waits until this process's helpers have ended (at most 20 s), so that their device
+/// memory is free again; whether any was running. A first run's memory check, where the run
+/// does not fit beside them, calls it before checking again: each helper holds a context of
+/// its own for about a second.
+pub fn await_helpers() -> bool {
+    let running = registry().lock().running > 0;
+    if running {
+        registry().wait_until(LONGEST_WAIT, |state| state.running == 0);
+    }
+    running
 }
 
 /// Starts helpers, on device `ordinal`, for the `plans` a run will make that the record
@@ -191,7 +224,11 @@ fn warm(plans: Vec<PlanSpec>, record: &Path, command: Command, helpers: usize) {
         let mut command = clone_command(&command);
         command.args(share.iter().map(plan_text));
         let record = record.to_path_buf();
-        std::thread::spawn(move || watch(command, &share, &record));
+        registry().count(1);
+        std::thread::spawn(move || {
+            watch(command, &share, &record);
+            registry().count(-1);
+        });
     }
 }
 
@@ -267,9 +304,10 @@ fn parse_plan(text: &str) -> Option<PlanSpec> {
     (parts.next().is_none() && (1..=3).contains(&shape.len())).then_some((shape, batch, ty))
 }
 
-/// A helper's whole work: `args` are a device's ordinal and plans as [`plan_text`] writes
-/// them. Starts the device, makes each plan in turn and prints `made <i>` after plan `i`,
-/// so that the run waiting for it may go on; the first failure ends it.
+/// A helper's whole work: `args` are a device's ordinal and plans (`126x126/12/41`: nodes
+/// per axis, batch and cuFFT's transform type). Starts the device, makes each plan in turn
+/// and prints `made <i>` after plan `i`, so that the run waiting for it may go on; the first
+/// failure ends it.
 pub fn helper_main(args: &[String]) -> Result<(), String> {
     let (ordinal, plans) = args.split_first().ok_or("no device ordinal")?;
     let ordinal: usize = ordinal
@@ -355,7 +393,7 @@ mod tests {
     /// Whether `plan` was settled, after waiting for its helper as a run would.
     fn settled(plan: &PlanSpec) -> bool {
         registry().wait(&key(plan), LONGEST_WAIT);
-        registry().plans.lock().unwrap().get(&key(plan)) == Some(&true)
+        registry().lock().plans.get(&key(plan)) == Some(&true)
     }
 
     #[test]
@@ -381,6 +419,30 @@ mod tests {
         assert!(settled(&again[1]));
         let text = std::fs::read_to_string(&record).unwrap();
         assert_eq!(text, "70001x3/2/41\n70003x3/2/41\n");
+    }
+
+    #[test]
+    fn awaiting_the_helpers_waits_for_their_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let go = dir.path().join("go");
+        let mut helper = Command::new("sh");
+        helper.args([
+            "-c",
+            r#"while [ ! -e "$1" ]; do sleep 0.01; done; echo "made 0""#,
+            "helper",
+        ]);
+        helper.arg(&go);
+        let plan: PlanSpec = (vec![70031, 5], 1, C2C);
+        warm(
+            vec![plan.clone()],
+            &dir.path().join("record.txt"),
+            helper,
+            1,
+        );
+        assert!(registry().lock().running > 0);
+        std::fs::write(&go, "").unwrap();
+        assert!(await_helpers());
+        assert_eq!(registry().lock().plans.get(&key(&plan)), Some(&true));
     }
 
     #[test]
