@@ -22,30 +22,6 @@ set -uo pipefail
 bench_begin big-mixtures
 runs=${RUNS:-2}
 
-# knn NAME ARGS...: `sgtsne knn ARGS` with a report; one summary line.
-knn() {
-  local name=$1
-  shift
-  if ! timed "$work/$name.time" "$sgtsne" knn "$@" -o "$work/$name.npz" --index-type u32 \
-    --report "$work/$name.json" --quiet 2> "$work/$name.err"; then
-    say "$name: FAILED ($*)"
-    tail -n 5 "$work/$name.err" | tee -a "$summary"
-    return 1
-  fi
-  rm -f "$work/$name.npz"
-  python3 - "$work/$name.json" "$name" <<'PY' | tee -a "$summary"
-import json, sys
-r = json.load(open(sys.argv[1]))
-k = r["knn"]
-iv = k.get("ivf") or {}
-s = iv.get("seconds", {})
-print(f"{sys.argv[2]}: kNN {r['seconds']['knn']:.2f} s (sweep {s.get('sweep', 0):.2f}, refine "
-      f"{s.get('refine', 0):.2f}), recall {k.get('recall_sample') or 0:.4f} (after the sweep "
-      f"{iv.get('recall_sweep') or 0:.4f}), {iv.get('lists')} cells, {iv.get('probes')} probes, "
-      f"{iv.get('candidates', 0):.0f} candidates a query")
-PY
-}
-
 [ $# -gt 0 ] || set -- 10m 20m
 for section in "$@"; do
   case $section in

@@ -9,6 +9,9 @@
 #   embed NAME ARGS...   `sgtsne embed ARGS` with a report, timed; one summary line: wall, peak
 #                        RSS, seconds per stage, attraction/repulsion split, KL, 10-NN accuracy
 #                        and preservation (scripts/bench/summarize.py)
+#   knn NAME ARGS...     `sgtsne knn ARGS` with a report, timed; one summary line: seconds,
+#                        and for the approximate kNN the sweep, refinement, recall, cells,
+#                        probes and candidates a query
 #   medians LABEL NAME...  medians of wall, report total and optimise over the runs NAME...
 #   logged NAME CMD...   runs CMD timed, its output in the work folder; one line with the wall
 #   mnist_input, big_input   set the arrays `mnist` and `big` to an input and its labels
@@ -100,6 +103,32 @@ embed() {
     return 1
   fi
   python3 "$bench_dir/summarize.py" line "$work" "$name" | tee -a "$summary"
+}
+
+knn() {
+  local name=$1
+  shift
+  if ! timed "$work/$name.time" "$sgtsne" knn "$@" -o "$work/$name.npz" --index-type u32 \
+    --report "$work/$name.json" --quiet 2> "$work/$name.err"; then
+    say "$name: FAILED ($*)"
+    tail -n 5 "$work/$name.err" | tee -a "$summary"
+    return 1
+  fi
+  rm -f "$work/$name.npz"
+  python3 - "$work/$name.json" "$name" <<'PY' | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+k = r["knn"]
+line = f"{sys.argv[2]}: kNN {r['seconds']['knn']:.3f} s ({k['method']})"
+iv = k.get("ivf")
+if iv:
+    s = iv.get("seconds", {})
+    line += (f", sweep {s.get('sweep', 0):.2f} s, refine {s.get('refine', 0):.2f} s, recall "
+             f"{k.get('recall_sample') or 0:.4f} (after the sweep {iv.get('recall_sweep') or 0:.4f}), "
+             f"{iv.get('lists')} cells, {iv.get('probes')} probes, "
+             f"{iv.get('candidates', 0):.0f} candidates a query")
+print(line)
+PY
 }
 
 # spread NAME: scripts/bench/spread.py's line for `embed NAME`'s embedding and report.

@@ -2,6 +2,8 @@
 //! selection behind them; `crate::knn::gpu::fused`), its constants and its shared-memory
 //! layout, which is defined here and given to the kernel as offsets ([`FusedLayout`]).
 
+use std::sync::OnceLock;
+
 use crate::gpu::launch::{kernels, KernelValue, Param};
 
 /// Warps per block (`FUSED_WARPS`).
@@ -10,10 +12,33 @@ pub const WARPS: usize = 4;
 pub const QUERIES: usize = WARPS * 32;
 /// References per step: four n8 tiles (`FUSED_CHUNK`).
 pub const CHUNK: usize = 32;
-/// A query's queue is merged into its list once it holds more than this (`FUSED_MERGE`).
+/// A query's queue is merged into its list once it holds more than this (`FUSED_MERGE`),
+/// unless [`MERGE_VAR`] says otherwise ([`merge`]).
 pub const MERGE: usize = 8;
-/// Queue capacity per query: one step adds at most [`CHUNK`] (`FUSED_QUEUE`).
-pub const QUEUE: usize = MERGE + CHUNK;
+
+/// The environment variable that sets the merge threshold for a run, 1 to 96 (default
+/// [`MERGE`]): for measuring what the merges cost (`scripts/bench/knn_merge.sh`). Another
+/// value than the default compiles the file anew at first use: the shipped cubins hold the
+/// default.
+pub const MERGE_VAR: &str = "SGTSNE_KNN_MERGE";
+
+/// The merge threshold of this process: [`MERGE_VAR`], or [`MERGE`].
+pub fn merge() -> usize {
+    static MERGE_AT: OnceLock<usize> = OnceLock::new();
+    *MERGE_AT.get_or_init(|| {
+        std::env::var(MERGE_VAR)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|m| (1..=96).contains(m))
+            .unwrap_or(MERGE)
+    })
+}
+
+/// Queue capacity per query (`FUSED_QUEUE`): [`merge`] + [`CHUNK`], since one step adds at
+/// most [`CHUNK`] to a queue that was merged once it held more than [`merge`].
+pub fn queue() -> usize {
+    merge() + CHUNK
+}
 /// Reference buffers in the ring: one in use, two in flight (`FUSED_STAGES`).
 pub const STAGES: usize = 3;
 /// Halves of padding after each staged reference row, so that rows sit 4 mod 8 words apart
@@ -26,16 +51,33 @@ pub const K_STEP: usize = 16;
 /// Longest list, in registers per lane of a warp.
 pub const MAX_KR: usize = 8;
 
-/// Constants the file is compiled with (`-DNAME=VALUE`).
+/// Constants the file is compiled with (`-DNAME=VALUE`) by default; [`constants`] gives
+/// this process's.
 pub(crate) const CONSTANTS: &[(&str, usize)] = &[
     ("FUSED_WARPS", WARPS),
     ("FUSED_QUERIES", QUERIES),
     ("FUSED_CHUNK", CHUNK),
     ("FUSED_MERGE", MERGE),
-    ("FUSED_QUEUE", QUEUE),
+    ("FUSED_QUEUE", MERGE + CHUNK),
     ("FUSED_STAGES", STAGES),
     ("FUSED_ROW_PAD", ROW_PAD),
 ];
+
+/// The constants the file is compiled with in this process: [`CONSTANTS`] with its merge
+/// threshold and queue capacity ([`merge`], [`queue`]).
+pub(crate) fn constants() -> &'static [(&'static str, usize)] {
+    static IN_USE: OnceLock<Vec<(&str, usize)>> = OnceLock::new();
+    IN_USE.get_or_init(|| {
+        CONSTANTS
+            .iter()
+            .map(|&(name, value)| match name {
+                "FUSED_MERGE" => (name, merge()),
+                "FUSED_QUEUE" => (name, queue()),
+                _ => (name, value),
+            })
+            .collect()
+    })
+}
 
 /// Where each part of a block's dynamic shared memory starts, in 4-byte words (the kernel
 /// reads these; `FusedLayout` in `kernels/knn_fused.cu` has the same fields):
@@ -44,7 +86,7 @@ pub(crate) const CONSTANTS: &[(&str, usize)] = &[
 /// |---|---|
 /// | staged references | [`STAGES`] × 2 × [`CHUNK`] × (dp + [`ROW_PAD`]) halves: heads, then tails |
 /// | their terms | [`STAGES`] × [`CHUNK`] |
-/// | queues | [`QUERIES`] × [`QUEUE`] keys, then as many indices |
+/// | queues | [`QUERIES`] × [`queue`] keys, then as many indices |
 /// | queue lengths, K-th best keys | [`QUERIES`] each |
 /// | scratch | [`WARPS`] × (4 K + 32): each warp's lists and batch while merging |
 #[repr(C)]
@@ -71,8 +113,8 @@ impl FusedLayout {
     pub fn new(dp: usize, kr: usize) -> Self {
         let sqs = STAGES * 2 * CHUNK * (dp + ROW_PAD) / 2;
         let queue_d = sqs + STAGES * CHUNK;
-        let queue_i = queue_d + QUERIES * QUEUE;
-        let qcount = queue_i + QUERIES * QUEUE;
+        let queue_i = queue_d + QUERIES * queue();
+        let qcount = queue_i + QUERIES * queue();
         let thr = qcount + QUERIES;
         let scratch = thr + QUERIES;
         let word = |w: usize| w as i32;
@@ -152,6 +194,18 @@ kernels! {
 mod tests {
     use super::*;
 
+    /// Without `SGTSNE_KNN_MERGE` the file compiles with its default constants, the ones
+    /// its shipped cubins were compiled with.
+    #[test]
+    fn the_merge_threshold_defaults_to_the_shipped_one() {
+        if std::env::var_os(MERGE_VAR).is_some() {
+            eprintln!("skipped: {MERGE_VAR} is set");
+            return;
+        }
+        assert_eq!(constants(), CONSTANTS);
+        assert_eq!(queue(), MERGE + CHUNK);
+    }
+
     /// The layout is the one the kernel carved before it took offsets (the same bytes), and
     /// two blocks fit an SM of an H100 (228 KiB) at the largest dimension and list, so that
     /// one block's merges overlap the other's tensor work.
@@ -160,7 +214,7 @@ mod tests {
         for (dp, kr) in [(16, 1), (64, 3), (64, 8)] {
             let stage = STAGES * 2 * CHUNK * (dp + ROW_PAD) * 2;
             let norms = STAGES * CHUNK * 4;
-            let queue = QUERIES * QUEUE * 8;
+            let queue = QUERIES * queue() * 8;
             let counts = QUERIES * 8;
             let scratch = WARPS * (4 * 32 * kr + 32) * 4;
             let layout = FusedLayout::new(dp, kr);

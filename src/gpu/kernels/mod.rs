@@ -67,6 +67,11 @@ macro_rules! kernel_files {
             /// Constants the file shares with its callers, given to NVRTC as
             /// `-DNAME=VALUE` (defined in the file's module here).
             pub fn constants(self) -> &'static [(&'static str, usize)] {
+                // The fused kNN's merge threshold may be set for a run
+                // (`knn_fused::MERGE_VAR`).
+                if self == KernelId::KnnFused {
+                    return knn_fused::constants();
+                }
                 match self {
                     $(KernelId::$id => $module::CONSTANTS,)*
                 }
