@@ -121,10 +121,14 @@ fn plan_grids(params: &EmbedParams, others: Others) -> Result<()> {
 }
 
 /// Nodes per axis of the largest grid [`plan_grids`] plans: `None` where the run has no
-/// adaptive FFT grid.
+/// adaptive FFT grid. A grid not given yet (the parameters before the run's set-up resolves
+/// them, [`compile_ahead`]'s) is the device's default.
 fn largest_planned(params: &EmbedParams) -> Option<usize> {
-    let grid = params.grid.map(|g| g.for_kernel(params.kernel));
-    let (Some(GridSpec::Auto { h }), RepulsionMethod::Fft) = (grid, params.repulsion) else {
+    let grid = params
+        .grid
+        .unwrap_or_else(|| GridSpec::default_for(params.dims, true))
+        .for_kernel(params.kernel);
+    let (GridSpec::Auto { h }, RepulsionMethod::Fft) = (grid, params.repulsion) else {
         return None;
     };
     Some((PLANNED_EXTENT / h).ceil() as usize + crate::repulse::grid::MARGIN_NODES)

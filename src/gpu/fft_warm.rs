@@ -257,6 +257,7 @@ fn watch(mut command: Command, share: &[PlanSpec], record: &Path) {
                     // A record that cannot be written costs the next run its helpers only.
                     let _ = remember(record, plan);
                     registry().settle(plan);
+                    crate::trace::event(|| format!("cuFFT: a helper made {}", plan_text(plan)));
                 }
             }
         }
