@@ -14,7 +14,7 @@ pub const QUERIES: usize = WARPS * 32;
 pub const CHUNK: usize = 32;
 /// A query's queue is merged into its list once it holds more than this (`FUSED_MERGE`),
 /// unless [`MERGE_VAR`] says otherwise ([`merge`]).
-pub const MERGE: usize = 8;
+pub const MERGE: usize = 24;
 
 /// The environment variable that sets the merge threshold for a run, 1 to 96 (default
 /// [`MERGE`]): for measuring what the merges cost (`scripts/bench/knn_merge.sh`). Another
