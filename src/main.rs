@@ -17,10 +17,6 @@ fn main() -> ExitCode {
     // Before any thread starts: the environment is the process's.
     sgtsne::gpu::comm::set_nccl_defaults();
     sgtsne::trace::begin();
-    // A machine's first GPU run compiles cuFFT's kernels in helpers: this program again.
-    if let Ok(program) = std::env::current_exe() {
-        sgtsne::gpu::fft_warm::set_helper(program, vec!["fft-helper".into()]);
-    }
     let args = cli::args::Cli::parse();
     let ended = cli::run(args);
     sgtsne::trace::event(|| "end".into());

@@ -388,27 +388,6 @@ fn info_reports_the_gpu_status() {
     assert!(text.contains("gpu:"), "{text}");
 }
 
-/// The hidden `fft-helper` that a machine's first GPU run starts (`gpu::fft_warm`): it
-/// refuses a plan it cannot read before touching the GPU, and where a GPU is usable it makes
-/// the plans it is given and says so after each.
-#[test]
-fn fft_helper_makes_the_plans_it_is_given() {
-    let bad = sgtsne(&["fft-helper", "0", "126x126/12/7"]);
-    assert!(!bad.status.success());
-    assert!(
-        stderr(&bad).contains("bad plan \"126x126/12/7\""),
-        "{}",
-        stderr(&bad)
-    );
-    if backends().len() == 1 {
-        eprintln!("skipped the plans themselves: no usable GPU here");
-        return;
-    }
-    let good = sgtsne(&["fft-helper", "0", "54x54/12/41", "80/4/105"]);
-    assert!(good.status.success(), "{}", stderr(&good));
-    assert_eq!(String::from_utf8_lossy(&good.stdout), "made 0\nmade 1\n");
-}
-
 /// `n` smooth s × s float images (`im.npy`) and labels i mod 3 (`lab.npy`) in `dir`.
 fn image_files(dir: &tempfile::TempDir, n: usize, s: usize) -> (PathBuf, PathBuf) {
     let pixels: Vec<f32> = (0..n * s * s)

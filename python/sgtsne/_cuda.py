@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import threading
 from importlib import util
 from pathlib import Path
@@ -81,34 +80,8 @@ def preload() -> dict[str, str]:
 
             for library, paths in files.items():
                 _sgtsne.register_cuda_library(library, paths)
-        _register_fft_helper(files)
         _found = found
         return dict(found)
-
-
-# What a helper process runs: the extension loaded by its path, without the package and its
-# imports (scikit-learn, SciPy: most of a second), the same wheels registered, then the cuFFT
-# plans its arguments name (``python -c`` puts them in ``sys.argv[1:]``).
-_FFT_HELPER = """\
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("sgtsne._sgtsne", {path!r})
-ext = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ext)
-for library, files in {files!r}.items():
-    ext.register_cuda_library(library, files)
-ext.fft_helper(sys.argv[1:])
-"""
-
-
-def _register_fft_helper(files: dict[str, list[str]]) -> None:
-    """A machine's first GPU run compiles cuFFT's kernels for its grids in a few helper
-    processes beside it (the engine's ``gpu::fft_warm``); from Python they are this
-    interpreter again, with the wheels ``files`` registered as here."""
-    from . import _sgtsne
-
-    if sys.executable and getattr(_sgtsne, "__file__", None):
-        code = _FFT_HELPER.format(path=_sgtsne.__file__, files=files)
-        _sgtsne.set_fft_helper(sys.executable, code)
 
 
 def _link_nccl(path: Path) -> None:

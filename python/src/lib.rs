@@ -415,21 +415,6 @@ fn register_cuda_library(name: &str, files: Vec<std::path::PathBuf>) -> PyResult
     Ok(())
 }
 
-/// Makes the helper processes of a machine's first GPU run ([`sgtsne::gpu::fft_warm`]) this
-/// interpreter running `code` with the helper's arguments after it (`python -c code ...`).
-#[pyfunction]
-fn set_fft_helper(program: std::path::PathBuf, code: String) {
-    sgtsne::gpu::fft_warm::set_helper(program, vec!["-c".into(), code.into()]);
-}
-
-/// A helper's work ([`sgtsne::gpu::fft_warm::helper_main`]): `args` are a device's ordinal
-/// and the plans to make.
-#[pyfunction]
-fn fft_helper(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
-    py.detach(|| sgtsne::gpu::fft_warm::helper_main(&args))
-        .map_err(pyo3::exceptions::PyRuntimeError::new_err)
-}
-
 /// Compiles every kernel for `arch` with this process's NVRTC (no GPU needed); how many.
 #[pyfunction]
 #[pyo3(signature = (arch="sm_90", threads=2))]
@@ -463,8 +448,6 @@ fn _sgtsne(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nccl_present, m)?)?;
     m.add_function(wrap_pyfunction!(compile_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(register_cuda_library, m)?)?;
-    m.add_function(wrap_pyfunction!(set_fft_helper, m)?)?;
-    m.add_function(wrap_pyfunction!(fft_helper, m)?)?;
     gmm::register(m)?;
     view::register(m)?;
     Ok(())

@@ -30,24 +30,3 @@ def test_the_libraries_are_found_inside_the_environment_and_compile_the_kernels(
         assert name in found, f"{name} not found among {found}"
         assert Path(found[name]).resolve().is_relative_to(prefix), found[name]
     assert info["kernels_compiled"] > 10
-
-
-def test_the_fft_helper_loads_the_extension_alone():
-    """The helper a first GPU run starts from Python (`_cuda._FFT_HELPER`) loads the extension
-    by its path, without the package's own imports, and reaches the engine: it refuses a plan
-    it cannot read before touching a GPU, so this runs anywhere."""
-    import subprocess
-
-    from sgtsne import _cuda, _sgtsne
-
-    code = _cuda._FFT_HELPER.format(path=_sgtsne.__file__, files={})
-    run = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code, "0", "126x126/12/7"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode != 0
-    assert 'bad plan "126x126/12/7"' in run.stderr, run.stderr
-    imported = [line.split("|")[-1].strip() for line in run.stderr.splitlines() if "|" in line]
-    assert "sklearn" not in imported and "scipy" not in imported, imported

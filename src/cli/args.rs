@@ -68,16 +68,6 @@ pub enum Command {
     /// `sgtsne reference > docs/reference/cli.md`.
     #[command(hide = true)]
     Reference,
-    /// Make cuFFT plans so that the CUDA driver compiles and caches their kernels: what
-    /// `embed` starts, a few at once, on a machine's first run (`gpu::fft_warm`); not meant
-    /// to be typed. Prints `made <i>` after the i-th plan.
-    #[command(hide = true, name = "fft-helper")]
-    FftHelper {
-        /// The device's ordinal, then the plans (`126x126/12/41`: nodes per axis, batch,
-        /// cuFFT's transform type).
-        #[arg(num_args = 1.., required = true)]
-        args: Vec<String>,
-    },
 }
 
 #[derive(Debug, Args)]

@@ -53,9 +53,6 @@ pub fn run(cli: args::Cli) -> Result<()> {
                 .render(&mut std::io::stdout())
                 .context("writing the manual page to standard output")
         }
-        args::Command::FftHelper { args } => {
-            sgtsne::gpu::fft_warm::helper_main(&args).map_err(anyhow::Error::msg)
-        }
         args::Command::Reference => {
             let cmd = <args::Cli as clap::CommandFactory>::command();
             std::io::stdout()

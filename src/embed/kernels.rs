@@ -10,7 +10,7 @@ use crate::gpu::compile::{Precompile, Variant};
 use crate::gpu::kernels::KernelId;
 use crate::gpu::real::DeviceReal;
 use crate::gpu::Gpu;
-use crate::repulse::g2g::gpu::{pattern_share, plan_ahead, plans_up_to};
+use crate::repulse::g2g::gpu::{pattern_share, plan_ahead};
 use crate::repulse::GridSpec;
 use crate::Result;
 
@@ -75,8 +75,6 @@ fn start(
     others: Others,
 ) -> Result<Precompile> {
     let variants = device_kernels(d, sparse, backend, params);
-    // Before the GPU starts: the helpers' drivers then start beside the run's.
-    warm_grids(params);
     let gpu = Gpu::get()?;
     // The compilation first: it goes on on threads of its own while the FFTs are planned.
     let compiling = gpu.precompile(&variants, rayon::current_num_threads());
@@ -132,21 +130,6 @@ fn largest_planned(params: &EmbedParams) -> Option<usize> {
         return None;
     };
     Some((PLANNED_EXTENT / h).ceil() as usize + crate::repulse::grid::MARGIN_NODES)
-}
-
-/// Starts the helper processes that compile cuFFT's kernels for the first GPU's planned
-/// grids where the driver's cache may lack them ([`crate::gpu::fft_warm`]).
-fn warm_grids(params: &EmbedParams) {
-    let Some(largest) = largest_planned(params) else {
-        return;
-    };
-    let (dims, world) = (params.dims, params.gpus.unwrap_or(1).max(1));
-    let patterns = pattern_share(dims, 0, world).len();
-    let plans = match params.precision {
-        Precision::F32 => plans_up_to::<f32>(dims, largest, patterns),
-        Precision::F64 => plans_up_to::<f64>(dims, largest, patterns),
-    };
-    crate::gpu::fft_warm::start(plans, 0);
 }
 
 /// The kernel files and variants a run on the `backend` device uses, roughly in the order

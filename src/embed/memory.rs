@@ -228,12 +228,10 @@ pub(crate) fn plan(
         },
     };
     let estimate = estimate(shape, backend, params.knn);
-    let device = || -> Result<Option<u64>> {
-        Ok(if on_gpu {
-            Some(device_available(Gpu::get()?)?)
-        } else {
-            None
-        })
+    let device = if on_gpu {
+        Some(device_available(Gpu::get()?)?)
+    } else {
+        None
     };
     // What the run holds already and the estimate counts: the dense input (sparse rows are
     // not counted, and their PCA is not made yet).
@@ -242,14 +240,7 @@ pub(crate) fn plan(
         _ => 0,
     };
     let host = host_available(held);
-    let mut checked = check(&estimate, shape, host, device()?);
-    // A machine's first run may not fit beside the helpers compiling cuFFT's kernels, each
-    // with a context of its own for about a second (`gpu::fft_warm`): checked again once
-    // they have ended.
-    if checked.is_err() && on_gpu && crate::gpu::fft_warm::await_helpers() {
-        checked = check(&estimate, shape, host, device()?);
-    }
-    checked?;
+    check(&estimate, shape, host, device)?;
     Ok((estimate, watch))
 }
 

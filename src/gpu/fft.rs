@@ -15,10 +15,8 @@
 //! planning, 30–110 ms a shape on the H100 whatever the length's factors, while another
 //! batch of a known shape costs under a millisecond (`plan_cost_by_length` below). Made
 //! ahead while the neighbours are searched, that cost overlaps the search (which still
-//! waited on it in part: the driver's compiling holds up the process's other calls), and
-//! the device's sparse ladder of grid sizes ([`crate::repulse::grid::Ladder::Sparse`])
-//! keeps the shapes few. A machine's first run has helper processes compile them instead
-//! ([`super::fft_warm`]); a plan waits for its helper, then loads what it compiled.
+//! waits on it in part), and the device's sparse ladder of grid sizes
+//! ([`crate::repulse::grid::Ladder::Sparse`]) keeps the shapes few.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -145,12 +143,8 @@ impl PlanCache {
             .entry((shape.to_vec(), batch, ty as i32))
             .or_default()
             .clone();
-        cell.get_or_init(|| {
-            // A helper process compiling cuFFT's kernels for it: made after, they load.
-            super::fft_warm::wait(shape, batch, ty);
-            GridFft::new(shape, batch, ty).map(Arc::new)
-        })
-        .clone()
+        cell.get_or_init(|| GridFft::new(shape, batch, ty).map(Arc::new))
+            .clone()
     }
 }
 

@@ -12,8 +12,7 @@
 //!   the PCA), [`blas`] (checked cuBLAS products), [`linalg`] (checked Cholesky
 //!   factorisations, triangular solves and Gram matrices, for the mixtures), [`memory`]
 //!   (free-memory checks, uninitialised and pinned buffers), [`progress`] (progress over
-//!   queued work), [`fft`] (batched cuFFT plans; [`fft_warm`]: their kernels compiled by
-//!   helper processes on a machine's first run), [`real`] (the repulsion's grid precision), [`sum`] (sums that
+//!   queued work), [`fft`] (batched cuFFT plans), [`real`] (the repulsion's grid precision), [`sum`] (sums that
 //!   do not depend on the order of their terms).
 //! - [`GpuError`], convertible into [`crate::Error`] with `?` from every cudarc error.
 //!
@@ -35,7 +34,6 @@ pub mod context;
 pub mod end;
 pub mod error;
 pub mod fft;
-pub mod fft_warm;
 pub mod kernels;
 pub mod launch;
 pub mod libraries;

@@ -19,7 +19,6 @@ use cudarc::cufft::FftDirection;
 use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::gpu::fft::GridFft;
-use crate::gpu::fft_warm::PlanSpec;
 use crate::gpu::kernels::g2g::{packed_grids, G2gDemodulate, G2gKernel, G2gModulate, G2gMultiply};
 use crate::gpu::kernels::s2g::charge_stride;
 use crate::gpu::real::DeviceReal;
@@ -108,25 +107,11 @@ pub(crate) fn plan_ahead<T: DeviceReal>(
     if patterns == 0 {
         return;
     }
-    gpu.plan_ahead(plans_up_to::<T>(dims, largest, patterns));
-}
-
-/// The plans [`plan_ahead`] makes, smallest grid first: for the helper processes that
-/// compile cuFFT's kernels on a machine's first run ([`crate::gpu::fft_warm`]).
-pub(crate) fn plans_up_to<T: DeviceReal>(
-    dims: usize,
-    largest: usize,
-    patterns: usize,
-) -> Vec<PlanSpec> {
-    if patterns == 0 {
-        return Vec::new();
-    }
-    let mut plans: Vec<PlanSpec> = classes_up_to(dims, largest)
+    let plans = classes_up_to(dims, largest)
         .into_iter()
         .flat_map(|p| Plans::batches(dims, patterns).map(|batch| (vec![p; dims], batch, T::C2C)))
         .collect();
-    plans.dedup();
-    plans
+    gpu.plan_ahead(plans);
 }
 
 /// The size classes of the device's ladder ([`Ladder::Sparse`]) from its smallest to the
