@@ -12,6 +12,7 @@ use super::GpuError;
 /// A cuBLAS handle on `stream`, its library loaded first where it was registered
 /// ([`super::libraries`]).
 pub fn handle(stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Result<CudaBlas, GpuError> {
+    super::libraries::require(super::libraries::CudaLibrary::Cublas)?;
     super::libraries::load(super::libraries::CudaLibrary::Cublas);
     Ok(CudaBlas::new(stream.clone())?)
 }

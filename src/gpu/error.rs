@@ -42,6 +42,10 @@ pub enum GpuError {
     /// NCCL failed (a collective between the GPUs of a run over several).
     #[error("NCCL: {0}")]
     Nccl(String),
+    /// A CUDA library a stage calls is neither on the loader's path nor registered
+    /// ([`super::libraries::require`]); `library` names it and its file.
+    #[error("library not found: {library}, which this stage needs")]
+    MissingLibrary { library: &'static str },
     /// The problem does not fit in the device's memory.
     #[error("out of GPU memory: {what} needs {needed_mib} MiB, {free_mib} MiB free")]
     OutOfMemory {

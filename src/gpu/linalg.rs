@@ -244,6 +244,7 @@ impl<T: Dense> Linalg<T> {
     /// The routines for `d` × `d` triangles and products on `stream` (cuSOLVER's workspace
     /// allocated now).
     pub fn new(stream: &Arc<CudaStream>, d: usize) -> Result<Self, GpuError> {
+        super::libraries::require(super::libraries::CudaLibrary::Cusolver)?;
         super::libraries::load(super::libraries::CudaLibrary::Cusolver);
         let blas = super::blas::handle(stream)?;
         let solver = DnHandle::new(stream.clone())?;

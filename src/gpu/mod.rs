@@ -79,9 +79,10 @@ pub fn device_count() -> Result<usize, String> {
     Ok(count as usize)
 }
 
-/// The CUDA libraries every backend touches, each probed before cudarc may load it; once
-/// per process (each probe opens and closes the library, cuFFT's and cuBLAS's hundreds of
-/// MB: 0.13–0.16 s of a two-GPU run's set-up on an H100 host went to probing them again).
+/// The CUDA libraries every GPU run touches, each probed before cudarc may load it; once
+/// per process (each probe opens and closes the library, cuFFT's hundreds of MB: 0.13–0.16 s
+/// of a two-GPU run's set-up on an H100 host went to probing them again). The others are
+/// asked for by the stage that calls them ([`libraries::require`]).
 fn libraries_present() -> Result<(), String> {
     static PRESENT: OnceLock<Result<(), String>> = OnceLock::new();
     PRESENT.get_or_init(probe_libraries).clone()
@@ -95,9 +96,10 @@ fn probe_libraries() -> Result<(), String> {
     let driver = unsafe { cudarc::driver::sys::is_culib_present() };
     let libraries = [
         ("CUDA driver (libcuda)", driver),
-        ("NVRTC (libnvrtc)", available(CudaLibrary::Nvrtc)),
-        ("cuFFT (libcufft)", available(CudaLibrary::Cufft)),
-        ("cuBLAS (libcublas)", available(CudaLibrary::Cublas)),
+        (
+            CudaLibrary::Cufft.described(),
+            available(CudaLibrary::Cufft),
+        ),
     ];
     let missing: Vec<&str> = libraries
         .iter()
