@@ -192,6 +192,7 @@ fn device_kernels(
             [
                 KernelId::S2g,
                 KernelId::G2g,
+                KernelId::GridFft,
                 KernelId::G2s,
                 KernelId::Phi2force,
             ]
@@ -277,7 +278,7 @@ mod tests {
                     let count =
                         |f: fn(KernelId) -> bool| variants.iter().filter(|v| f(v.0)).count();
                     assert_eq!(count(|id| id == KernelId::Exact), exact as usize);
-                    assert_eq!(count(KernelId::repulse), if exact { 0 } else { 4 });
+                    assert_eq!(count(KernelId::repulse), if exact { 0 } else { 5 });
                     for &(id, defines) in &variants {
                         let want = if id.repulse() {
                             grid_defines(precision)

@@ -244,7 +244,18 @@ impl Gpu {
         self.multiprocessors
     }
 
-    /// The process's cuFFT plans ([`PlanCache`]).
+    /// Bytes of shared memory a block may ask for, beyond the default 48 KiB where the
+    /// device lets a kernel opt in.
+    pub fn max_shared_bytes(&self) -> std::result::Result<usize, cudarc::driver::DriverError> {
+        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+        let bytes = self
+            .device
+            .context
+            .attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        Ok(bytes.max(0) as usize)
+    }
+
+    /// The process's FFT plans of the repulsion's grids ([`PlanCache`]).
     pub fn fft_plans(&self) -> &PlanCache {
         &self.fft_plans
     }
@@ -259,7 +270,7 @@ impl Gpu {
                 return;
             }
             for (shape, batch, ty) in plans {
-                let _ = self.fft_plans.get(&shape, batch, ty);
+                let _ = self.fft_plans.get(self, &shape, batch, ty);
             }
         });
     }

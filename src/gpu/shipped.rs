@@ -45,8 +45,8 @@ const ARCHIVES: [(&str, Archives); 4] = archives!(
     ["sm_80", "sm_90", "sm_100", "sm_120"]
     [
         "affinity", "affinity_exact", "attract_hyb", "centre", "exact", "g2g", "g2s", "gmm",
-        "ivf", "knn", "knn_fused", "knn_refine", "near", "optim", "phi2force", "quality", "s2g",
-        "sparse_pca", "transform"
+        "grid_fft", "ivf", "knn", "knn_fused", "knn_refine", "near", "optim", "phi2force",
+        "quality", "s2g", "sparse_pca", "transform"
     ]
 );
 

@@ -13,6 +13,7 @@ pub mod exact;
 pub mod g2g;
 pub mod g2s;
 pub mod gmm;
+pub mod grid_fft;
 pub mod ivf;
 pub mod knn;
 pub mod knn_fused;
@@ -104,6 +105,8 @@ kernel_files! {
     S2g => "s2g.cu", s2g, true;
     /// Zero-padding-free convolution: modulation, kernel spectra, products.
     G2g => "g2g.cu", g2g, true;
+    /// The convolution's 2-D FFTs without cuFFT (square grids of 7-smooth sides).
+    GridFft => "grid_fft.cu", grid_fft, true;
     /// Cubic Lagrange gather of potentials from the grid, and Z.
     G2s => "g2s.cu", g2s, true;
     /// The near field of the split kernel: short-range sums over the cells within a cutoff.

@@ -86,8 +86,8 @@ impl Plans {
         let shape = vec![p; dims];
         let [forward, inverse] = Plans::batches(dims, count);
         Ok(Plans {
-            forward: gpu.fft_plans().get(&shape, forward, T::C2C)?,
-            inverse: gpu.fft_plans().get(&shape, inverse, T::C2C)?,
+            forward: gpu.fft_plans().get(gpu, &shape, forward, T::C2C)?,
+            inverse: gpu.fft_plans().get(gpu, &shape, inverse, T::C2C)?,
         })
     }
 }
@@ -229,10 +229,10 @@ impl<T: DeviceReal> ConvolverGpu<T> {
             .launch(gpu, s, gpu.config(len))?;
             // The forward plan transforms count · packed_grids(dims) ≥ count · 2 grids: the
             // first count · 2 of its output are the spectra.
-            let work = &mut self.fft_work;
+            let (work, ping, pong) = (&mut self.fft_work, &mut ws.ping, &mut ws.pong);
             plans
                 .forward
-                .exec::<T>(s, work, &mut ws.ping, &mut ws.pong, FftDirection::Forward)?;
+                .exec::<T>(gpu, s, work, ping, pong, FftDirection::Forward)?;
             let spectra_len = patterns.len() * 2 * len;
             s.memcpy_dtod(
                 &ws.pong.slice(..spectra_len),
@@ -286,9 +286,10 @@ impl<T: DeviceReal> ConvolverGpu<T> {
             modulated: &mut ws.ping,
         }
         .launch(gpu, s, cfg)?;
+        let (ping, pong) = (&mut ws.ping, &mut ws.pong);
         plans
             .forward
-            .exec::<T>(s, work, &mut ws.ping, &mut ws.pong, FftDirection::Forward)?;
+            .exec::<T>(gpu, s, work, ping, pong, FftDirection::Forward)?;
         G2gMultiply::<T> {
             len,
             dims,
@@ -298,9 +299,10 @@ impl<T: DeviceReal> ConvolverGpu<T> {
             yhat: &mut ws.ping,
         }
         .launch(gpu, s, cfg)?;
+        let (ping, pong) = (&mut ws.ping, &mut ws.pong);
         plans
             .inverse
-            .exec::<T>(s, work, &mut ws.ping, &mut ws.pong, FftDirection::Inverse)?;
+            .exec::<T>(gpu, s, work, ping, pong, FftDirection::Inverse)?;
         G2gDemodulate::<T> {
             len,
             p,
