@@ -17,6 +17,9 @@
 #   10m        the 10M × 50 mixture (40 clusters), 2-D: about 40 s a run
 #   digits10m  10M deformed MNIST digits, 2-D: about 30 s a run
 #
+# A_ENV, B_ENV: NAME=VALUE settings, space-separated, for that side's runs only (e.g. the same
+# binary on both sides with B_ENV="SGTSNE_FFT=cufft"; default none).
+#
 # GPUS=N adds `--gpus N` to every run (NCCL from the machine's wheel, as multi_gpu.sh), for
 # a comparison on one GPU of a host of several (GPUS=1) or on several: inputs of 1M points
 # and more otherwise take every GPU the host has.
@@ -34,7 +37,8 @@ for side in a b; do
   [ "$side" = a ] || bin=b_bin
   build=${!bin%/*}/BUILD
   [ -x "${!bin}" ] || { say "no binary at ${!bin}"; exit 1; }
-  say "$side: ${!bin} ($(head -n 1 "$build" 2> /dev/null || echo 'no BUILD file'))"
+  env_of=${side^^}_ENV
+  say "$side: ${!bin} ($(head -n 1 "$build" 2> /dev/null || echo 'no BUILD file'))${!env_of:+ with ${!env_of}}"
 done
 
 gpus=()
@@ -44,6 +48,19 @@ if [ -n "${GPUS:-}" ]; then
   say "every run with --gpus $GPUS"
 fi
 
+# side_embed SIDE NAME ARGS...: `embed NAME ARGS --backend gpu` with SIDE's binary and
+# settings.
+side_embed() {
+  local side=$1 env_of kv
+  shift
+  env_of=${side^^}_ENV
+  [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
+  (
+    for kv in ${!env_of:-}; do export "${kv?}"; done
+    embed "$@" --backend gpu
+  )
+}
+
 # compare NAME ARGS...: warm-ups, then interleaved runs, then the medians of each side.
 compare() {
   local name=$1 side r
@@ -51,14 +68,12 @@ compare() {
   set -- "$@" "${gpus[@]}"
   if [ "${WARMUP:-1}" != 0 ]; then
     for side in a b; do
-      [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
-      embed "$name-$side-warmup" "$@" --backend gpu
+      side_embed "$side" "$name-$side-warmup" "$@"
     done
   fi
   for r in $(seq "$runs"); do
     for side in a b; do
-      [ "$side" = a ] && sgtsne=$a_bin || sgtsne=$b_bin
-      embed "$name-$side-$r" "$@" --backend gpu
+      side_embed "$side" "$name-$side-$r" "$@"
     done
   done
   for side in a b; do
