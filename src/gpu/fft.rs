@@ -167,7 +167,8 @@ impl GridFft {
     }
 
     /// Whether the plan is cuFFT's (not the grid kernels').
-    pub fn is_cufft(&self) -> bool {
+    #[cfg(test)]
+    fn is_cufft(&self) -> bool {
         matches!(self.engine, Engine::Cufft(_))
     }
 
@@ -332,7 +333,8 @@ impl Drop for GridFft {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repulse::grid::{fft_friendly, Ladder, MIN_NODES};
+    use crate::repulse::g2g::gpu::classes_up_to;
+    use crate::repulse::grid::{fft_friendly, MIN_NODES};
     use cudarc::cufft::sys::{double2, float2};
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -467,12 +469,8 @@ mod tests {
         #[ignore]
         fn grid_kernels_against_cufft_bench(gpu) {
             let s = &gpu.stream;
-            let mut sizes = vec![Ladder::Sparse.smallest(2)];
-            while *sizes.last().unwrap() < 2016 {
-                sizes.push(Ladder::Sparse.size_class(sizes.last().unwrap() + 1, 2));
-            }
             let ty = <f32 as DeviceReal>::C2C;
-            for p in sizes {
+            for p in classes_up_to(2, 2016) {
                 let own = GridFft::new(gpu, &[p, p], 8, ty).unwrap();
                 let cufft = GridFft::cufft(&[p, p], 8, ty).unwrap();
                 let mut work = s.alloc_zeros::<u8>(cufft.work_size().max(1)).unwrap();
@@ -542,10 +540,7 @@ mod tests {
         #[ignore]
         fn plan_cost_bench(gpu) {
             let s = &gpu.stream;
-            let mut sizes = vec![Ladder::Sparse.smallest(2)];
-            while *sizes.last().unwrap() < 1024 {
-                sizes.push(Ladder::Sparse.size_class(sizes.last().unwrap() + 1, 2));
-            }
+            let sizes = classes_up_to(2, 1024);
             for pass in 0..2 {
                 let (mut plan_total, mut run_total) = (0.0, 0.0);
                 for &p in &sizes {

@@ -25,7 +25,7 @@
 //! The sweep is over all n² pairs, not the symmetric half: a block owns its queries' lists
 //! outright (no merging into other blocks' lists).
 
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
 use std::sync::Arc;
 
@@ -100,14 +100,10 @@ fn extra_bytes(n: usize, d: usize, list: usize) -> usize {
 /// the free memory.
 pub(super) fn fits(gpu: &Gpu, shape: Shape) -> Result<bool, GpuError> {
     let Shape { n, d, k, .. } = shape;
-    let smem = gpu
-        .device
-        .context
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        .unwrap_or(0);
+    let smem = gpu.max_shared_bytes().unwrap_or(0);
     let suits = gpu.device.compute_capability.0 >= 8
         && d <= MAX_DIM
-        && FusedLayout::new(padded_dim(d), MAX_KR).bytes() <= smem.max(0) as usize;
+        && FusedLayout::new(padded_dim(d), MAX_KR).bytes() <= smem;
     if !suits {
         return Ok(false);
     }

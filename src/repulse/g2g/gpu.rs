@@ -116,7 +116,7 @@ pub(crate) fn plan_ahead<T: DeviceReal>(
 
 /// The size classes of the device's ladder ([`Ladder::Sparse`]) from its smallest to the
 /// first at least `largest`, within the cap of a `dims`-dimensional grid.
-fn classes_up_to(dims: usize, largest: usize) -> Vec<usize> {
+pub(crate) fn classes_up_to(dims: usize, largest: usize) -> Vec<usize> {
     let cap = max_nodes_per_axis(dims);
     let mut classes = vec![Ladder::Sparse.smallest(dims)];
     while let Some(&p) = classes.last().filter(|&&p| p < largest) {
