@@ -27,19 +27,45 @@ pub const MAX_TOTAL_NODES: usize = 1 << 22;
 /// Smallest `m ≥ n` of the form 2^a·3^b·5^c·7^d, the sizes for which mixed-radix FFTs are
 /// fastest (sgtsnepi's `getBestGridSize` does the same).
 pub fn fft_friendly(n: usize) -> usize {
+    smallest_from(n, |m| odd_radices(m).is_some())
+}
+
+/// Smallest `m ≥ n` of the form 2^a·3^b times at most one 5 or 7: the sizes of the host's
+/// ladder ([`Ladder::Fine`]). Of the 7-smooth lengths 2m of the host's FFTs (rustfft's), those
+/// with two or more factors 5 or 7 take 1.5–2.8 times as long per n·log n as the others
+/// (625, 315, 125 and 280 among the classes a 2-D map of 70k points passes, where 625 alone
+/// took half of the G2G's time), while the sizes kept fill the ladder as closely
+/// (`benches/RESULTS.md`, "host FFT lengths").
+pub fn host_fft_friendly(n: usize) -> usize {
+    smallest_from(n, |m| odd_radices(m).is_some_and(|k| k <= 1))
+}
+
+/// The smallest `m ≥ max(n, 1)` that `keep`s.
+fn smallest_from(n: usize, keep: impl Fn(usize) -> bool) -> usize {
     let mut m = n.max(1);
-    loop {
-        let mut r = m;
-        for f in [2, 3, 5, 7] {
-            while r.is_multiple_of(f) {
-                r /= f;
-            }
-        }
-        if r == 1 {
-            return m;
-        }
+    while !keep(m) {
         m += 1;
     }
+    m
+}
+
+/// How many factors 5 and 7 `m` has if it is 7-smooth, `None` otherwise.
+fn odd_radices(m: usize) -> Option<u32> {
+    let mut r = m;
+    while r.is_multiple_of(2) {
+        r /= 2;
+    }
+    while r.is_multiple_of(3) {
+        r /= 3;
+    }
+    let mut count = 0;
+    for f in [5, 7] {
+        while r.is_multiple_of(f) {
+            r /= f;
+            count += 1;
+        }
+    }
+    (r == 1).then_some(count)
 }
 
 /// The node counts an [`GridSpec::Auto`] grid steps through as the embedding grows: from the
@@ -52,12 +78,14 @@ pub fn fft_friendly(n: usize) -> usize {
 /// forces up to the FFTs' rounding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ladder {
-    /// Classes 12.5 % apart (32, 36, 42, 48, 54, 63, 72, 81, …): for the host's FFTs, whose
-    /// plans cost next to nothing and whose G2G, the largest share of a CPU iteration (14.8
-    /// of about 28 ms at 70k points on 2 threads), grows with every extra node.
+    /// Classes 12.5 % apart (32, 36, 42, 48, 54, 63, 72, 81, …), sizes the host's FFTs run
+    /// fast ([`host_fft_friendly`]): for the host's FFTs, whose plans cost next to nothing
+    /// and whose G2G, the largest share of a CPU iteration (14.8 of about 28 ms at 70k points
+    /// on 2 threads), grows with every extra node.
     Fine,
     /// In 1-D and 2-D classes 40 % apart from [`SPARSE_SMALLEST`] (126, 180, 252, 360, 504,
-    /// 720, 1008, 1440, …), in 3-D as [`Ladder::Fine`]: for cuFFT, which on a machine's
+    /// 720, 1008, 1440, …), in 3-D 12.5 % apart as [`Ladder::Fine`]'s (on every
+    /// [`fft_friendly`] size): for cuFFT, which on a machine's
     /// first run compiles kernels for every new grid shape (30–110 ms each on the H100,
     /// whatever the length's factors, while other batches of a shape cost nothing;
     /// `gpu::fft::tests::plan_cost_by_length`). A 2-D run up to 1,200 nodes per axis passes
@@ -110,7 +138,11 @@ impl Ladder {
 
     /// The class after class `p` of a `dims`-dimensional grid.
     fn next_class(self, p: usize, dims: usize) -> usize {
-        fft_friendly((p as f64 * self.growth(dims)).ceil() as usize)
+        let want = (p as f64 * self.growth(dims)).ceil() as usize;
+        match self {
+            Ladder::Fine => host_fft_friendly(want),
+            Ladder::Sparse => fft_friendly(want),
+        }
     }
 }
 
@@ -410,6 +442,22 @@ mod tests {
         assert_eq!(fft_friendly(97), 98);
         assert_eq!(fft_friendly(121), 125);
         assert_eq!(fft_friendly(167), 168);
+    }
+
+    /// The host's sizes are the 7-smooth ones with at most one factor 5 or 7, the smallest
+    /// at least as large as asked.
+    #[test]
+    fn host_sizes_have_at_most_one_factor_five_or_seven() {
+        let kept = |m: usize| odd_radices(m).is_some_and(|k| k <= 1);
+        for n in 1..3000 {
+            let m = host_fft_friendly(n);
+            assert!(m >= n && kept(m) && is_friendly(m), "{n} -> {m}");
+            assert!((n..m).all(|k| !kept(k)), "{n} -> {m} not smallest");
+        }
+        assert_eq!(host_fft_friendly(601), 640);
+        assert_eq!(host_fft_friendly(121), 126);
+        assert_eq!(host_fft_friendly(300), 320);
+        assert_eq!(fft_friendly(601), 625);
     }
 
     #[test]

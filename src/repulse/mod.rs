@@ -103,8 +103,9 @@ pub enum GridSpec {
     /// embedding's extent. The reference thesis used about 150 (1-D), 90 (2-D), 50 (3-D).
     Fixed(usize),
     /// Spacing `h` (embedding units, > 0); nodes per axis about `extent/h + 5` rounded up to
-    /// a class of a [`grid::Ladder`] (2^a3^b5^c7^d, 12.5 % apart on the host, 40 % on the
-    /// GPU in 1-D and 2-D), at least [`grid::MIN_NODES`],
+    /// a class of a [`grid::Ladder`] (2^a3^b5^c7^d, on the host with at most one factor 5
+    /// or 7; 12.5 % apart on the host, 40 % on the GPU in 1-D and 2-D), at least
+    /// [`grid::MIN_NODES`],
     /// capped at [`grid::MAX_TOTAL_NODES`] in all.
     Auto { h: f64 },
 }

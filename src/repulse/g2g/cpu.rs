@@ -283,6 +283,43 @@ mod tests {
         }
     }
 
+    /// Benchmark, not a test: one 2-D G2G in f32 on the host at every 7-smooth side from 100
+    /// to 1100, a line each: the median of 5 calls, and per node and log₂ of the nodes,
+    /// marked where the side is one of [`host_fft_friendly`]'s — the table behind the host's
+    /// ladder. `cargo test --release --lib g2g_time_by_side_bench -- --ignored --nocapture`.
+    ///
+    /// [`host_fft_friendly`]: crate::repulse::grid::host_fft_friendly
+    #[test]
+    #[ignore = "benchmark"]
+    fn g2g_time_by_side_bench() {
+        use crate::repulse::grid::{fft_friendly, host_fft_friendly};
+        let mut planners = Planners::default();
+        let mut rng = StdRng::seed_from_u64(3);
+        for p in (100..=1100).filter(|&p| fft_friendly(p) == p) {
+            let len = p * p;
+            let charges: Vec<f32> = (0..channels(2) * len).map(|_| rng.random()).collect();
+            let mut out = vec![0f32; channels(2) * len];
+            let mut conv = Convolver::<f32>::new(&mut planners, p, 2, 0.5, Kernel::CAUCHY);
+            conv.convolve(&charges, &mut out);
+            let mut times: Vec<f64> = (0..5)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    conv.convolve(&charges, &mut out);
+                    t.elapsed().as_secs_f64()
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            let ms = times[2] * 1e3;
+            let per = ms * 1e6 / (len as f64 * (len as f64).log2());
+            let host = if host_fft_friendly(p) == p {
+                "host"
+            } else {
+                "    "
+            };
+            println!("p {p:5} {host} {ms:8.2} ms {per:6.2} ns a node and log2");
+        }
+    }
+
     #[test]
     fn refits_only_on_change() {
         let conv = Convolver::<f32>::new(&mut Planners::default(), 8, 2, 0.5, Kernel::CAUCHY);
