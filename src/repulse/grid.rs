@@ -35,7 +35,7 @@ pub fn fft_friendly(n: usize) -> usize {
 /// with two or more factors 5 or 7 take 1.5–2.8 times as long per n·log n as the others
 /// (625, 315, 125 and 280 among the classes a 2-D map of 70k points passes, where 625 alone
 /// took half of the G2G's time), while the sizes kept fill the ladder as closely
-/// (`benches/RESULTS.md`, "host FFT lengths").
+/// (`benches/RESULTS.md`, the row of the host ladder's sides).
 pub fn host_fft_friendly(n: usize) -> usize {
     smallest_from(n, |m| odd_radices(m).is_some_and(|k| k <= 1))
 }
