@@ -13,7 +13,6 @@ use super::GpuError;
 /// ([`super::libraries`]).
 pub fn handle(stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Result<CudaBlas, GpuError> {
     super::libraries::require(super::libraries::CudaLibrary::Cublas)?;
-    super::libraries::load(super::libraries::CudaLibrary::Cublas);
     Ok(CudaBlas::new(stream.clone())?)
 }
 

@@ -291,7 +291,6 @@ struct Output {
 /// on failure, the compiler's log.
 fn compile(source: &str, opts: &[String]) -> Result<Output, String> {
     super::libraries::require(super::libraries::CudaLibrary::Nvrtc).map_err(|e| e.to_string())?;
-    super::libraries::load(super::libraries::CudaLibrary::Nvrtc);
     let src = CString::new(source).map_err(|_| "the source holds a NUL byte".to_string())?;
     let prog = Program(result::create_program(&src, None).map_err(|e| format!("{e}"))?);
     // SAFETY: `prog` is live; `src` outlives it (declared first, dropped last).

@@ -44,8 +44,10 @@ pub enum GpuError {
     Nccl(String),
     /// A CUDA library a stage calls is neither on the loader's path nor registered
     /// ([`super::libraries::require`]); `library` names it and its file.
-    #[error("library not found: {library}, which this stage needs")]
-    MissingLibrary { library: &'static str },
+    #[error("library not found: {}, which this stage needs", library.described())]
+    MissingLibrary {
+        library: super::libraries::CudaLibrary,
+    },
     /// The problem does not fit in the device's memory.
     #[error("out of GPU memory: {what} needs {needed_mib} MiB, {free_mib} MiB free")]
     OutOfMemory {

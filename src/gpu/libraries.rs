@@ -41,15 +41,10 @@ impl CudaLibrary {
         CudaLibrary::Nccl,
     ];
 
-    /// The name and file a message names it by, e.g. "cuBLAS (libcublas)".
-    pub fn described(self) -> &'static str {
-        match self {
-            CudaLibrary::Nvrtc => "NVRTC (libnvrtc)",
-            CudaLibrary::Cufft => "cuFFT (libcufft)",
-            CudaLibrary::Cublas => "cuBLAS (libcublas)",
-            CudaLibrary::Cusolver => "cuSOLVER (libcusolver)",
-            CudaLibrary::Nccl => "NCCL (libnccl)",
-        }
+    /// The name and file a message names it by, e.g. "cuBLAS (libcublas)": each library's
+    /// file is `lib` and its name in lower case.
+    pub fn described(self) -> String {
+        format!("{} (lib{})", self.name(), self.name().to_ascii_lowercase())
     }
 
     /// The name a user knows it by (for messages and `sgtsne.info()`).
@@ -124,8 +119,9 @@ pub fn available(library: CudaLibrary) -> bool {
         }
 }
 
-/// [`available`], asked once per process and library: where it is not, the error a stage
-/// returns instead of calling into it (cudarc panics where a library it calls is missing).
+/// [`available`], asked once per process and library, then loaded: where it is not
+/// available, the error a stage returns instead of calling into it (cudarc panics where a
+/// library it calls is missing).
 /// The stages that need a library no run can do without (the driver, cuFFT) are checked as
 /// the GPU starts (`gpu::probe`); NVRTC (only for kernels not shipped compiled) and cuBLAS
 /// (PCA, the tiled exact kNN, the mixtures) here, by the stage about to call them, so that a
@@ -145,12 +141,12 @@ pub fn require(library: CudaLibrary) -> Result<(), super::GpuError> {
             present
         }
     };
-    match present {
-        true => Ok(()),
-        false => Err(super::GpuError::MissingLibrary {
-            library: library.described(),
-        }),
+    drop(known);
+    if !present {
+        return Err(super::GpuError::MissingLibrary { library });
     }
+    load(library);
+    Ok(())
 }
 
 /// Loads the files registered for `library`, once per process, before a stage uses it

@@ -245,7 +245,6 @@ impl<T: Dense> Linalg<T> {
     /// allocated now).
     pub fn new(stream: &Arc<CudaStream>, d: usize) -> Result<Self, GpuError> {
         super::libraries::require(super::libraries::CudaLibrary::Cusolver)?;
-        super::libraries::load(super::libraries::CudaLibrary::Cusolver);
         let blas = super::blas::handle(stream)?;
         let solver = DnHandle::new(stream.clone())?;
         let mut probe = stream.alloc_zeros::<T>(d * d)?;

@@ -95,7 +95,7 @@ fn probe_libraries() -> Result<(), String> {
     // SAFETY: `is_culib_present` only tries to dlopen the library by its usual names.
     let driver = unsafe { cudarc::driver::sys::is_culib_present() };
     let libraries = [
-        ("CUDA driver (libcuda)", driver),
+        ("CUDA driver (libcuda)".to_string(), driver),
         (
             CudaLibrary::Cufft.described(),
             available(CudaLibrary::Cufft),
@@ -104,7 +104,7 @@ fn probe_libraries() -> Result<(), String> {
     let missing: Vec<&str> = libraries
         .iter()
         .filter(|(_, present)| !present)
-        .map(|(name, _)| *name)
+        .map(|(name, _)| name.as_str())
         .collect();
     crate::trace::event(|| "CUDA libraries probed".into());
     if !missing.is_empty() {
